@@ -1,0 +1,31 @@
+#include "codecs/Codec.h"
+
+#include <stdexcept>
+
+#include <torch/types.h>
+
+#include "codecs/GradientChecks.h"
+
+namespace gradwire {
+
+void Codec::accumulate(Bytes& /*acc*/, ByteSpan /*other*/) const {
+  // Reaching here means a collective chose in-network reduction for a codec that declared
+  // Aggregation::kDecodeThenSum: a wiring bug, not bad data.
+  throw std::logic_error("codec '" + name() +
+                         "' is not summable: decode payloads and add the tensors instead");
+}
+
+std::vector<Bytes> Codec::encode_chunks(const torch::Tensor& grad,
+                                        const std::vector<std::int64_t>& bounds) {
+  check_gradient(grad, name() + " encode_chunks");
+  check_chunk_bounds(grad.numel(), bounds);
+  std::vector<Bytes> out;
+  out.reserve(bounds.size() - 1);
+  // narrow() of a contiguous 1-D tensor is a contiguous view: no copies.
+  for (std::size_t i = 0; i + 1 < bounds.size(); ++i) {
+    out.push_back(encode(grad.narrow(0, bounds[i], bounds[i + 1] - bounds[i])));
+  }
+  return out;
+}
+
+}  // namespace gradwire

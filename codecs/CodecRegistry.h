@@ -1,0 +1,67 @@
+// Builds codecs by name from a scenario's `codec` object, and describes them for
+// `gradwire codecs`. Parameters are declared once (name, type, default, range, help); the
+// registry validates a JSON object against them, so every codec gets the same clear errors.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "codecs/Codec.h"
+
+namespace gradwire {
+
+/// What a codec may know about the worker and the gradient it will encode.
+struct CodecContext {
+  int rank = 0;            ///< worker rank
+  int workers = 1;         ///< number of workers
+  std::uint64_t seed = 1;  ///< scenario seed (shared-randomness codecs derive from it)
+  std::int64_t numel = 0;  ///< flat gradient length
+};
+
+struct CodecParam {
+  enum class Type { kNumber, kInteger, kBool, kString };
+  std::string name;
+  Type type = Type::kNumber;
+  nlohmann::json default_value;
+  std::string help;
+  double min = -1e300;  ///< inclusive bounds for numbers / integers
+  double max = 1e300;
+  bool min_exclusive = false;
+  std::vector<std::string> choices;  ///< allowed strings (empty: any)
+};
+
+struct CodecInfo {
+  std::string name;
+  std::string summary;
+  std::vector<CodecParam> params;
+  /// Builds a codec from a fully resolved parameter object (all params present, validated).
+  std::function<std::unique_ptr<Codec>(const nlohmann::json& params, const CodecContext&)> make;
+};
+
+class CodecRegistry {
+ public:
+  /// The registry with every built-in codec registered.
+  static const CodecRegistry& builtin();
+
+  void add(CodecInfo info);
+  const CodecInfo* find(const std::string& name) const;
+  std::vector<const CodecInfo*> list() const;
+
+  /// Validates a `codec` object ({"kind": NAME, params..., "error_feedback": bool}) and
+  /// returns it with every default filled in. Throws ConfigError naming `path` + the key.
+  nlohmann::json resolve(const nlohmann::json& object, const std::string& path) const;
+
+  /// Builds a codec from a resolved object; wraps it in ErrorFeedback when asked.
+  std::unique_ptr<Codec> create(const nlohmann::json& resolved, const CodecContext& ctx) const;
+
+ private:
+  std::map<std::string, CodecInfo> codecs_;
+};
+
+}  // namespace gradwire

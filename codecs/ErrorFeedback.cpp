@@ -1,0 +1,62 @@
+#include "codecs/ErrorFeedback.h"
+
+#include <stdexcept>
+
+#include <torch/types.h>
+
+#include "codecs/GradientChecks.h"
+
+namespace gradwire {
+
+ErrorFeedback::ErrorFeedback(std::unique_ptr<Codec> inner)
+    : inner_(std::move(inner)), residual_(std::make_unique<torch::Tensor>()) {
+  if (!inner_) throw std::invalid_argument("ErrorFeedback: inner codec is null");
+}
+
+// Defined here, where torch::Tensor is complete, for the unique_ptr's deleter.
+ErrorFeedback::~ErrorFeedback() = default;
+
+const torch::Tensor& ErrorFeedback::residual() const { return *residual_; }
+
+torch::Tensor ErrorFeedback::decode(ByteSpan payload) const { return inner_->decode(payload); }
+
+torch::Tensor ErrorFeedback::compensate(const torch::Tensor& grad) {
+  check_gradient(grad, name() + " (error feedback) encode");
+  torch::Tensor& e = *residual_;
+  if (!e.defined()) {
+    e = torch::zeros_like(grad);
+  } else if (e.numel() != grad.numel()) {
+    throw std::invalid_argument("error feedback: gradient has " + std::to_string(grad.numel()) +
+                                " elements but the residual has " + std::to_string(e.numel()) +
+                                "; one ErrorFeedback object serves one flat gradient");
+  }
+  return grad + e;
+}
+
+Bytes ErrorFeedback::encode(const torch::Tensor& grad) {
+  const torch::Tensor acc = compensate(grad);
+  Bytes payload = inner_->encode(acc);
+  // What was not sent (exactly: acc - decode is 0 where top-k sent the value) waits for the
+  // next step.
+  *residual_ = acc - inner_->decode(payload);
+  return payload;
+}
+
+std::vector<Bytes> ErrorFeedback::encode_chunks(const torch::Tensor& grad,
+                                                const std::vector<std::int64_t>& bounds) {
+  check_gradient(grad, name() + " (error feedback) encode_chunks");
+  check_chunk_bounds(grad.numel(), bounds);
+  const torch::Tensor acc = compensate(grad);
+  // The inner codec's own chunking (its encode per slice by default).
+  std::vector<Bytes> payloads = inner_->encode_chunks(acc, bounds);
+  torch::Tensor& e = *residual_;
+  for (std::size_t i = 0; i + 1 < bounds.size(); ++i) {
+    const std::int64_t begin = bounds[i];
+    const std::int64_t len = bounds[i + 1] - begin;
+    // e's slice is a view: copy_ writes the new residual in place, chunk by chunk.
+    e.narrow(0, begin, len).copy_(acc.narrow(0, begin, len) - inner_->decode(payloads[i]));
+  }
+  return payloads;
+}
+
+}  // namespace gradwire

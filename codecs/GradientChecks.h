@@ -1,0 +1,22 @@
+// Argument checks shared by every codec's encode path. They throw std::invalid_argument: a
+// wrong tensor or chunking is a programming error of the caller, not corrupt input bytes
+// (those raise DecodeError).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codecs/Codec.h"
+
+namespace gradwire {
+
+/// Requires a defined, contiguous, 1-D float32 CPU tensor (the contract in Codec.h). `who`
+/// names the caller in the message, e.g. "topk encode".
+void check_gradient(const torch::Tensor& grad, const std::string& who);
+
+/// Requires bounds.front() == 0, bounds.back() == numel, non-decreasing, at least two entries.
+/// Equal neighbours (empty chunks) are allowed: a ring with more workers than elements has them.
+void check_chunk_bounds(std::int64_t numel, const std::vector<std::int64_t>& bounds);
+
+}  // namespace gradwire

@@ -1,0 +1,167 @@
+#include "codecs/WireFormat.h"
+
+#include <sstream>
+
+namespace gradwire {
+
+// ---------------------------------------------------------------------------------------------
+// ByteWriter
+
+void ByteWriter::u16(std::uint16_t v) {
+  bytes_.push_back(static_cast<std::uint8_t>(v));
+  bytes_.push_back(static_cast<std::uint8_t>(v >> 8));
+}
+
+void ByteWriter::u32(std::uint32_t v) { store_u32_le(extend(4), v); }
+
+void ByteWriter::u64(std::uint64_t v) {
+  std::uint8_t* p = extend(8);
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+
+void ByteWriter::f32(float v) { store_f32_le(extend(4), v); }
+
+void ByteWriter::f32_array(const float* values, std::size_t count) {
+#ifdef GRADWIRE_BIG_ENDIAN
+  std::uint8_t* p = extend(count * 4);
+  for (std::size_t i = 0; i < count; ++i) store_f32_le(p + 4 * i, values[i]);
+#else
+  // The host layout already is the wire layout: one memcpy.
+  raw(values, count * sizeof(float));
+#endif
+}
+
+void ByteWriter::u32_array(const std::uint32_t* values, std::size_t count) {
+#ifdef GRADWIRE_BIG_ENDIAN
+  std::uint8_t* p = extend(count * 4);
+  for (std::size_t i = 0; i < count; ++i) store_u32_le(p + 4 * i, values[i]);
+#else
+  raw(values, count * sizeof(std::uint32_t));
+#endif
+}
+
+void ByteWriter::raw(const void* data, std::size_t count) {
+  if (count == 0) return;  // data may be null for empty tensors
+  std::memcpy(extend(count), data, count);
+}
+
+std::uint8_t* ByteWriter::extend(std::size_t count) {
+  const std::size_t old = bytes_.size();
+  bytes_.resize(old + count);
+  return bytes_.data() + old;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ByteReader
+
+void ByteReader::fail(const std::string& message) const { throw DecodeError(what_ + ": " + message); }
+
+const std::uint8_t* ByteReader::need(std::size_t bytes, const char* field) {
+  if (bytes > remaining()) {
+    std::ostringstream msg;
+    msg << what_ << " truncated: need " << bytes << " bytes for " << field << " at offset "
+        << offset_ << ", " << remaining() << " left";
+    throw DecodeError(msg.str());
+  }
+  const std::uint8_t* p = span_.data + offset_;
+  offset_ += bytes;
+  return p;
+}
+
+std::uint8_t ByteReader::u8(const char* field) { return *need(1, field); }
+
+std::uint16_t ByteReader::u16(const char* field) {
+  const std::uint8_t* p = need(2, field);
+  return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
+}
+
+std::uint32_t ByteReader::u32(const char* field) { return load_u32_le(need(4, field)); }
+
+std::uint64_t ByteReader::u64(const char* field) {
+  const std::uint8_t* p = need(8, field);
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+float ByteReader::f32(const char* field) { return load_f32_le(need(4, field)); }
+
+const std::uint8_t* ByteReader::take(std::size_t count, std::size_t item_size,
+                                     const char* field) {
+  // Compare by division so a corrupt count cannot overflow count * item_size into a small
+  // number that passes the check.
+  if (item_size != 0 && count > remaining() / item_size) {
+    std::ostringstream msg;
+    msg << what_ << " truncated: need " << count << " x " << item_size << " bytes for " << field
+        << " at offset " << offset_ << ", " << remaining() << " left";
+    throw DecodeError(msg.str());
+  }
+  return need(count * item_size, field);
+}
+
+void ByteReader::expect_end() const {
+  if (remaining() != 0) {
+    std::ostringstream msg;
+    msg << what_ << " has " << remaining() << " trailing bytes after offset " << offset_;
+    throw DecodeError(msg.str());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Header
+
+void write_header(ByteWriter& writer, CodecId codec, std::uint8_t version, std::uint64_t numel) {
+  writer.u8(kPayloadMagic);
+  writer.u8(static_cast<std::uint8_t>(codec));
+  writer.u8(version);
+  writer.u8(0);  // flags: none defined yet; readers reject non-zero so they can gain meaning
+  writer.u64(numel);
+}
+
+namespace {
+
+PayloadHeader read_common(ByteReader& reader) {
+  PayloadHeader h;
+  const std::uint8_t magic = reader.u8("magic");
+  if (magic != kPayloadMagic) {
+    std::ostringstream msg;
+    msg << "bad magic byte 0x" << std::hex << static_cast<int>(magic) << " (expected 0x47 'G'); "
+        << "not a gradwire payload or misaligned framing";
+    reader.fail(msg.str());
+  }
+  h.codec = static_cast<CodecId>(reader.u8("codec id"));
+  h.version = reader.u8("format version");
+  h.flags = reader.u8("flags");
+  h.numel = reader.u64("element count");
+  if (h.flags != 0) {
+    reader.fail("unsupported header flags 0x" + std::to_string(h.flags) + " (expected 0)");
+  }
+  if (h.numel > kMaxPayloadElements) {
+    reader.fail("element count " + std::to_string(h.numel) +
+                " exceeds the limit of 2^40; payload corrupt");
+  }
+  return h;
+}
+
+}  // namespace
+
+PayloadHeader read_header(ByteReader& reader, CodecId expected, const std::string& codec_name,
+                          std::uint8_t version) {
+  const PayloadHeader h = read_common(reader);
+  if (h.codec != expected) {
+    reader.fail("codec id " + std::to_string(static_cast<int>(h.codec)) + " is not " +
+                codec_name + " (id " + std::to_string(static_cast<int>(expected)) + ")");
+  }
+  if (h.version != version) {
+    reader.fail("format version " + std::to_string(h.version) + " not supported (expected " +
+                std::to_string(version) + ")");
+  }
+  return h;
+}
+
+PayloadHeader peek_header(ByteSpan payload) {
+  ByteReader reader(payload, "payload header");
+  return read_common(reader);
+}
+
+}  // namespace gradwire

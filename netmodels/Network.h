@@ -1,0 +1,33 @@
+// The network as the engine sees it: a set of hosts with addresses, nothing about the medium.
+// In the spirit of ASTRA-sim's AstraNetworkAPI: a backend is a handful of calls. Ethernet,
+// Wi-Fi or LTE details stay inside the builder that implements this interface.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <ns3/ipv4-address.h>
+#include <ns3/node.h>
+#include <ns3/ptr.h>
+
+namespace gradwire {
+
+class Network {
+ public:
+  virtual ~Network() = default;
+
+  /// Family name from the scenario ("ethernet", ...).
+  virtual std::string family() const = 0;
+
+  /// Hosts that run gradwire applications, numbered 0..host_count()-1. Workers take the first
+  /// ranks; a server host, when the topology needs one, comes last.
+  virtual std::size_t host_count() const = 0;
+  virtual ns3::Ptr<ns3::Node> host(std::size_t index) const = 0;
+  virtual ns3::Ipv4Address address(std::size_t index) const = 0;
+
+  /// One-line human description for logs ("ethernet star, 5 hosts, 1Gbps, 50us, MTU 1500").
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace gradwire

@@ -1,0 +1,29 @@
+// Parsing of the scenario's human units: data rates ("1Gbps", "100Mbps", "10 Gb/s") and
+// durations ("50us", "2ms", "0.1s"). Returns false instead of aborting (ns-3's own parsers
+// call NS_FATAL_ERROR on bad input, which would lose the JSON path in the error).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace gradwire {
+
+/// Bits per second; accepts bps, Kbps, Mbps, Gbps, Tbps (also kb/s style). Value must be > 0.
+bool parse_data_rate(const std::string& text, double& bits_per_second);
+
+/// Seconds; accepts s, ms, us, ns (value >= 0).
+bool parse_duration(const std::string& text, double& seconds);
+
+/// Formats bits per second as ns-3 accepts it ("1000000000bps").
+std::string format_bps(double bits_per_second);
+
+}  // namespace gradwire
+
+namespace gradwire {
+class JsonFields;
+
+/// Reads an optional data-rate string field ("1Gbps"); ConfigError with the path if malformed.
+double read_data_rate(const JsonFields& fields, const std::string& key, double fallback_bps);
+/// Reads an optional duration string field ("50us"); ConfigError with the path if malformed.
+double read_duration(const JsonFields& fields, const std::string& key, double fallback_s);
+}  // namespace gradwire

@@ -1,0 +1,82 @@
+// The message layer of one host: an ns-3 Application that keeps one TCP connection per
+// destination and delivers whole framed Messages to a handler at the simulated instant their
+// last byte arrives.
+//
+// Real bytes travel: each frame is cut into ns-3 packets built from the buffer
+// (Create<Packet>(ptr, n)) as the socket's send buffer allows, and the receiver copies the bytes
+// out (Packet::CopyData) and reassembles frames. Sockets are created in StartApplication or
+// lazily on first Send, never before Simulator::Run() (ns-3 crashes otherwise).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <ns3/application.h>
+#include <ns3/ipv4-address.h>
+#include <ns3/socket.h>
+
+#include "nodes/FrameReader.h"
+#include "nodes/Message.h"
+
+namespace gradwire {
+
+class Messenger : public ns3::Application {
+ public:
+  using Handler = std::function<void(Message&&)>;
+
+  static ns3::TypeId GetTypeId();
+  Messenger();
+  ~Messenger() override;
+
+  /// `self`: this host's index; `addresses[i]`: address of host i; `port`: listening port
+  /// used by every host. Call before the simulation starts.
+  void Configure(std::uint32_t self, std::vector<ns3::Ipv4Address> addresses,
+                 std::uint16_t port);
+
+  /// Called for every complete message received, in arrival order per connection.
+  void SetHandler(Handler handler);
+
+  /// Queues `message` for host `destination` (message.source is set to this host). The bytes
+  /// leave as TCP allows; returns immediately. Sending to oneself is a logic error.
+  void Send(std::uint32_t destination, Message message);
+
+  std::uint32_t self() const { return self_; }
+  /// Frame bytes (header + payload) handed to TCP so far, and received complete.
+  std::uint64_t bytes_sent() const { return bytes_sent_; }
+  std::uint64_t bytes_received() const { return bytes_received_; }
+  /// True when every queued byte has been accepted by the sockets.
+  bool idle() const;
+
+ private:
+  struct Connection {
+    ns3::Ptr<ns3::Socket> socket;
+    bool connected = false;
+    std::deque<std::vector<std::uint8_t>> frames;  // whole frames waiting to be sent
+    std::size_t offset = 0;                        // bytes of frames.front() already sent
+  };
+
+  void StartApplication() override;
+  void StopApplication() override;
+  void DoDispose() override;
+
+  Connection& ConnectionTo(std::uint32_t destination);
+  void Pump(std::uint32_t destination);
+  void HandleAccept(ns3::Ptr<ns3::Socket> socket, const ns3::Address& from);
+  void HandleRead(ns3::Ptr<ns3::Socket> socket);
+
+  std::uint32_t self_ = 0;
+  std::uint16_t port_ = 0;
+  std::vector<ns3::Ipv4Address> addresses_;
+  Handler handler_;
+  ns3::Ptr<ns3::Socket> listener_;
+  std::map<std::uint32_t, Connection> outgoing_;
+  std::map<ns3::Socket*, std::pair<ns3::Ptr<ns3::Socket>, std::unique_ptr<FrameReader>>> incoming_;
+  std::uint64_t bytes_sent_ = 0;
+  std::uint64_t bytes_received_ = 0;
+};
+
+}  // namespace gradwire

@@ -1,0 +1,130 @@
+#include "nodes/Worker.h"
+
+#include <chrono>
+
+#include <ns3/simulator.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/sgd.h>
+
+#include "nodes/Collective.h"
+#include "nodes/Messenger.h"
+#include "nodes/Model.h"
+#include "nodes/ShardLoader.h"
+#include "nodes/WallClockAccount.h"
+
+namespace gradwire {
+
+ns3::TypeId Worker::GetTypeId() {
+  static ns3::TypeId tid = ns3::TypeId("gradwire::Worker")
+                               .SetParent<ns3::Application>()
+                               .SetGroupName("gradwire")
+                               .AddConstructor<Worker>();
+  return tid;
+}
+
+Worker::Worker() = default;
+Worker::~Worker() = default;
+
+void Worker::Setup(const WorkerOptions& options, std::shared_ptr<Model> model,
+                   std::unique_ptr<ShardLoader> loader, Collective* collective,
+                   Messenger* messenger, ComputeTimeModel compute_time, torch::Device device,
+                   WallClockAccount* account, std::function<void(const StepRecord&)> on_step,
+                   std::function<void(int)> on_finished) {
+  options_ = options;
+  model_ = std::move(model);
+  loader_ = std::move(loader);
+  collective_ = collective;
+  messenger_ = messenger;
+  compute_time_ = std::move(compute_time);
+  device_ = device;
+  account_ = account;
+  on_step_ = std::move(on_step);
+  on_finished_ = std::move(on_finished);
+  model_->to(device_);
+  optimizer_ = std::make_unique<torch::optim::SGD>(
+      model_->parameters(), torch::optim::SGDOptions(options_.lr.at(0))
+                                .momentum(options_.momentum)
+                                .weight_decay(options_.weight_decay)
+                                .nesterov(options_.nesterov));
+}
+
+void Worker::StartApplication() {
+  if (options_.steps <= 0) {
+    if (on_finished_) on_finished_(options_.rank);
+    return;
+  }
+  StartStep();
+}
+
+void Worker::StopApplication() {}
+
+void Worker::DoDispose() {
+  on_step_ = nullptr;
+  on_finished_ = nullptr;
+  ns3::Application::DoDispose();
+}
+
+void Worker::StartStep() {
+  current_ = StepRecord{};
+  current_.rank = options_.rank;
+  current_.step = step_;
+  current_.start_s = ns3::Simulator::Now().GetSeconds();
+  bytes_at_step_start_ = messenger_->bytes_sent();
+
+  at::Tensor flat;
+  const auto wall_start = std::chrono::steady_clock::now();
+  {
+    WallClockAccount::Charge charge(account_);
+    model_->train();
+    auto [inputs, labels] = loader_->next();
+    inputs = inputs.to(device_);
+    labels = labels.to(device_);
+    optimizer_->zero_grad();
+    at::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(inputs), labels);
+    loss.backward();
+    current_.loss = loss.item<double>();
+    // One flat float32 CPU vector: the unit codecs and collectives work on.
+    std::vector<at::Tensor> grads;
+    for (const auto& p : model_->parameters()) grads.push_back(p.grad().reshape({-1}));
+    flat = at::cat(grads).to(at::kCPU).contiguous();
+  }
+  current_.compute_wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  current_.compute_s = compute_time_(current_.compute_wall_s);
+  ns3::Simulator::Schedule(ns3::Seconds(current_.compute_s), &Worker::ComputeDone, this, flat);
+}
+
+void Worker::ComputeDone(at::Tensor gradient) {
+  collective_->contribute(options_.rank, step_, gradient,
+                          [this](const at::Tensor& mean) { Apply(mean); });
+}
+
+void Worker::Apply(const at::Tensor& mean) {
+  {
+    WallClockAccount::Charge charge(account_);
+    at::Tensor update = mean.to(device_);
+    std::int64_t offset = 0;
+    for (auto& p : model_->parameters()) {
+      const std::int64_t n = p.numel();
+      p.mutable_grad().copy_(update.slice(0, offset, offset + n).view_as(p));
+      offset += n;
+    }
+    for (auto& group : optimizer_->param_groups()) {
+      static_cast<torch::optim::SGDOptions&>(group.options()).lr(options_.lr.at(step_));
+    }
+    optimizer_->step();
+  }
+  const double now = ns3::Simulator::Now().GetSeconds();
+  current_.end_s = now;
+  current_.comm_s = now - current_.start_s - current_.compute_s;
+  current_.bytes_sent = messenger_->bytes_sent() - bytes_at_step_start_;
+  ++step_;
+  if (on_step_) on_step_(current_);
+  if (step_ < options_.steps) {
+    StartStep();
+  } else if (on_finished_) {
+    on_finished_(options_.rank);
+  }
+}
+
+}  // namespace gradwire

@@ -1,0 +1,128 @@
+#include "sim/Cli.h"
+
+#include <ostream>
+
+#include <CLI/CLI.hpp>
+
+#include "codecs/CodecRegistry.h"
+#include "codecs/ConfigError.h"
+#include "sim/Engine.h"
+#include "sim/ScenarioLoader.h"
+
+namespace gradwire {
+
+namespace {
+
+Scenario load(const std::string& file, const std::vector<std::string>& overrides) {
+  nlohmann::json doc = read_scenario_file(file);
+  apply_overrides(doc, overrides);
+  return load_scenario(doc);
+}
+
+std::string param_type(CodecParam::Type t) {
+  switch (t) {
+    case CodecParam::Type::kNumber: return "number";
+    case CodecParam::Type::kInteger: return "integer";
+    case CodecParam::Type::kBool: return "bool";
+    case CodecParam::Type::kString: return "string";
+  }
+  return "?";
+}
+
+void list_codecs(std::ostream& out, bool as_json) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const CodecInfo* info : CodecRegistry::builtin().list()) {
+    nlohmann::json params = nlohmann::json::array();
+    for (const auto& p : info->params) {
+      params.push_back({{"name", p.name}, {"type", param_type(p.type)},
+                        {"default", p.default_value}, {"help", p.help}});
+    }
+    all.push_back({{"kind", info->name}, {"summary", info->summary}, {"params", params}});
+  }
+  if (as_json) {
+    out << all.dump(2) << "\n";
+    return;
+  }
+  for (const auto& c : all) {
+    out << c["kind"].get<std::string>() << "  -  " << c["summary"].get<std::string>() << "\n";
+    for (const auto& p : c["params"]) {
+      out << "    " << p["name"].get<std::string>() << " (" << p["type"].get<std::string>()
+          << ", default " << p["default"].dump() << "): " << p["help"].get<std::string>() << "\n";
+    }
+  }
+  out << "Every codec also takes error_feedback (bool, default false): accumulate what was not "
+         "sent and add it to the next gradient.\n";
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"gradwire: distributed deep learning over simulated networks (LibTorch + ns-3)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gradwire 0.1");
+
+  std::string file;
+  std::string out_dir;
+  std::vector<std::string> overrides;
+  bool quiet = false;
+  CLI::App* run = app.add_subcommand("run", "Run a scenario and write runs/<name>/");
+  run->add_option("file", file, "scenario JSON file")->required();
+  run->add_option("--out", out_dir, "parent folder for the run folder (default: output.dir)");
+  run->add_option("--set", overrides, "override a scenario value: path.to.key=value (repeatable)");
+  run->add_flag("--quiet,-q", quiet, "no progress lines on stderr");
+
+  std::string validate_file;
+  std::vector<std::string> validate_overrides;
+  CLI::App* validate = app.add_subcommand("validate", "Check a scenario without running it");
+  validate->add_option("file", validate_file, "scenario JSON file")->required();
+  validate->add_option("--set", validate_overrides, "override a value: path.to.key=value");
+  bool print_resolved = false;
+  validate->add_flag("--print", print_resolved, "print the resolved scenario (defaults filled in)");
+
+  bool codecs_json = false;
+  CLI::App* codecs = app.add_subcommand("codecs", "List codecs and their parameters");
+  codecs->add_flag("--json", codecs_json, "machine-readable output");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e, out, err);
+    return code == 0 ? kExitOk : kExitBadInput;
+  }
+
+  try {
+    if (*run) {
+      Scenario scenario = load(file, overrides);
+      const std::string parent = out_dir.empty() ? scenario.output_dir : out_dir;
+      Engine engine(scenario);
+      RunResult result = engine.run(parent, quiet ? nullptr : &err);
+      out << "results: " << result.directory << "\n";
+      return kExitOk;
+    }
+    if (*validate) {
+      Scenario scenario = load(validate_file, validate_overrides);
+      if (print_resolved) {
+        out << scenario.resolved.dump(2) << "\n";
+      } else {
+        out << validate_file << ": ok (" << scenario.training.workers << " workers, "
+            << scenario.training.steps << " steps, codec "
+            << scenario.codec.at("kind").get<std::string>() << ", " << scenario.topology.kind
+            << ", " << scenario.network.at("family").get<std::string>() << ")\n";
+      }
+      return kExitOk;
+    }
+    if (*codecs) {
+      list_codecs(out, codecs_json);
+      return kExitOk;
+    }
+  } catch (const ConfigError& e) {
+    err << "error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    err << "error: " << e.what() << "\n";
+    return kExitFailure;
+  }
+  return kExitFailure;
+}
+
+}  // namespace gradwire

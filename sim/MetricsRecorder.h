@@ -1,0 +1,66 @@
+// Collects per-worker step records and evaluations into metrics.jsonl lines, prints progress,
+// and computes summary.json. Lines (one JSON object each):
+//   {"type":"step","step":k,"sim_time_s":..,"loss":..,"compute_s":..,"comm_s":..,
+//    "comm_s_max":..,"bytes_sent":[per worker],"lr":..,"wall_time_s":..}
+//   {"type":"eval","step":k,"sim_time_s":..,"accuracy":..,"test_loss":..,"wall_time_s":..}
+// `step` counts completed steps (1-based). Fields ending in "wall_time_s" are wall-clock and
+// differ between runs; everything else is deterministic for fixed/profile compute.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nodes/Worker.h"
+#include "sim/Evaluation.h"
+
+namespace gradwire {
+
+struct Scenario;
+
+class MetricsRecorder {
+ public:
+  MetricsRecorder(const Scenario& scenario, std::int64_t parameters, std::ostream* progress,
+                  std::chrono::steady_clock::time_point wall_start);
+
+  /// Adds one worker's record; returns true when all `workers` have reported this step (the
+  /// step line has then been written).
+  bool record(const StepRecord& record, int workers);
+
+  void evaluation(std::int64_t step, double sim_time_s, const EvalResult& result);
+
+  nlohmann::json summary(double sim_time_s, std::uint64_t bytes_on_wire,
+                         std::uint64_t payload_bytes, double wall_time_s,
+                         double ns3_wall_time_s) const;
+
+  const std::string& jsonl() const { return lines_; }
+  void print_final(std::ostream& out, const nlohmann::json& summary) const;
+
+ private:
+  double wall_now() const;
+  void progress_line(std::int64_t step, double sim_time, bool force);
+
+  const Scenario& scenario_;
+  std::int64_t parameters_;
+  std::ostream* progress_;
+  std::chrono::steady_clock::time_point wall_start_;
+  double last_progress_wall_ = -1e9;
+
+  std::map<std::int64_t, std::vector<StepRecord>> pending_;
+  std::string lines_;
+  double last_loss_ = 0;
+  double last_accuracy_ = -1;
+  double last_test_loss_ = 0;
+  std::optional<double> time_to_target_;
+  std::optional<std::int64_t> steps_to_target_;
+  double sum_compute_ = 0, sum_comm_ = 0;
+  std::int64_t steps_recorded_ = 0;
+};
+
+}  // namespace gradwire

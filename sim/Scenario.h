@@ -1,0 +1,71 @@
+// A validated scenario: the typed view the engine uses, plus the resolved JSON (every default
+// filled in) that is written to runs/<name>/scenario.json so a run documents itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nodes/Dataset.h"
+#include "nodes/LearningRateSchedule.h"
+#include "nodes/Model.h"
+
+namespace gradwire {
+
+struct DatasetSpec {
+  std::string kind = "fashion-mnist";  ///< "fashion-mnist" | "synthetic"
+  std::string path = kDefaultFashionMnistDir;
+  std::int64_t train_limit = 0;  ///< 0: all samples
+  std::int64_t test_limit = 0;
+  SyntheticConfig synthetic;
+  std::string partition = "iid";  ///< "iid" | "dirichlet"
+  double alpha = 0.5;             ///< Dirichlet concentration
+};
+
+struct TrainingSpec {
+  int workers = 4;
+  std::int64_t steps = 0;   ///< resolved from `epochs` when that is given
+  double epochs = 0;        ///< 0 when `steps` is given
+  std::int64_t batch = 32;  ///< per worker
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+  LearningRateSchedule lr;
+  std::int64_t eval_every = 100;
+  std::int64_t eval_samples = 0;  ///< 0: the whole test set
+  double target_accuracy = 0;     ///< 0: no target
+};
+
+struct ComputeSpec {
+  std::string mode = "measured";  ///< "measured" | "fixed" | "profile"
+  double scale = 1.0;             ///< measured: simulated = wall x scale
+  double seconds = 0.01;          ///< fixed: seconds per step
+  std::string profile;            ///< profile: a named device (see ComputeTime.h)
+  double seconds_per_sample = 0;  ///< profile: explicit cost instead of a named device
+  std::string device = "auto";    ///< "auto" | "cpu" | "cuda"
+  int threads = 0;                ///< LibTorch intra-op threads; 0: one per core
+};
+
+struct TopologySpec {
+  std::string kind = "ring";  ///< "ring" | "ps"
+  std::string mode = "sync";
+};
+
+struct Scenario {
+  std::string name;
+  std::uint64_t seed = 1;
+  ModelConfig model;
+  DatasetSpec dataset;
+  TrainingSpec training;
+  ComputeSpec compute;
+  nlohmann::json codec;    ///< resolved codec object (CodecRegistry)
+  TopologySpec topology;
+  nlohmann::json network;  ///< resolved network object (NetworkFactory)
+  std::string output_dir = "runs";
+
+  nlohmann::json resolved;  ///< the whole scenario with defaults filled in
+};
+
+}  // namespace gradwire

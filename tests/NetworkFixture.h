@@ -1,0 +1,40 @@
+// Test support: an ns-3 Ethernet star with a Messenger on every host, torn down after use.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <ns3/core-module.h>
+
+#include "netmodels/EthernetNetwork.h"
+#include "nodes/Messenger.h"
+
+namespace gradwire::testing {
+
+struct StarWithMessengers {
+  std::unique_ptr<EthernetNetwork> network;
+  std::vector<ns3::Ptr<Messenger>> messengers;
+
+  StarWithMessengers(const EthernetConfig& config, std::size_t hosts) {
+    ns3::Simulator::Destroy();
+    network = std::make_unique<EthernetNetwork>(config, hosts);
+    std::vector<ns3::Ipv4Address> addresses;
+    for (std::size_t h = 0; h < hosts; ++h) addresses.push_back(network->address(h));
+    for (std::size_t h = 0; h < hosts; ++h) {
+      auto m = ns3::CreateObject<Messenger>();
+      m->Configure(static_cast<std::uint32_t>(h), addresses, 9000);
+      m->SetStartTime(ns3::Seconds(0));
+      network->host(h)->AddApplication(m);
+      messengers.push_back(m);
+    }
+  }
+  ~StarWithMessengers() { ns3::Simulator::Destroy(); }
+
+  std::vector<Messenger*> raw(std::size_t first, std::size_t count) const {
+    std::vector<Messenger*> out;
+    for (std::size_t i = first; i < first + count; ++i) out.push_back(ns3::PeekPointer(messengers[i]));
+    return out;
+  }
+};
+
+}  // namespace gradwire::testing
