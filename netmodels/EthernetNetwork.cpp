@@ -35,7 +35,7 @@ EthernetConfig EthernetConfig::from_json(const nlohmann::json& object, const std
 
 nlohmann::json EthernetConfig::to_json() const {
   return {{"family", "ethernet"},  {"rate", format_bps(rate_bps)},
-          {"delay", std::to_string(delay_s * 1e6) + "us"},
+          {"delay", format_duration(delay_s)},
           {"mtu", mtu},            {"queue", queue_packets},
           {"tcp_buffer", tcp_buffer_bytes}};
 }

@@ -2,8 +2,10 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <utility>
 
 namespace gradwire {
 namespace {
@@ -50,8 +52,27 @@ bool parse_duration(const std::string& text, double& seconds) {
   return true;
 }
 
+std::string format_duration(double seconds) {
+  char buf[64];
+  if (seconds != 0 && seconds < 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.12gus", seconds * 1e6);
+  } else if (seconds != 0 && seconds < 1) {
+    std::snprintf(buf, sizeof buf, "%.12gms", seconds * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.12gs", seconds);
+  }
+  return buf;
+}
+
 std::string format_bps(double bits_per_second) {
-  return std::to_string(static_cast<std::uint64_t>(std::llround(bits_per_second))) + "bps";
+  // Prefer the unit a person would write ("10Gbps"); both forms parse in ns-3 and here.
+  const auto bps = static_cast<std::uint64_t>(std::llround(bits_per_second));
+  static const std::pair<std::uint64_t, const char*> kUnits[] = {
+      {1000000000000ull, "Tbps"}, {1000000000ull, "Gbps"}, {1000000ull, "Mbps"}, {1000ull, "Kbps"}};
+  for (const auto& [scale, unit] : kUnits) {
+    if (bps >= scale && bps % scale == 0) return std::to_string(bps / scale) + unit;
+  }
+  return std::to_string(bps) + "bps";
 }
 
 }  // namespace gradwire

@@ -14,8 +14,11 @@ bool parse_data_rate(const std::string& text, double& bits_per_second);
 /// Seconds; accepts s, ms, us, ns (value >= 0).
 bool parse_duration(const std::string& text, double& seconds);
 
-/// Formats bits per second as ns-3 accepts it ("1000000000bps").
+/// Formats bits per second in the largest exact unit ("1Gbps", "2500Mbps"); ns-3 accepts it.
 std::string format_bps(double bits_per_second);
+
+/// Formats seconds in a readable unit ("50us", "2ms", "1.5s"); parse_duration reads it back.
+std::string format_duration(double seconds);
 
 }  // namespace gradwire
 

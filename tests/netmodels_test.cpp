@@ -26,6 +26,11 @@ TEST(Units, ParsesRatesAndDurations) {
   ASSERT_TRUE(parse_duration("2ms", v));
   EXPECT_DOUBLE_EQ(v, 2e-3);
   EXPECT_FALSE(parse_duration("2 fortnights", v));
+  EXPECT_EQ(format_bps(1e9), "1Gbps");
+  EXPECT_EQ(format_bps(2.5e9), "2500Mbps");
+  EXPECT_EQ(format_bps(1234), "1234bps");
+  EXPECT_EQ(format_duration(50e-6), "50us");
+  EXPECT_EQ(format_duration(0.002), "2ms");
 }
 
 TEST(AlphaBeta, RingAndServerFormulas) {

@@ -45,7 +45,7 @@ TEST(Scenario, OverridesApplyBeforeValidation) {
   EXPECT_EQ(s.training.workers, 8);
   EXPECT_EQ(s.codec["kind"], "topk");
   EXPECT_DOUBLE_EQ(s.codec["ratio"].get<double>(), 0.1);
-  EXPECT_EQ(s.network["rate"], "10000000000bps");
+  EXPECT_EQ(s.network["rate"], "10Gbps");
   EXPECT_THROW(apply_overrides(doc, {"novalue"}), ConfigError);
 }
 
