@@ -15,6 +15,10 @@ void Codec::accumulate(Bytes& /*acc*/, ByteSpan /*other*/) const {
                          "' is not summable: decode payloads and add the tensors instead");
 }
 
+torch::Tensor Codec::finalize(torch::Tensor sum, int workers) const {
+  return sum.div_(static_cast<double>(workers));
+}
+
 std::vector<Bytes> Codec::encode_chunks(const torch::Tensor& grad,
                                         const std::vector<std::int64_t>& bounds) {
   check_gradient(grad, name() + " encode_chunks");

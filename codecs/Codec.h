@@ -49,9 +49,31 @@ enum class Aggregation {
 };
 
 /// Numeric ids written in every payload header (see codecs/README.md). Never renumber.
+/// Codecs whose wire format is identical (e.g. several sparsifiers sending indices + values)
+/// share one id; the id names the format, not the selection method.
 enum class CodecId : std::uint8_t {
   kDense = 1,
-  kTopK = 2,
+  kTopK = 2,  ///< sparse: u32 k, indices, values (also used by other sparsifiers)
+  // Reserved for the sparsification family (issue 3):
+  kRandomK = 3,
+  kCompactSparse = 4,  ///< sparse with delta/varint or bit-packed indices, fp32/fp16 values
+  kAdaComp = 5,
+  kZstd = 6,           ///< lossless stage wrapping any payload
+  // Reserved for the quantisation family (issue 4):
+  kQsgd = 10,
+  kTernGrad = 11,
+  kOneBit = 12,
+  kSign = 13,
+  kScaledSign = 14,
+  kNatural = 15,
+  kNaturalDithering = 16,
+  kFp16 = 17,
+  kBf16 = 18,
+  kCompose = 19,
+  // Reserved for correlation-exploiting codecs (issue 5):
+  kPowerSgd = 30,
+  kGradiVeQ = 31,
+  kLgc = 32,
 };
 
 class Codec {
@@ -69,6 +91,19 @@ class Codec {
 
   virtual Aggregation aggregation() const { return Aggregation::kDecodeThenSum; }
 
+  /// Turns the sum of all `workers` decoded contributions into the update every worker
+  /// applies. The default is the mean; majority-vote codecs (signSGD) return sign(sum).
+  /// `sum` may be modified in place and returned.
+  virtual torch::Tensor finalize(torch::Tensor sum, int workers) const;
+
+  /// Fraction of the gradient's elements the last encode() carried (1 for dense codecs,
+  /// k/n for top-k, ...): recorded per step in metrics.jsonl.
+  virtual double last_density() const { return 1.0; }
+
+  /// True when the codec keeps gradient momentum itself (DGC's momentum correction): the
+  /// optimizer must then not apply momentum a second time.
+  virtual bool applies_momentum() const { return false; }
+
   /// Summable codecs: acc := acc + other, without decoding. Both must describe the same
   /// element count. Throws DecodeError on mismatch, std::logic_error if not summable.
   virtual void accumulate(Bytes& acc, ByteSpan other) const;
@@ -78,6 +113,16 @@ class Codec {
   /// independently; stateful wrappers override it so their state covers the whole gradient.
   virtual std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
                                            const std::vector<std::int64_t>& bounds);
+
+  /// Serialises this worker's codec state (residual, momentum, step counter, ...) so a tool
+  /// can carry it across processes (`gradwire codec encode --state FILE`). Stateless codecs
+  /// return no bytes. The format is the codec's own (see codecs/CodecState.h).
+  virtual Bytes save_state() const { return {}; }
+  /// Restores what save_state() wrote (empty: the initial state). Throws DecodeError on
+  /// malformed or mismatched state. Stateless codecs accept only empty state.
+  virtual void load_state(ByteSpan state) {
+    if (state.size != 0) throw DecodeError("codec '" + name() + "' keeps no state to load");
+  }
 };
 
 }  // namespace gradwire

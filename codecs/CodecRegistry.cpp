@@ -4,10 +4,13 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "codecs/BuiltinCodecs.h"
 #include "codecs/ConfigError.h"
 #include "codecs/DenseCodec.h"
 #include "codecs/ErrorFeedback.h"
 #include "codecs/TopKCodec.h"
+#include "codecs/WireFormat.h"
+#include "codecs/ZstdStage.h"
 
 namespace gradwire {
 
@@ -18,6 +21,7 @@ using nlohmann::json;
 // Keys every codec object accepts besides its declared params.
 constexpr const char* kKindKey = "kind";
 constexpr const char* kErrorFeedbackKey = "error_feedback";
+constexpr const char* kZstdKey = "zstd";  // lossless zstd stage over any payload (ZstdStage.h)
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -117,6 +121,8 @@ json check_param(const CodecParam& p, const json& value, const std::string& wher
       }
       return value;
     }
+    case CodecParam::Type::kCodec:
+      break;  // resolved by CodecRegistry::resolve, which knows the registered codecs
   }
   throw std::logic_error("codec param '" + p.name + "' has an unknown type");
 }
@@ -152,12 +158,16 @@ CodecRegistry make_builtin() {
             ctx.numel > 0 ? static_cast<std::uint64_t>(ctx.numel) : std::uint64_t{1} << 32;
         return std::make_unique<TopKCodec>(params.at("ratio").get<double>(), max_elements);
       }});
+  register_sparsifiers(r);
+  register_quantizers(r);
   return r;
 }
 
 }  // namespace
 
 const CodecRegistry& CodecRegistry::builtin() {
+  // make_builtin registers none/topk, then each family's registration function
+  // (codecs/BuiltinCodecs.h) adds its codecs.
   static const CodecRegistry registry = make_builtin();  // thread-safe one-time init
   return registry;
 }
@@ -170,7 +180,7 @@ void CodecRegistry::add(CodecInfo info) {
     throw std::logic_error("codec '" + info.name + "' registered twice");
   }
   for (const auto& p : info.params) {
-    if (p.name == kKindKey || p.name == kErrorFeedbackKey) {
+    if (p.name == kKindKey || p.name == kErrorFeedbackKey || p.name == kZstdKey) {
       throw std::logic_error("codec '" + info.name + "' declares reserved param '" + p.name + "'");
     }
   }
@@ -218,6 +228,7 @@ nlohmann::json CodecRegistry::resolve(const nlohmann::json& object,
   std::vector<std::string> allowed{kKindKey};
   for (const auto& p : info->params) allowed.push_back(p.name);
   allowed.push_back(kErrorFeedbackKey);
+  allowed.push_back(kZstdKey);
 
   // Unknown keys first: a typo ("ration") is the likeliest mistake and should be named as such
   // rather than surfacing as a silently used default.
@@ -233,6 +244,11 @@ nlohmann::json CodecRegistry::resolve(const nlohmann::json& object,
   out[kKindKey] = name;
   for (const auto& p : info->params) {
     const auto value = object.find(p.name);
+    if (p.type == CodecParam::Type::kCodec) {
+      // A nested codec object: resolved (defaults filled, keys checked) like the outer one.
+      out[p.name] = resolve(value == object.end() ? p.default_value : *value, at(p.name));
+      continue;
+    }
     out[p.name] = value == object.end() ? p.default_value : check_param(p, *value, at(p.name));
   }
   CodecParam ef;
@@ -241,6 +257,10 @@ nlohmann::json CodecRegistry::resolve(const nlohmann::json& object,
   const auto ef_value = object.find(kErrorFeedbackKey);
   out[kErrorFeedbackKey] =
       ef_value == object.end() ? json(false) : check_param(ef, *ef_value, at(kErrorFeedbackKey));
+  // `zstd` appears in the resolved object only when given (absent = off), so resolved
+  // scenarios written before the stage existed stay unchanged.
+  const auto zstd_value = object.find(kZstdKey);
+  if (zstd_value != object.end()) out[kZstdKey] = check_param(ef, *zstd_value, at(kZstdKey));
   return out;
 }
 
@@ -253,6 +273,11 @@ std::unique_ptr<Codec> CodecRegistry::create(const nlohmann::json& resolved,
   std::unique_ptr<Codec> codec = info->make(r, ctx);
   if (r.at(kErrorFeedbackKey).get<bool>()) {
     codec = std::make_unique<ErrorFeedback>(std::move(codec));
+  }
+  if (r.value(kZstdKey, false)) {
+    const std::uint64_t max_elements =
+        ctx.numel > 0 ? static_cast<std::uint64_t>(ctx.numel) : kMaxPayloadElements;
+    codec = std::make_unique<ZstdStage>(std::move(codec), max_elements);
   }
   return codec;
 }

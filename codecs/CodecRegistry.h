@@ -16,16 +16,32 @@
 
 namespace gradwire {
 
+/// One parameter tensor's place in the flat gradient (models list them in parameters() order).
+struct LayerSlice {
+  std::string name;                ///< e.g. "conv1.weight"
+  std::int64_t offset = 0;         ///< first element in the flat gradient
+  std::vector<std::int64_t> shape; ///< e.g. {6, 1, 5, 5}; 1-D for biases
+  std::int64_t numel() const {
+    std::int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+  }
+};
+
 /// What a codec may know about the worker and the gradient it will encode.
 struct CodecContext {
-  int rank = 0;            ///< worker rank
+  int rank = 0;            ///< worker rank (-1: the server's decoding instance)
   int workers = 1;         ///< number of workers
   std::uint64_t seed = 1;  ///< scenario seed (shared-randomness codecs derive from it)
   std::int64_t numel = 0;  ///< flat gradient length
+  std::vector<LayerSlice> layers;   ///< layout of the flat gradient (may be empty in tools)
+  std::int64_t steps_per_epoch = 0; ///< training steps per epoch of a worker's shard (0: unknown)
 };
 
 struct CodecParam {
-  enum class Type { kNumber, kInteger, kBool, kString };
+  /// kCodec: a nested codec object ({"kind": ..., params...}), resolved recursively by the
+  /// registry with the same validation and paths (e.g. compose's "select" and "quantize").
+  enum class Type { kNumber, kInteger, kBool, kString, kCodec };
   std::string name;
   Type type = Type::kNumber;
   nlohmann::json default_value;

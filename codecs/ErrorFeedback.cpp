@@ -4,6 +4,7 @@
 
 #include <torch/types.h>
 
+#include "codecs/CodecState.h"
 #include "codecs/GradientChecks.h"
 
 namespace gradwire {
@@ -57,6 +58,29 @@ std::vector<Bytes> ErrorFeedback::encode_chunks(const torch::Tensor& grad,
     e.narrow(0, begin, len).copy_(acc.narrow(0, begin, len) - inner_->decode(payloads[i]));
   }
   return payloads;
+}
+
+Bytes ErrorFeedback::save_state() const {
+  CodecState st("error_feedback/" + inner_->name());
+  st.put_tensor("residual", *residual_);
+  st.put_bytes("inner", inner_->save_state());
+  return st.serialize();
+}
+
+void ErrorFeedback::load_state(ByteSpan state) {
+  if (state.size == 0) {
+    *residual_ = torch::Tensor();
+    inner_->load_state(ByteSpan());
+    return;
+  }
+  const CodecState st = CodecState::parse(state, "error_feedback/" + inner_->name());
+  const Bytes inner = st.bytes("inner");
+  inner_->load_state(ByteSpan(inner));
+  *residual_ = st.tensor("residual");
+}
+
+torch::Tensor ErrorFeedback::finalize(torch::Tensor sum, int workers) const {
+  return inner_->finalize(std::move(sum), workers);
 }
 
 }  // namespace gradwire

@@ -32,11 +32,18 @@ class ErrorFeedback : public Codec {
   torch::Tensor decode(ByteSpan payload) const override;
   Aggregation aggregation() const override { return inner_->aggregation(); }
   void accumulate(Bytes& acc, ByteSpan other) const override { inner_->accumulate(acc, other); }
+  torch::Tensor finalize(torch::Tensor sum, int workers) const override;
+  double last_density() const override { return inner_->last_density(); }
+  bool applies_momentum() const override { return inner_->applies_momentum(); }
   /// Compensates the whole gradient once, encodes the chunks with the inner codec and updates
   /// the residual chunk by chunk, so the residual covers the whole gradient exactly as encode()
   /// would if the inner codec worked per chunk.
   std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
                                    const std::vector<std::int64_t>& bounds) override;
+
+  /// The residual and the inner codec's state (codecs/CodecState.h), for `gradwire codec`.
+  Bytes save_state() const override;
+  void load_state(ByteSpan state) override;
 
   /// The current residual e; undefined (`!residual().defined()`) before the first encode.
   const torch::Tensor& residual() const;

@@ -30,6 +30,8 @@ torch::Tensor decode_any(ByteSpan payload, std::uint64_t max_elements) {
       return DenseCodec::decode_dense(payload);
     case CodecId::kTopK:
       return TopKCodec::decode_sparse(payload, max_elements);
+    default:
+      break;
   }
   throw DecodeError("payload: codec id " + std::to_string(static_cast<int>(h.codec)) +
                     " is neither none (1) nor topk (2)");

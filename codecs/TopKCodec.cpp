@@ -158,6 +158,18 @@ std::vector<std::uint32_t> select_top_magnitudes(const float* values, std::int64
 
 }  // namespace
 
+std::vector<std::uint32_t> TopKCodec::select_largest(const float* values, std::int64_t n,
+                                                     std::int64_t k) {
+  std::vector<std::uint32_t> indices;
+  if (k >= n) {
+    indices.resize(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
+    for (std::int64_t i = 0; i < n; ++i) indices[i] = static_cast<std::uint32_t>(i);
+  } else if (k > 0) {
+    indices = select_top_magnitudes(values, n, k);
+  }
+  return indices;
+}
+
 Bytes TopKCodec::encode(const torch::Tensor& grad) {
   check_gradient(grad, "topk encode");
   const std::int64_t n = grad.numel();
@@ -166,6 +178,7 @@ Bytes TopKCodec::encode(const torch::Tensor& grad) {
                                 " elements do not fit u32 indices (at most 2^32)");
   }
   const std::int64_t k = k_for(n);
+  last_density_ = n > 0 ? static_cast<double>(k) / static_cast<double>(n) : 1.0;
   const float* values = grad.data_ptr<float>();
 
   std::vector<std::uint32_t> indices;

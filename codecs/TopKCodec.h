@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "codecs/Codec.h"
 #include "codecs/WireFormat.h"
@@ -33,6 +34,7 @@ class TopKCodec : public Codec {
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
   Aggregation aggregation() const override { return Aggregation::kDecodeThenSum; }
+  double last_density() const override { return last_density_; }
 
   double ratio() const { return ratio_; }
   /// The k this codec keeps out of n elements: max(1, round(ratio * n)), at most n.
@@ -45,12 +47,18 @@ class TopKCodec : public Codec {
   /// Decodes a topk-format payload; rejects k > n, inexact sizes, indices >= n, indices not
   /// strictly increasing, and element counts above `max_elements`.
   static torch::Tensor decode_sparse(ByteSpan payload, std::uint64_t max_elements);
+  /// Positions of the k largest |values[i]| among n (0 <= k <= n), ascending, ties to the
+  /// lower position, NaN above +inf: the exact selection `encode` uses, shared with the other
+  /// sparsifiers (DGC's exact fallback).
+  static std::vector<std::uint32_t> select_largest(const float* values, std::int64_t n,
+                                                   std::int64_t k);
   /// Exact size of a topk payload holding k entries.
   static std::size_t payload_size(std::uint64_t k) { return kPayloadHeaderSize + 4 + 8 * k; }
 
  private:
   double ratio_;
   std::uint64_t max_elements_;
+  double last_density_ = 1.0;
 };
 
 }  // namespace gradwire

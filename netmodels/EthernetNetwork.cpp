@@ -20,7 +20,7 @@ namespace gradwire {
 
 EthernetConfig EthernetConfig::from_json(const nlohmann::json& object, const std::string& path) {
   JsonFields fields(object, path);
-  fields.allow({"family", "rate", "delay", "mtu", "queue", "tcp_buffer"});
+  fields.allow({"family", "rate", "delay", "mtu", "queue", "tcp_buffer", "impairments"});
   EthernetConfig c;
   c.rate_bps = read_data_rate(fields, "rate", c.rate_bps);
   c.delay_s = read_duration(fields, "delay", c.delay_s);
@@ -30,6 +30,8 @@ EthernetConfig EthernetConfig::from_json(const nlohmann::json& object, const std
       static_cast<std::uint32_t>(fields.integer("queue", c.queue_packets, 1, 1000000));
   c.tcp_buffer_bytes = static_cast<std::uint32_t>(
       fields.integer("tcp_buffer", c.tcp_buffer_bytes, 4096, 1 << 30));
+  c.impairments = ImpairmentsConfig::from_json(fields.object_at("impairments"),
+                                               fields.path_of("impairments"), false);
   return c;
 }
 
@@ -37,17 +39,21 @@ nlohmann::json EthernetConfig::to_json() const {
   return {{"family", "ethernet"},  {"rate", format_bps(rate_bps)},
           {"delay", format_duration(delay_s)},
           {"mtu", mtu},            {"queue", queue_packets},
-          {"tcp_buffer", tcp_buffer_bytes}};
+          {"tcp_buffer", tcp_buffer_bytes}, {"impairments", impairments.to_json(false)}};
 }
 
 EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts)
     : config_(config) {
   apply_tcp_defaults(config_.mtu, config_.tcp_buffer_bytes);
 
-  hosts_.Create(static_cast<std::uint32_t>(hosts));
+  // Background-traffic sources are extra hosts on the switch, after the application hosts.
+  const std::size_t extra = config_.impairments.background.size();
+  ns3::NodeContainer all;
+  all.Create(static_cast<std::uint32_t>(hosts + extra));
+  for (std::size_t i = 0; i < hosts; ++i) hosts_.Add(all.Get(static_cast<std::uint32_t>(i)));
   switch_ = ns3::CreateObject<ns3::Node>();
   ns3::InternetStackHelper stack;
-  stack.Install(hosts_);
+  stack.Install(all);
   stack.Install(switch_);
 
   ns3::PointToPointHelper link;
@@ -59,8 +65,9 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
                                                    config_.queue_packets)));
 
   ns3::Ipv4AddressHelper ip;
-  for (std::uint32_t i = 0; i < hosts_.GetN(); ++i) {
-    ns3::NetDeviceContainer devices = link.Install(hosts_.Get(i), switch_);
+  std::vector<HostAttachment> attachments;
+  for (std::uint32_t i = 0; i < all.GetN(); ++i) {
+    ns3::NetDeviceContainer devices = link.Install(all.Get(i), switch_);
     // One /24 per port: 10.(i/250+1).(i%250).0 keeps addresses valid for large clusters.
     std::ostringstream subnet;
     subnet << "10." << (i / 250 + 1) << "." << (i % 250) << ".0";
@@ -71,8 +78,29 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
     ns3::TrafficControlHelper tc;
     tc.Uninstall(devices);
     addresses_.push_back(ifaces.GetAddress(0));
+    if (i < hosts) {
+      attachments.push_back(
+          HostAttachment{devices.Get(0), devices.Get(1), false, ifaces.GetAddress(0)});
+    }
   }
   ns3::Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+  netems_ = apply_impairments(config_.impairments, attachments);
+  for (std::size_t i = 0; i < extra; ++i) {
+    const auto& flow = config_.impairments.background[i];
+    const long target = flow.target < 0 ? static_cast<long>(hosts) + flow.target : flow.target;
+    if (target < 0 || target >= static_cast<long>(hosts)) {
+      throw ConfigError("network.impairments.background[" + std::to_string(i) + "].target",
+                        "expected a host index in [-" + std::to_string(hosts) + ", " +
+                            std::to_string(hosts - 1) + "]");
+    }
+    auto source = all.Get(static_cast<std::uint32_t>(hosts + i));
+    if (flow.direction == "uplink") {
+      start_background_flow(flow, source, hosts_.Get(target), addresses_[target]);
+    } else {
+      start_background_flow(flow, hosts_.Get(target), source, addresses_[hosts + i]);
+    }
+  }
+  addresses_.resize(hosts);
 }
 
 ns3::Ptr<ns3::Node> EthernetNetwork::host(std::size_t index) const {
@@ -88,6 +116,10 @@ std::string EthernetNetwork::describe() const {
   out << "ethernet star, " << hosts_.GetN() << " hosts, " << config_.rate_bps / 1e9
       << " Gbps, " << config_.delay_s * 1e6 << " us per link, MTU " << config_.mtu << ", queue "
       << config_.queue_packets << " packets";
+  if (config_.impairments.shapes_packets()) out << ", impaired";
+  if (!config_.impairments.background.empty()) {
+    out << ", " << config_.impairments.background.size() << " background flows";
+  }
   return out.str();
 }
 

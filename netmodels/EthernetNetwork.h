@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <ns3/node-container.h>
 
+#include "netmodels/Impairments.h"
 #include "netmodels/Network.h"
 
 namespace gradwire {
@@ -24,6 +25,7 @@ struct EthernetConfig {
   std::uint32_t mtu = 1500;       ///< bytes; 9000 for jumbo frames
   std::uint32_t queue_packets = 1000;  ///< drop-tail queue per device (NIC and switch port)
   std::uint32_t tcp_buffer_bytes = 4 << 20;  ///< socket send/receive buffers
+  ImpairmentsConfig impairments;  ///< applied to both directions of each impaired host's link
 
   /// Reads a resolved or partial `network` object (family "ethernet"); missing keys take the
   /// defaults above. Throws ConfigError naming `path`.key for bad values.
@@ -44,12 +46,15 @@ class EthernetNetwork : public Network {
   std::string describe() const override;
 
   const EthernetConfig& config() const { return config_; }
+  /// Impairment queue discs installed (for counters in tests).
+  const std::vector<ns3::Ptr<NetemQueueDisc>>& netems() const { return netems_; }
 
  private:
   EthernetConfig config_;
   ns3::NodeContainer hosts_;
   ns3::Ptr<ns3::Node> switch_;
   std::vector<ns3::Ipv4Address> addresses_;
+  std::vector<ns3::Ptr<NetemQueueDisc>> netems_;
 };
 
 }  // namespace gradwire

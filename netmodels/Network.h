@@ -28,6 +28,11 @@ class Network {
 
   /// One-line human description for logs ("ethernet star, 5 hosts, 1Gbps, 50us, MTU 1500").
   virtual std::string describe() const = 0;
+
+  /// Simulated second from which hosts can reach each other: Wi-Fi stations must associate and
+  /// LTE UEs attach first (packets sent earlier are dropped and TCP would wait out a SYN
+  /// retransmission timeout). Applications start at this time.
+  virtual double ready_time_s() const { return 0.0; }
 };
 
 }  // namespace gradwire

@@ -67,8 +67,9 @@ std::string format_duration(double seconds) {
 std::string format_bps(double bits_per_second) {
   // Prefer the unit a person would write ("10Gbps"); both forms parse in ns-3 and here.
   const auto bps = static_cast<std::uint64_t>(std::llround(bits_per_second));
+  // ns-3's DataRate knows no "Tbps": Gbps is the largest unit written.
   static const std::pair<std::uint64_t, const char*> kUnits[] = {
-      {1000000000000ull, "Tbps"}, {1000000000ull, "Gbps"}, {1000000ull, "Mbps"}, {1000ull, "Kbps"}};
+      {1000000000ull, "Gbps"}, {1000000ull, "Mbps"}, {1000ull, "Kbps"}};
   for (const auto& [scale, unit] : kUnits) {
     if (bps >= scale && bps % scale == 0) return std::to_string(bps / scale) + unit;
   }

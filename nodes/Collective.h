@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "nodes/WallClockAccount.h"
 
@@ -38,9 +39,21 @@ class Collective {
   /// figure a compression ratio is computed from.
   std::uint64_t encoded_bytes() const { return encoded_bytes_; }
 
+  /// Size of the payload(s) worker `rank` encoded for its latest contribution.
+  std::uint64_t last_payload_bytes(int rank) const {
+    return rank >= 0 && static_cast<std::size_t>(rank) < last_payload_.size() ? last_payload_[rank] : 0;
+  }
+
  protected:
   WallClockAccount* account_ = nullptr;
   std::uint64_t encoded_bytes_ = 0;
+  std::vector<std::uint64_t> last_payload_;  // per rank; collectives size it
+
+  void count_payload(int rank, std::uint64_t bytes) {
+    if (static_cast<std::size_t>(rank) >= last_payload_.size()) last_payload_.resize(rank + 1, 0);
+    last_payload_[rank] = bytes;
+    encoded_bytes_ += bytes;
+  }
 };
 
 }  // namespace gradwire

@@ -55,7 +55,7 @@ void ParameterServer::contribute(int rank, std::int64_t step, const at::Tensor& 
     WallClockAccount::Charge charge(account_);  // encoding is LibTorch work, not ns-3's
     m.payload = codecs_[rank]->encode(gradient);
   }
-  encoded_bytes_ += m.payload.size();
+  count_payload(rank, m.payload.size());
   workers_[rank]->Send(server_->self(), std::move(m));
 }
 
@@ -104,7 +104,7 @@ void ParameterServer::on_push(Message&& message) {
     at::Tensor mean = server_codec_->aggregation() == Aggregation::kSummable
                           ? server_codec_->decode(s.compressed_sum)
                           : s.sum;
-    mean.div_(static_cast<double>(workers()));
+    mean = server_codec_->finalize(mean, workers());
     downlink = encode_exact(mean);
   }
   const std::uint64_t step = message.step;

@@ -59,12 +59,14 @@ void RingAllReduce::contribute(int rank, std::int64_t step, const at::Tensor& gr
     std::vector<std::int64_t> bounds(n + 1);
     for (int i = 0; i <= n; ++i) bounds[i] = s.numel * i / n;
     s.slots = codecs_[rank]->encode_chunks(gradient, bounds);
-    for (const Bytes& chunk : s.slots) encoded_bytes_ += chunk.size();
+    std::uint64_t bytes = 0;
+    for (const Bytes& chunk : s.slots) bytes += chunk.size();
+    count_payload(rank, bytes);
   } else {
     WallClockAccount::Charge charge(account_);
     s.slots.assign(n, Bytes());
     s.slots[rank] = codecs_[rank]->encode(gradient);
-    encoded_bytes_ += s.slots[rank].size();
+    count_payload(rank, s.slots[rank].size());
     s.phase = kAllGather;
   }
   if (n == 1) {
@@ -151,7 +153,7 @@ void RingAllReduce::finish(int rank) {
     throw DecodeError("ring all-reduce: aggregate has " + std::to_string(total.numel()) +
                       " elements, expected " + std::to_string(s.numel));
   }
-  total.div_(static_cast<double>(n));
+  total = codecs_[rank]->finalize(total, n);
   }
   s.active = false;
   s.slots.clear();

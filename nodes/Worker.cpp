@@ -5,11 +5,12 @@
 #include <ns3/simulator.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/sgd.h>
+#include <torch/utils.h>
 
-#include "nodes/Collective.h"
 #include "nodes/Messenger.h"
 #include "nodes/Model.h"
 #include "nodes/ShardLoader.h"
+#include "nodes/TrainingScheme.h"
 #include "nodes/WallClockAccount.h"
 
 namespace gradwire {
@@ -26,14 +27,14 @@ Worker::Worker() = default;
 Worker::~Worker() = default;
 
 void Worker::Setup(const WorkerOptions& options, std::shared_ptr<Model> model,
-                   std::unique_ptr<ShardLoader> loader, Collective* collective,
+                   std::unique_ptr<ShardLoader> loader, TrainingScheme* scheme,
                    Messenger* messenger, ComputeTimeModel compute_time, torch::Device device,
                    WallClockAccount* account, std::function<void(const StepRecord&)> on_step,
                    std::function<void(int)> on_finished) {
   options_ = options;
   model_ = std::move(model);
   loader_ = std::move(loader);
-  collective_ = collective;
+  scheme_ = scheme;
   messenger_ = messenger;
   compute_time_ = std::move(compute_time);
   device_ = device;
@@ -49,6 +50,7 @@ void Worker::Setup(const WorkerOptions& options, std::shared_ptr<Model> model,
 }
 
 void Worker::StartApplication() {
+  scheme_->on_start(*this);
   if (options_.steps <= 0) {
     if (on_finished_) on_finished_(options_.rank);
     return;
@@ -90,30 +92,49 @@ void Worker::StartStep() {
   }
   current_.compute_wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  current_.compute_s = compute_time_(current_.compute_wall_s);
+  current_.compute_s = compute_time_(current_.compute_wall_s, step_);
   ns3::Simulator::Schedule(ns3::Seconds(current_.compute_s), &Worker::ComputeDone, this, flat);
 }
 
-void Worker::ComputeDone(at::Tensor gradient) {
-  collective_->contribute(options_.rank, step_, gradient,
-                          [this](const at::Tensor& mean) { Apply(mean); });
+void Worker::ComputeDone(at::Tensor gradient) { scheme_->on_gradient(*this, gradient); }
+
+double Worker::learning_rate() const { return options_.lr.at(step_); }
+
+void Worker::ApplyGradient(const at::Tensor& update) {
+  WallClockAccount::Charge charge(account_);
+  at::Tensor on_device = update.to(device_);
+  std::int64_t offset = 0;
+  for (auto& p : model_->parameters()) {
+    const std::int64_t n = p.numel();
+    p.mutable_grad().copy_(on_device.slice(0, offset, offset + n).view_as(p));
+    offset += n;
+  }
+  for (auto& group : optimizer_->param_groups()) {
+    static_cast<torch::optim::SGDOptions&>(group.options()).lr(learning_rate());
+  }
+  optimizer_->step();
 }
 
-void Worker::Apply(const at::Tensor& mean) {
-  {
-    WallClockAccount::Charge charge(account_);
-    at::Tensor update = mean.to(device_);
-    std::int64_t offset = 0;
-    for (auto& p : model_->parameters()) {
-      const std::int64_t n = p.numel();
-      p.mutable_grad().copy_(update.slice(0, offset, offset + n).view_as(p));
-      offset += n;
-    }
-    for (auto& group : optimizer_->param_groups()) {
-      static_cast<torch::optim::SGDOptions&>(group.options()).lr(options_.lr.at(step_));
-    }
-    optimizer_->step();
+at::Tensor Worker::Parameters() const {
+  torch::NoGradGuard no_grad;
+  std::vector<at::Tensor> flat;
+  for (const auto& p : model_->parameters()) flat.push_back(p.detach().reshape({-1}));
+  return at::cat(flat).to(at::kCPU).contiguous();
+}
+
+void Worker::SetParameters(const at::Tensor& flat) {
+  WallClockAccount::Charge charge(account_);
+  torch::NoGradGuard no_grad;
+  at::Tensor on_device = flat.to(device_);
+  std::int64_t offset = 0;
+  for (auto& p : model_->parameters()) {
+    const std::int64_t n = p.numel();
+    p.copy_(on_device.slice(0, offset, offset + n).view_as(p));
+    offset += n;
   }
+}
+
+void Worker::FinishStep() {
   const double now = ns3::Simulator::Now().GetSeconds();
   current_.end_s = now;
   current_.comm_s = now - current_.start_s - current_.compute_s;

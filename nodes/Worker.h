@@ -1,12 +1,13 @@
-// A data-parallel worker as an ns-3 Application on its host: real LibTorch forward/backward on
-// its own shard, a simulated compute duration, then its gradient goes to the collective; the
-// averaged gradient is applied when the collective delivers it, and the next step starts at
-// that simulated instant.
+// A worker as an ns-3 Application on its host: real LibTorch forward/backward on its own shard,
+// a simulated compute duration, then its gradient goes to the training scheme, which decides
+// what crosses the network and when the worker may continue:
 //
 //   StartStep (event) -> forward/backward now, in wall time
 //     -> ComputeDone scheduled at now + compute time (measured x scale, fixed, or profile)
-//     -> collective.contribute(gradient)         (codec encodes real bytes, ns-3 carries them)
-//     -> Apply(mean) when the aggregate arrives  -> next StartStep
+//     -> scheme.on_gradient(gradient)     (e.g. a collective; codecs encode real bytes, ns-3
+//                                          carries them)
+//     -> the scheme applies an update (ApplyGradient / SetParameters) when bytes arrive
+//     -> FinishStep -> next StartStep at that simulated instant
 #pragma once
 
 #include <cstdint>
@@ -24,10 +25,10 @@ class SGD;
 
 namespace gradwire {
 
-class Collective;
 class Messenger;
 class Model;
 class ShardLoader;
+class TrainingScheme;
 class WallClockAccount;
 
 struct WorkerOptions {
@@ -48,12 +49,14 @@ struct StepRecord {
   double comm_s = 0;     ///< from gradient ready to aggregate applied
   double end_s = 0;
   std::uint64_t bytes_sent = 0;  ///< application bytes this worker's host sent in the step
+  std::uint64_t payload_bytes = 0;  ///< size of the encoded gradient (before forwarding)
+  double density = 1.0;             ///< fraction of gradient elements the codec sent
   double loss = 0;
   double compute_wall_s = 0;  ///< wall seconds the real forward/backward took
 };
 
-/// Simulated seconds for a step, given the wall seconds the real computation took.
-using ComputeTimeModel = std::function<double(double wall_seconds)>;
+/// Simulated seconds for `step`, given the wall seconds the real computation took.
+using ComputeTimeModel = std::function<double(double wall_seconds, std::int64_t step)>;
 
 class Worker : public ns3::Application {
  public:
@@ -64,13 +67,32 @@ class Worker : public ns3::Application {
   /// Everything must outlive the simulation run. `on_step` is called after each update;
   /// `on_finished` after the last.
   void Setup(const WorkerOptions& options, std::shared_ptr<Model> model,
-             std::unique_ptr<ShardLoader> loader, Collective* collective, Messenger* messenger,
+             std::unique_ptr<ShardLoader> loader, TrainingScheme* scheme, Messenger* messenger,
              ComputeTimeModel compute_time, torch::Device device, WallClockAccount* account,
              std::function<void(const StepRecord&)> on_step, std::function<void(int)> on_finished);
 
   Model& model() { return *model_; }
+  int rank() const { return options_.rank; }
+  /// Steps completed; also the index of the step in progress.
   std::int64_t steps_done() const { return step_; }
+  bool finished() const { return step_ >= options_.steps; }
+  std::int64_t total_steps() const { return options_.steps; }
+  /// Training loss of the step in progress (the latest forward pass).
+  double last_loss() const { return current_.loss; }
+  Messenger& messenger() { return *messenger_; }
 
+  // --- for training schemes ---
+  /// Applies `update` (flat, same layout as the gradient) with the worker's optimizer
+  /// (momentum, weight decay, the learning rate of the current step).
+  void ApplyGradient(const at::Tensor& update);
+  /// The model's parameters as one flat float32 CPU tensor (a copy).
+  at::Tensor Parameters() const;
+  /// Overwrites the model's parameters from a flat tensor (optimizer state is kept).
+  void SetParameters(const at::Tensor& flat);
+  /// Learning rate of the step in progress.
+  double learning_rate() const;
+  /// Ends the step in progress: records it and starts the next one (or finishes).
+  void FinishStep();
  private:
   void StartApplication() override;
   void StopApplication() override;
@@ -78,13 +100,12 @@ class Worker : public ns3::Application {
 
   void StartStep();
   void ComputeDone(at::Tensor gradient);
-  void Apply(const at::Tensor& mean);
 
   WorkerOptions options_;
   std::shared_ptr<Model> model_;
   std::unique_ptr<ShardLoader> loader_;
   std::unique_ptr<torch::optim::SGD> optimizer_;
-  Collective* collective_ = nullptr;
+  TrainingScheme* scheme_ = nullptr;
   Messenger* messenger_ = nullptr;
   ComputeTimeModel compute_time_;
   torch::Device device_{torch::kCPU};

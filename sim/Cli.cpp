@@ -6,8 +6,10 @@
 
 #include "codecs/CodecRegistry.h"
 #include "codecs/ConfigError.h"
+#include "sim/CodecCommand.h"
 #include "sim/Engine.h"
 #include "sim/ScenarioLoader.h"
+#include "sim/StudyCommands.h"
 
 namespace gradwire {
 
@@ -25,6 +27,7 @@ std::string param_type(CodecParam::Type t) {
     case CodecParam::Type::kInteger: return "integer";
     case CodecParam::Type::kBool: return "bool";
     case CodecParam::Type::kString: return "string";
+    case CodecParam::Type::kCodec: return "codec object";
   }
   return "?";
 }
@@ -83,6 +86,14 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CLI::App* codecs = app.add_subcommand("codecs", "List codecs and their parameters");
   codecs->add_flag("--json", codecs_json, "machine-readable output");
 
+  CodecCommandOptions codec_options;
+  CLI::App* codec_command = add_codec_command(app, codec_options);
+
+  SweepCommandOptions sweep_options;
+  CLI::App* sweep_command = add_sweep_command(app, sweep_options);
+  ReportCommandOptions report_options;
+  CLI::App* report_command = add_report_command(app, report_options);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -111,6 +122,9 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       }
       return kExitOk;
     }
+    if (*codec_command) return run_codec_command(codec_options, out, err);
+    if (*sweep_command) return run_sweep_command(sweep_options, out, err);
+    if (*report_command) return run_report_command(report_options, out, err);
     if (*codecs) {
       list_codecs(out, codecs_json);
       return kExitOk;

@@ -25,10 +25,12 @@ struct DeviceProfile {
 /// The named devices `compute.profile` accepts.
 const std::vector<DeviceProfile>& device_profiles();
 
-/// Builds the model for one worker. A training step costs ~3x the forward FLOPs (backward is
-/// about twice the forward; Kaplan et al. 2020, "Scaling Laws", sec. 2.1).
+/// Builds the model for worker `rank`. A training step costs ~3x the forward FLOPs (backward
+/// is about twice the forward; Kaplan et al. 2020, "Scaling Laws", sec. 2.1). The result is
+/// multiplied by the worker's `slow_workers` scale and, on straggling steps (drawn per worker
+/// and step from `seed`, so runs repeat), by the straggler slowdown.
 ComputeTimeModel make_compute_time_model(const ComputeSpec& spec,
                                          std::int64_t forward_flops_per_sample,
-                                         std::int64_t batch);
+                                         std::int64_t batch, int rank, std::uint64_t seed);
 
 }  // namespace gradwire

@@ -1,6 +1,7 @@
 #include "sim/Engine.h"
 
 #include <chrono>
+#include <cmath>
 #include <iomanip>
 #include <memory>
 #include <ostream>
@@ -14,11 +15,15 @@
 #include "codecs/CodecRegistry.h"
 #include "codecs/ConfigError.h"
 #include "netmodels/NetworkFactory.h"
+#include "nodes/AsyncParameterServer.h"
+#include "nodes/LeaderSgd.h"
 #include "nodes/Messenger.h"
 #include "nodes/ParameterServer.h"
 #include "nodes/Partition.h"
+#include "nodes/PushSumGossip.h"
 #include "nodes/RingAllReduce.h"
 #include "nodes/ShardLoader.h"
+#include "nodes/SynchronousScheme.h"
 #include "nodes/Worker.h"
 #include "sim/AtomicOutput.h"
 #include "sim/ComputeTime.h"
@@ -111,43 +116,109 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
     models.push_back(make_model(sc.model, data.train.sample_shape, data.train.classes));
   }
   std::int64_t numel = 0;
-  for (const auto& p : models[0]->parameters()) numel += p.numel();
+  std::vector<LayerSlice> layers;
+  for (const auto& item : models[0]->named_parameters()) {
+    const auto& p = item.value();
+    layers.push_back(LayerSlice{item.key(), numel, p.sizes().vec()});
+    numel += p.numel();
+  }
+  const std::int64_t shard = static_cast<std::int64_t>(shards[0].size());
+  const std::int64_t steps_per_epoch =
+      std::max<std::int64_t>(1, (shard + sc.training.batch - 1) / sc.training.batch);
+  auto codec_context = [&](int rank) {
+    return CodecContext{rank, n, sc.seed, numel, layers, steps_per_epoch};
+  };
 
   const CodecRegistry& registry = CodecRegistry::builtin();
   std::vector<std::unique_ptr<Codec>> codecs;
   std::vector<Codec*> codec_ptrs;
   for (int r = 0; r < n; ++r) {
-    codecs.push_back(registry.create(sc.codec, CodecContext{r, n, sc.seed, numel}));
+    codecs.push_back(registry.create(sc.codec, codec_context(r)));
     codec_ptrs.push_back(codecs.back().get());
   }
-  std::unique_ptr<Codec> server_codec = registry.create(sc.codec, CodecContext{-1, n, sc.seed, numel});
+  std::unique_ptr<Codec> server_codec = registry.create(sc.codec, codec_context(-1));
 
   WallClockAccount torch_account;  // LibTorch training and codec work inside the event loop
   WallClockAccount eval_account;
   std::vector<Messenger*> worker_messengers;
   for (int r = 0; r < n; ++r) worker_messengers.push_back(ns3::PeekPointer(messengers[r]));
+  Messenger* server_messenger = with_server ? ns3::PeekPointer(messengers[n]) : nullptr;
+  MetricsRecorder recorder(sc, numel, progress, wall_start);
+
+  // The training scheme: a synchronous collective, or a scheme with its own protocol.
   std::unique_ptr<Collective> collective;
-  if (with_server) {
-    collective = std::make_unique<ParameterServer>(worker_messengers,
-                                                   ns3::PeekPointer(messengers[n]), codec_ptrs,
-                                                   server_codec.get());
-  } else {
+  std::unique_ptr<TrainingScheme> scheme;
+  const auto& topo = sc.topology;
+  if (topo.kind == "ring") {
     collective = std::make_unique<RingAllReduce>(worker_messengers, codec_ptrs);
+  } else if (topo.kind == "ps" && topo.mode == "sync") {
+    collective = std::make_unique<ParameterServer>(worker_messengers, server_messenger, codec_ptrs,
+                                                   server_codec.get());
+  } else if (topo.kind == "ps") {
+    AsyncServerOptions o;
+    o.momentum = codecs[0]->applies_momentum() ? 0.0 : sc.training.momentum;
+    o.weight_decay = sc.training.weight_decay;
+    o.nesterov = sc.training.nesterov;
+    o.lr = sc.training.lr;
+    o.max_staleness = topo.max_staleness;
+    scheme = std::make_unique<AsyncParameterServer>(
+        worker_messengers, server_messenger, codec_ptrs, server_codec.get(), o,
+        [&recorder](const StalenessEvent& e) { recorder.staleness(e); });
+  } else if (topo.kind == "gossip") {
+    PushSumOptions o;
+    o.peers = topo.peers;
+    o.momentum = sc.training.momentum;
+    o.weight_decay = sc.training.weight_decay;
+    o.nesterov = sc.training.nesterov;
+    o.lr = sc.training.lr;
+    scheme = std::make_unique<PushSumGossip>(worker_messengers, o);
+  } else if (topo.kind == "leader") {
+    LeaderOptions o;
+    o.l_comm = topo.l_comm;
+    o.g_comm = topo.g_comm;
+    o.c1 = topo.c1;
+    o.c2 = topo.c2;
+    o.group_size = topo.group_size;
+    scheme = std::make_unique<LeaderSgd>(worker_messengers, o);
+  } else {
+    throw std::logic_error("unknown topology " + topo.kind);
   }
-  collective->set_wall_account(&torch_account);
+  if (collective) {
+    collective->set_wall_account(&torch_account);
+    scheme = std::make_unique<SynchronousScheme>(collective.get());
+  }
+  scheme->set_wall_account(&torch_account);
 
   Evaluator evaluator(data.test, sc.training.eval_samples, device);
-  MetricsRecorder recorder(sc, numel, progress, wall_start);
+  // Schemes whose workers disagree (gossip, leader) or whose model lives on a server (async
+  // PS) are evaluated on the parameters the scheme names, loaded into a model of our own.
+  torch::manual_seed(sc.seed);
+  std::shared_ptr<Model> eval_model =
+      make_model(sc.model, data.train.sample_shape, data.train.classes);
+  eval_model->to(device);
+  auto evaluate = [&]() {
+    const at::Tensor params = scheme->evaluation_parameters();
+    if (!params.defined()) return evaluator.evaluate(*models[0]);
+    torch::NoGradGuard no_grad;
+    const at::Tensor on_device = params.to(device);
+    std::int64_t offset = 0;
+    for (auto& p : eval_model->parameters()) {
+      p.copy_(on_device.slice(0, offset, offset + p.numel()).view_as(p));
+      offset += p.numel();
+    }
+    return evaluator.evaluate(*eval_model);
+  };
 
   std::vector<ns3::Ptr<Worker>> workers;
   int finished = 0;
-  const ComputeTimeModel compute_time = make_compute_time_model(
-      sc.compute, models[0]->forward_flops_per_sample(), sc.training.batch);
   for (int r = 0; r < n; ++r) {
+    const ComputeTimeModel compute_time = make_compute_time_model(
+        sc.compute, models[0]->forward_flops_per_sample(), sc.training.batch, r, sc.seed);
     WorkerOptions options;
     options.rank = r;
     options.steps = sc.training.steps;
-    options.momentum = sc.training.momentum;
+    // A codec that keeps momentum itself (DGC's momentum correction) must not see it twice.
+    options.momentum = codecs[r]->applies_momentum() ? 0.0 : sc.training.momentum;
     options.weight_decay = sc.training.weight_decay;
     options.nesterov = sc.training.nesterov;
     options.lr = sc.training.lr;
@@ -155,22 +226,25 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
                                                 sc.seed * 7919 + static_cast<std::uint64_t>(r));
     auto w = ns3::CreateObject<Worker>();
     w->Setup(
-        options, models[r], std::move(loader), collective.get(), worker_messengers[r],
+        options, models[r], std::move(loader), scheme.get(), worker_messengers[r],
         compute_time, device, &torch_account,
-        [&](const StepRecord& record) {
+        [&, r](StepRecord record) {
+          // Collectives know the encoded size; other schemes send what their host sent.
+          record.payload_bytes = collective ? collective->last_payload_bytes(r) : record.bytes_sent;
+          record.density = codecs[r]->last_density();
           if (!recorder.record(record, n)) return;
-          // All workers have applied this step: replicas agree, so worker 0's model is the model.
+          // Every worker has completed this step (for sync schemes the replicas then agree).
           const std::int64_t done = record.step + 1;
           if (done % sc.training.eval_every == 0 || done == sc.training.steps) {
             WallClockAccount::Charge charge(&eval_account);
-            recorder.evaluation(done, ns3::Simulator::Now().GetSeconds(),
-                                evaluator.evaluate(*models[0]));
+            recorder.evaluation(done, ns3::Simulator::Now().GetSeconds(), evaluate(),
+                                scheme->consensus_distance());
           }
         },
         [&](int) {
           if (++finished == n) ns3::Simulator::Stop();
         });
-    w->SetStartTime(ns3::Seconds(0));
+    w->SetStartTime(ns3::Seconds(network->ready_time_s()));
     network->host(static_cast<std::size_t>(r))->AddApplication(w);
     workers.push_back(w);
   }
@@ -197,11 +271,12 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   }
 
   RunResult result;
-  result.summary = recorder.summary(sim_end, bytes_on_wire, collective->encoded_bytes(),
-                                    seconds_since(wall_start),
+  result.summary = recorder.summary(sim_end, bytes_on_wire, seconds_since(wall_start),
                                     run_wall - torch_account.seconds() - eval_account.seconds());
   result.summary["network_description"] = network->describe();
   result.summary["device"] = device.str();
+  const double staleness = scheme->mean_staleness();
+  result.summary["mean_staleness"] = std::isnan(staleness) ? nlohmann::json() : nlohmann::json(staleness);
   result.metrics_jsonl = recorder.jsonl();
   if (dir) {
     write_file_atomically(dir->staging() + "/scenario.json", sc.resolved.dump(2) + "\n");

@@ -25,7 +25,12 @@ bool MetricsRecorder::record(const StepRecord& record, int workers) {
             [](const StepRecord& a, const StepRecord& b) { return a.rank < b.rank; });
   double loss = 0, compute = 0, comm = 0, comm_max = 0, end = 0;
   nlohmann::json bytes = nlohmann::json::array();
+  nlohmann::json payload = nlohmann::json::array();
+  double density = 0;
   for (const auto& r : records) {
+    payload.push_back(r.payload_bytes);
+    payload_bytes_ += r.payload_bytes;
+    density += r.density;
     loss += r.loss;
     compute += r.compute_s;
     comm += r.comm_s;
@@ -42,6 +47,8 @@ bool MetricsRecorder::record(const StepRecord& record, int workers) {
                          {"comm_s", comm / w},
                          {"comm_s_max", comm_max},
                          {"bytes_sent", bytes},
+                         {"payload_bytes", payload},
+                         {"density", density / w},
                          {"lr", scenario_.training.lr.at(record.step)},
                          {"wall_time_s", wall_now()}};
   lines_ += line.dump() + "\n";
@@ -54,13 +61,22 @@ bool MetricsRecorder::record(const StepRecord& record, int workers) {
   return true;
 }
 
-void MetricsRecorder::evaluation(std::int64_t step, double sim_time_s, const EvalResult& result) {
+void MetricsRecorder::staleness(const StalenessEvent& e) {
+  const nlohmann::json line = {{"type", "update"},     {"rank", e.rank},
+                               {"version", e.version}, {"staleness", e.staleness},
+                               {"sim_time_s", e.sim_time_s}};
+  lines_ += line.dump() + "\n";
+}
+
+void MetricsRecorder::evaluation(std::int64_t step, double sim_time_s, const EvalResult& result,
+                                 double consensus) {
   nlohmann::json line = {{"type", "eval"},
                          {"step", step},
                          {"sim_time_s", sim_time_s},
                          {"accuracy", result.accuracy},
                          {"test_loss", result.loss},
                          {"samples", result.samples},
+                         {"consensus_distance", consensus},
                          {"wall_time_s", wall_now()}};
   lines_ += line.dump() + "\n";
   last_accuracy_ = result.accuracy;
@@ -94,8 +110,8 @@ void MetricsRecorder::progress_line(std::int64_t step, double sim_time, bool for
 }
 
 nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_on_wire,
-                                        std::uint64_t payload_bytes, double wall_time_s,
-                                        double ns3_wall_time_s) const {
+                                        double wall_time_s, double ns3_wall_time_s) const {
+  const std::uint64_t payload_bytes = payload_bytes_;
   const auto& t = scenario_.training;
   // Dense equivalent: every worker's gradient as fp32, every step.
   const double dense = 4.0 * static_cast<double>(parameters_) * static_cast<double>(t.workers) *

@@ -1,8 +1,14 @@
 // Collects per-worker step records and evaluations into metrics.jsonl lines, prints progress,
 // and computes summary.json. Lines (one JSON object each):
 //   {"type":"step","step":k,"sim_time_s":..,"loss":..,"compute_s":..,"comm_s":..,
-//    "comm_s_max":..,"bytes_sent":[per worker],"lr":..,"wall_time_s":..}
-//   {"type":"eval","step":k,"sim_time_s":..,"accuracy":..,"test_loss":..,"wall_time_s":..}
+//    "comm_s_max":..,"bytes_sent":[per worker],"payload_bytes":[per worker],"density":..,
+//    "lr":..,"wall_time_s":..}
+// bytes_sent: application bytes the worker's host sent (including forwarded ring chunks);
+// payload_bytes: size of the gradient its codec produced; density: mean fraction of gradient
+// elements the codecs carried.
+//   {"type":"eval","step":k,"sim_time_s":..,"accuracy":..,"test_loss":..,
+//    "consensus_distance":..,"wall_time_s":..}
+//   {"type":"update","rank":r,"version":v,"staleness":s,"sim_time_s":..}   (async PS only)
 // `step` counts completed steps (1-based). Fields ending in "wall_time_s" are wall-clock and
 // differ between runs; everything else is deterministic for fixed/profile compute.
 #pragma once
@@ -17,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nodes/AsyncParameterServer.h"
 #include "nodes/Worker.h"
 #include "sim/Evaluation.h"
 
@@ -33,10 +40,14 @@ class MetricsRecorder {
   /// step line has then been written).
   bool record(const StepRecord& record, int workers);
 
-  void evaluation(std::int64_t step, double sim_time_s, const EvalResult& result);
+  /// `consensus` is the spread between workers' models (0 when they agree by construction).
+  void evaluation(std::int64_t step, double sim_time_s, const EvalResult& result,
+                  double consensus);
 
-  nlohmann::json summary(double sim_time_s, std::uint64_t bytes_on_wire,
-                         std::uint64_t payload_bytes, double wall_time_s,
+  /// One applied asynchronous update.
+  void staleness(const StalenessEvent& event);
+
+  nlohmann::json summary(double sim_time_s, std::uint64_t bytes_on_wire, double wall_time_s,
                          double ns3_wall_time_s) const;
 
   const std::string& jsonl() const { return lines_; }
@@ -60,6 +71,7 @@ class MetricsRecorder {
   std::optional<double> time_to_target_;
   std::optional<std::int64_t> steps_to_target_;
   double sum_compute_ = 0, sum_comm_ = 0;
+  std::uint64_t payload_bytes_ = 0;
   std::int64_t steps_recorded_ = 0;
 };
 

@@ -46,11 +46,21 @@ struct ComputeSpec {
   double seconds_per_sample = 0;  ///< profile: explicit cost instead of a named device
   std::string device = "auto";    ///< "auto" | "cpu" | "cuda"
   int threads = 0;                ///< LibTorch intra-op threads; 0: one per core
+  std::vector<double> worker_scale;  ///< per rank compute multiplier (1 when absent)
+  double straggler_probability = 0;  ///< chance per worker and step of a slowdown
+  double straggler_slowdown = 1;     ///< compute multiplier of a straggling step
 };
 
 struct TopologySpec {
-  std::string kind = "ring";  ///< "ring" | "ps"
-  std::string mode = "sync";
+  std::string kind = "ring";  ///< "ring" | "ps" | "gossip" | "leader"
+  std::string mode = "sync";  ///< "sync" | "async" (ps only)
+  int max_staleness = -1;     ///< async ps: bounded staleness (< 0: unbounded)
+  int peers = 1;              ///< gossip: out-peers per step
+  std::int64_t l_comm = 16;   ///< leader: steps between group-leader pulls
+  std::int64_t g_comm = 64;   ///< leader: steps between global-leader pulls
+  double c1 = 0.5;
+  double c2 = 0.5;
+  int group_size = 4;
 };
 
 struct Scenario {

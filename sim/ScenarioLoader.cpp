@@ -27,7 +27,8 @@ bool is_directory(const std::string& path) {
 bool valid_name(const std::string& name) {
   if (name.empty() || name.size() > 128 || name[0] == '.') return false;
   for (char c : name) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+          c == '=' || c == '+')) {
       return false;
     }
   }
@@ -150,7 +151,8 @@ TrainingSpec read_training(const JsonFields& root, const DatasetSpec& dataset) {
 
 ComputeSpec read_compute(const JsonFields& root) {
   JsonFields f(root.object_at("compute"), root.path_of("compute"));
-  f.allow({"mode", "scale", "seconds", "profile", "seconds_per_sample", "device", "threads"});
+  f.allow({"mode", "scale", "seconds", "profile", "seconds_per_sample", "device", "threads",
+           "slow_workers", "stragglers"});
   ComputeSpec c;
   c.mode = f.string("mode", c.mode, {"measured", "fixed", "profile"});
   c.scale = f.number("scale", 1.0, 0, 1e6, true);
@@ -178,7 +180,38 @@ ComputeSpec read_compute(const JsonFields& root) {
   if (c.mode != "measured" && f.has("scale")) {
     throw ConfigError(f.path_of("scale"), "only valid with compute.mode \"measured\"");
   }
+  if (f.has("slow_workers")) {
+    const auto& list = f.object().at("slow_workers");
+    if (!list.is_array()) {
+      throw ConfigError(f.path_of("slow_workers"),
+                        "expected an array like [{\"rank\": 0, \"scale\": 3.0}]");
+    }
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      JsonFields w(list[i], f.path_of("slow_workers") + "[" + std::to_string(i) + "]");
+      w.allow({"rank", "scale"});
+      if (!w.has("rank")) throw ConfigError(w.path_of("rank"), "missing; expected a worker rank");
+      const auto rank = static_cast<std::size_t>(w.integer("rank", 0, 0, 1023));
+      const double scale = w.number("scale", 1.0, 0, 1e6, true);
+      if (c.worker_scale.size() <= rank) c.worker_scale.resize(rank + 1, 1.0);
+      c.worker_scale[rank] = scale;
+    }
+  }
+  JsonFields st(f.object_at("stragglers"), f.path_of("stragglers"));
+  st.allow({"probability", "slowdown"});
+  c.straggler_probability = st.number("probability", 0, 0, 1);
+  c.straggler_slowdown = st.number("slowdown", 3.0, 1, 1e6);
   return c;
+}
+
+nlohmann::json topology_json(const TopologySpec& t) {
+  nlohmann::json j = {{"kind", t.kind}, {"mode", t.mode}};
+  if (t.mode == "async" && t.max_staleness >= 0) j["max_staleness"] = t.max_staleness;
+  if (t.kind == "gossip") j["peers"] = t.peers;
+  if (t.kind == "leader") {
+    j.update({{"l_comm", t.l_comm}, {"g_comm", t.g_comm}, {"c1", t.c1}, {"c2", t.c2},
+              {"group_size", t.group_size}});
+  }
+  return j;
 }
 
 nlohmann::json to_json(const Scenario& s) {
@@ -222,6 +255,19 @@ nlohmann::json to_json(const Scenario& s) {
     if (!s.compute.profile.empty()) compute["profile"] = s.compute.profile;
     else compute["seconds_per_sample"] = s.compute.seconds_per_sample;
   }
+  if (!s.compute.worker_scale.empty()) {
+    nlohmann::json slow = nlohmann::json::array();
+    for (std::size_t r = 0; r < s.compute.worker_scale.size(); ++r) {
+      if (s.compute.worker_scale[r] != 1.0) {
+        slow.push_back({{"rank", r}, {"scale", s.compute.worker_scale[r]}});
+      }
+    }
+    compute["slow_workers"] = slow;
+  }
+  if (s.compute.straggler_probability > 0) {
+    compute["stragglers"] = {{"probability", s.compute.straggler_probability},
+                             {"slowdown", s.compute.straggler_slowdown}};
+  }
   return {{"gradwire", kScenarioVersion},
           {"name", s.name},
           {"seed", s.seed},
@@ -230,7 +276,7 @@ nlohmann::json to_json(const Scenario& s) {
           {"training", training},
           {"compute", compute},
           {"codec", s.codec},
-          {"topology", {{"kind", s.topology.kind}, {"mode", s.topology.mode}}},
+          {"topology", topology_json(s.topology)},
           {"network", s.network},
           {"output", {{"dir", s.output_dir}}}};
 }
@@ -292,7 +338,7 @@ Scenario load_scenario(const nlohmann::json& document) {
   Scenario s;
   s.name = root.required_string("name");
   if (!valid_name(s.name)) {
-    throw ConfigError("name", "expected letters, digits, '-', '_' or '.', not starting with '.' "
+    throw ConfigError("name", "expected letters, digits, '-', '_', '.', '=' or '+', not starting with '.' "
                               "(it names the run folder), got \"" + s.name + "\"");
   }
   s.seed = static_cast<std::uint64_t>(root.integer("seed", 1, 0, (std::int64_t{1} << 53)));
@@ -305,9 +351,26 @@ Scenario load_scenario(const nlohmann::json& document) {
       root.has("codec") ? document.at("codec") : nlohmann::json{{"kind", "none"}}, "codec");
 
   JsonFields topo(root.object_at("topology"), "topology");
-  topo.allow({"kind", "mode"});
-  s.topology.kind = topo.string("kind", "ring", {"ring", "ps"});
-  s.topology.mode = topo.string("mode", "sync", {"sync"});
+  topo.allow({"kind", "mode", "max_staleness", "peers", "l_comm", "g_comm", "c1", "c2",
+              "group_size"});
+  auto& tp = s.topology;
+  tp.kind = topo.string("kind", "ring", {"ring", "ps", "gossip", "leader"});
+  tp.mode = topo.string("mode", "sync", {"sync", "async"});
+  if (tp.mode == "async" && tp.kind != "ps") {
+    throw ConfigError("topology.mode", "expected \"sync\" for " + tp.kind +
+                                           " (async is the parameter server's mode; gossip and "
+                                           "leader are decentralised by nature)");
+  }
+  tp.max_staleness = static_cast<int>(topo.integer("max_staleness", -1, -1, 1000000));
+  if (topo.has("max_staleness") && tp.mode != "async") {
+    throw ConfigError("topology.max_staleness", "expected only with topology.mode \"async\"");
+  }
+  tp.peers = static_cast<int>(topo.integer("peers", 1, 1, 16));
+  tp.l_comm = topo.integer("l_comm", tp.l_comm, 1, 100000000);
+  tp.g_comm = topo.integer("g_comm", tp.g_comm, 1, 100000000);
+  tp.c1 = topo.number("c1", tp.c1, 0, 1);
+  tp.c2 = topo.number("c2", tp.c2, 0, 1);
+  tp.group_size = static_cast<int>(topo.integer("group_size", tp.group_size, 1, 1024));
 
   s.network = resolve_network(root.object_at("network"), "network");
 
@@ -315,6 +378,16 @@ Scenario load_scenario(const nlohmann::json& document) {
   out.allow({"dir"});
   s.output_dir = out.string("dir", "runs");
 
+  if (s.compute.worker_scale.size() > static_cast<std::size_t>(s.training.workers)) {
+    throw ConfigError("compute.slow_workers",
+                      "expected ranks below training.workers (" +
+                          std::to_string(s.training.workers) + ")");
+  }
+  if ((tp.kind == "gossip" || tp.kind == "leader") && s.codec.at("kind") != "none") {
+    throw ConfigError("codec.kind", "expected \"none\" with topology " + tp.kind +
+                                        ": it sends parameters, not gradients, and compressing "
+                                        "parameters is not supported yet");
+  }
   if (s.model.kind == "cnn" && s.dataset.kind == "synthetic") {
     throw ConfigError("model.kind", "the cnn needs image data: expected \"mlp\" with synthetic data");
   }

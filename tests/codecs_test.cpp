@@ -535,7 +535,10 @@ TEST(CodecRegistry, ListsBuiltins) {
   const auto& reg = CodecRegistry::builtin();
   std::vector<std::string> names;
   for (const auto* info : reg.list()) names.push_back(info->name);
-  EXPECT_EQ(names, (std::vector<std::string>{"none", "topk"}));
+  // Other families register more codecs; these two are always there, listed by name.
+  EXPECT_NE(std::find(names.begin(), names.end(), "none"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "topk"), names.end());
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
   ASSERT_NE(reg.find("topk"), nullptr);
   ASSERT_EQ(reg.find("topk")->params.size(), 1u);
   EXPECT_EQ(reg.find("topk")->params[0].name, "ratio");
@@ -558,7 +561,8 @@ TEST(CodecRegistry, ResolveRejectsWithThePath) {
   std::string msg;
   EXPECT_EQ(config_error_path([&] { reg.resolve(json{{"kind", "zip"}}, "codec"); }, &msg),
             "codec.kind");
-  EXPECT_NE(msg.find("none, topk"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("none"), std::string::npos) << msg;  // the known codecs are listed
+  EXPECT_NE(msg.find("topk"), std::string::npos) << msg;
   EXPECT_EQ(config_error_path([&] { reg.resolve(json{{"ratio", 0.1}}, "codec"); }), "codec.kind");
   EXPECT_EQ(config_error_path([&] { reg.resolve(json{{"kind", 3}}, "codec"); }), "codec.kind");
   EXPECT_EQ(config_error_path([&] { reg.resolve(json::array(), "codec"); }), "codec");

@@ -25,13 +25,14 @@ std::vector<std::unique_ptr<Codec>> make_codecs(const nlohmann::json& spec, int 
   std::vector<std::unique_ptr<Codec>> codecs;
   const auto resolved = CodecRegistry::builtin().resolve(spec, "codec");
   for (int r = 0; r <= n; ++r) {  // the extra one is the server's
-    codecs.push_back(CodecRegistry::builtin().create(resolved, CodecContext{r, n, 1, numel}));
+    codecs.push_back(CodecRegistry::builtin().create(resolved, CodecContext{r, n, 1, numel, {}, 0}));
   }
   return codecs;
 }
 
 Outcome run_collective(const std::string& kind, const nlohmann::json& codec_spec,
-                       const std::vector<at::Tensor>& grads, EthernetConfig config = {}) {
+                       const std::vector<at::Tensor>& grads,
+                       const EthernetConfig& config = EthernetConfig()) {
   const int n = static_cast<int>(grads.size());
   const bool ps = kind == "ps";
   testing::StarWithMessengers star(config, n + (ps ? 1 : 0));

@@ -29,6 +29,7 @@ TEST(Units, ParsesRatesAndDurations) {
   EXPECT_EQ(format_bps(1e9), "1Gbps");
   EXPECT_EQ(format_bps(2.5e9), "2500Mbps");
   EXPECT_EQ(format_bps(1234), "1234bps");
+  EXPECT_EQ(format_bps(1e12), "1000Gbps");  // ns-3 has no Tbps
   EXPECT_EQ(format_duration(50e-6), "50us");
   EXPECT_EQ(format_duration(0.002), "2ms");
 }

@@ -40,7 +40,7 @@ double simulate(bool ring, int n, std::int64_t numel, std::uint32_t mtu, double 
   std::vector<std::unique_ptr<Codec>> codecs;
   std::vector<Codec*> codec_ptrs;
   for (int r = 0; r <= n; ++r) {
-    codecs.push_back(CodecRegistry::builtin().create(spec, CodecContext{r, n, 1, numel}));
+    codecs.push_back(CodecRegistry::builtin().create(spec, CodecContext{r, n, 1, numel, {}, 0}));
     if (r < n) codec_ptrs.push_back(codecs.back().get());
   }
   std::unique_ptr<Collective> collective;

@@ -1,0 +1,131 @@
+#include "codecs/BitPacking.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace gradwire {
+namespace bits {
+
+namespace {
+
+// Widths that divide 8: plain loops with compile-time shifts, which the compiler vectorises.
+template <unsigned W>
+void pack_narrow(const std::uint32_t* codes, std::size_t count, std::uint8_t* dst) {
+  constexpr unsigned kPerByte = 8 / W;
+  const std::size_t whole = count / kPerByte;
+  for (std::size_t k = 0; k < whole; ++k) {
+    std::uint32_t byte = 0;
+    for (unsigned j = 0; j < kPerByte; ++j) byte |= codes[k * kPerByte + j] << (j * W);
+    dst[k] = static_cast<std::uint8_t>(byte);
+  }
+  if (whole * kPerByte < count) {
+    std::uint32_t byte = 0;
+    for (std::size_t i = whole * kPerByte; i < count; ++i) byte |= codes[i] << ((i - whole * kPerByte) * W);
+    dst[whole] = static_cast<std::uint8_t>(byte);
+  }
+}
+
+template <unsigned W>
+void unpack_narrow(const std::uint8_t* src, std::size_t count, std::uint32_t* codes) {
+  constexpr unsigned kPerByte = 8 / W;
+  constexpr std::uint32_t kMask = (1u << W) - 1u;
+  const std::size_t whole = count / kPerByte;
+  for (std::size_t k = 0; k < whole; ++k) {
+    const std::uint32_t byte = src[k];
+    for (unsigned j = 0; j < kPerByte; ++j) codes[k * kPerByte + j] = (byte >> (j * W)) & kMask;
+  }
+  for (std::size_t i = whole * kPerByte; i < count; ++i) {
+    codes[i] = (static_cast<std::uint32_t>(src[whole]) >> ((i - whole * kPerByte) * W)) & kMask;
+  }
+}
+
+}  // namespace
+
+void pack(const std::uint32_t* codes, std::size_t count, unsigned width, std::uint8_t* dst) {
+  switch (width) {
+    case 2: return pack_narrow<2>(codes, count, dst);
+    case 4: return pack_narrow<4>(codes, count, dst);
+    case 8: return pack_narrow<8>(codes, count, dst);
+    default: pack_with(count, width, dst, [codes](std::size_t i) { return codes[i]; });
+  }
+}
+
+void unpack(const std::uint8_t* src, std::size_t count, unsigned width, std::uint32_t* codes) {
+  switch (width) {
+    case 2: return unpack_narrow<2>(src, count, codes);
+    case 4: return unpack_narrow<4>(src, count, codes);
+    case 8: return unpack_narrow<8>(src, count, codes);
+    default: unpack_with(src, count, width, [codes](std::size_t i, std::uint32_t c) { codes[i] = c; });
+  }
+}
+
+void pack_at(const std::uint32_t* codes, std::size_t count, unsigned width, std::uint8_t* dst,
+             std::uint64_t bit_offset) {
+  if (bit_offset % 8 == 0) {
+    pack(codes, count, width, dst + bit_offset / 8);
+    return;
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t bit = bit_offset + static_cast<std::uint64_t>(i) * width;
+    std::uint32_t code = codes[i];
+    for (unsigned left = width; left > 0;) {
+      const unsigned in_byte = static_cast<unsigned>(bit % 8);
+      const unsigned take = std::min(left, 8 - in_byte);
+      dst[bit / 8] = static_cast<std::uint8_t>(dst[bit / 8] | ((code & ((1u << take) - 1u)) << in_byte));
+      code >>= take;
+      bit += take;
+      left -= take;
+    }
+  }
+}
+
+void unpack_at(const std::uint8_t* src, std::size_t count, unsigned width, std::uint64_t bit_offset,
+               std::uint32_t* codes) {
+  if (bit_offset % 8 == 0) {
+    unpack(src + bit_offset / 8, count, width, codes);
+    return;
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t bit = bit_offset + static_cast<std::uint64_t>(i) * width;
+    std::uint32_t code = 0;
+    for (unsigned got = 0; got < width;) {
+      const unsigned in_byte = static_cast<unsigned>(bit % 8);
+      const unsigned take = std::min(width - got, 8 - in_byte);
+      code |= ((static_cast<std::uint32_t>(src[bit / 8]) >> in_byte) & ((1u << take) - 1u)) << got;
+      bit += take;
+      got += take;
+    }
+    codes[i] = code;
+  }
+}
+
+bool padding_is_zero(const std::uint8_t* src, std::size_t count, unsigned width) {
+  const std::uint64_t used = static_cast<std::uint64_t>(count) * width;
+  const unsigned tail = static_cast<unsigned>(used % 8);
+  if (tail == 0) return true;
+  const std::uint8_t last = src[used / 8];
+  return (last >> tail) == 0;
+}
+
+void pack_signs(const float* values, std::size_t count, std::uint8_t* dst) {
+  // Bit set when the float's sign bit is clear (integer operations: no float compare).
+  const auto bit = [values](std::size_t i) {
+    std::uint32_t b;
+    std::memcpy(&b, values + i, 4);
+    return (b >> 31) ^ 1u;
+  };
+  const std::size_t whole = count / 8;
+  for (std::size_t k = 0; k < whole; ++k) {
+    unsigned byte = 0;
+    for (unsigned j = 0; j < 8; ++j) byte |= bit(8 * k + j) << j;
+    dst[k] = static_cast<std::uint8_t>(byte);
+  }
+  if (whole * 8 < count) {
+    unsigned byte = 0;
+    for (std::size_t i = whole * 8; i < count; ++i) byte |= bit(i) << (i - whole * 8);
+    dst[whole] = static_cast<std::uint8_t>(byte);
+  }
+}
+
+}  // namespace bits
+}  // namespace gradwire

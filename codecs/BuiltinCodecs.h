@@ -1,0 +1,16 @@
+// Registration of the built-in codec families. Each family registers its codecs in its own
+// translation unit, so adding a method touches that family's file and nothing shared.
+#pragma once
+
+namespace gradwire {
+
+class CodecRegistry;
+
+/// dgc, gradient_dropping, sdagc, adacomp, randomk (codecs/Sparsifiers.cpp).
+void register_sparsifiers(CodecRegistry& registry);
+
+/// qsgd, terngrad, onebit, signsgd, signum, efsignsgd, natural, natural_dithering,
+/// topk_natural / compose, fp16, bf16 (codecs/Quantizers.cpp).
+void register_quantizers(CodecRegistry& registry);
+
+}  // namespace gradwire

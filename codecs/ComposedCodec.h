@@ -1,0 +1,61 @@
+// `compose`: any sparsifier's selection, with the selected values passed through any value
+// quantiser. `topk_natural` is compose(top-k, natural dithering) with error feedback: the
+// biased compressor of Beznosikov, Horvath, Richtarik, Safaryan, "On Biased Compression for
+// Distributed Learning" (2020), Sec. 6, which beat the other compressors in their experiments.
+//
+// Per encode: the select codec encodes the gradient and its payload is decoded back; the
+// positions whose decoded value is not +0.0 are the selection (a selected exact +0.0 is
+// dropped -- it decodes to 0 either way), and their decoded values, as a k-element tensor, are
+// encoded by the quantise codec. So any registered sparsifier (stateful ones included: DGC's
+// momentum, ...) and any quantiser combine without new code.
+//
+// Wire format (codec id 19): header (n), u32 k (<= n), u8 index width w (the bits of n - 1,
+// at least 1), ceil(k w / 8) bytes of bit-packed indices (strictly ascending, each < n), then
+// the quantiser's complete payload for the k values (its own header, element count == k).
+// Decoding rejects a nested payload of another codec or another size (DecodeError).
+//
+// Error feedback belongs around the whole composition ("error_feedback" on the compose
+// object): the residual is then gradient - decode(compose payload), covering both what the
+// selection dropped and the quantisation error. Not summable.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "codecs/Codec.h"
+
+namespace gradwire {
+
+class ComposedCodec : public Codec {
+ public:
+  static constexpr std::uint8_t kFormatVersion = 1;
+
+  /// Takes ownership of both (non-null). `name` is what name() reports ("compose",
+  /// "topk_natural"). `max_elements` bounds the n a header may ask decode to allocate (a
+  /// payload of a few bytes can state a huge n); the registry sets the gradient length.
+  ComposedCodec(std::string name, std::unique_ptr<Codec> select, std::unique_ptr<Codec> quantize,
+                std::uint64_t max_elements);
+  ~ComposedCodec() override;
+
+  std::string name() const override { return name_; }
+  Bytes encode(const torch::Tensor& grad) override;
+  torch::Tensor decode(ByteSpan payload) const override;
+  double last_density() const override { return last_density_; }
+  bool applies_momentum() const override { return select_->applies_momentum(); }
+  /// State: the select and quantise codecs' states, nested.
+  Bytes save_state() const override;
+  void load_state(ByteSpan state) override;
+
+  const Codec& select() const { return *select_; }
+  const Codec& quantize() const { return *quantize_; }
+
+ private:
+  std::string name_;
+  std::unique_ptr<Codec> select_;
+  std::unique_ptr<Codec> quantize_;
+  std::uint64_t max_elements_;
+  double last_density_ = 1.0;
+};
+
+}  // namespace gradwire

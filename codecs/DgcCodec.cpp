@@ -1,0 +1,168 @@
+#include "codecs/DgcCodec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include <torch/types.h>
+
+#include "codecs/CodecState.h"
+#include "codecs/GradientChecks.h"
+#include "codecs/MomentumCorrection.h"
+
+namespace gradwire {
+
+std::vector<double> parse_density_list(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto b = item.find_first_not_of(" \t");
+    const auto e = item.find_last_not_of(" \t");
+    if (b == std::string::npos) throw std::invalid_argument("empty entry in density list '" + text + "'");
+    const std::string t = item.substr(b, e - b + 1);
+    std::size_t used = 0;
+    double d = 0;
+    try {
+      d = std::stod(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != t.size() || !(d > 0.0 && d <= 1.0)) {
+      throw std::invalid_argument("expected comma-separated densities in (0, 1], got '" + t + "'");
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+DgcCodec::DgcCodec(DgcOptions options, const CodecContext& ctx)
+    : options_(std::move(options)),
+      layers_(ctx.layers),
+      workers_(std::max(1, ctx.workers)),
+      stage_steps_(options_.warmup_stage_steps > 0 ? options_.warmup_stage_steps
+                                                   : ctx.steps_per_epoch),
+      max_elements_(ctx.numel > 0 ? static_cast<std::uint64_t>(ctx.numel)
+                                  : std::uint64_t{1} << 32),
+      rng_(mix_seed(ctx.seed, static_cast<std::uint64_t>(ctx.rank + 1), 0x646763)),
+      u_(std::make_unique<torch::Tensor>()),
+      v_(std::make_unique<torch::Tensor>()) {
+  if (!(options_.density > 0.0 && options_.density <= 1.0)) {
+    throw std::invalid_argument("dgc: density must be in (0, 1]");
+  }
+  if (!(options_.momentum >= 0.0 && options_.momentum < 1.0)) {
+    throw std::invalid_argument("dgc: momentum must be in [0, 1)");
+  }
+}
+
+DgcCodec::~DgcCodec() = default;
+
+const torch::Tensor& DgcCodec::momentum_buffer() const { return *u_; }
+const torch::Tensor& DgcCodec::velocity() const { return *v_; }
+
+double DgcCodec::density_at(std::int64_t step) const {
+  if (options_.warmup && stage_steps_ > 0) {
+    const std::int64_t stage = step / stage_steps_;
+    if (stage < static_cast<std::int64_t>(options_.warmup_densities.size())) {
+      return options_.warmup_densities[static_cast<std::size_t>(stage)];
+    }
+  }
+  return options_.density;
+}
+
+Bytes DgcCodec::encode(const torch::Tensor& grad) {
+  check_gradient(grad, "dgc encode");
+  const std::int64_t n = grad.numel();
+  if (static_cast<std::uint64_t>(n) > (std::uint64_t{1} << 32)) {
+    throw std::invalid_argument("dgc encode: more than 2^32 elements do not fit u32 indices");
+  }
+  if (!v_->defined()) {
+    *u_ = torch::zeros({n}, torch::kFloat);
+    *v_ = torch::zeros({n}, torch::kFloat);
+  } else if (v_->numel() != n) {
+    throw std::invalid_argument("dgc: gradient has " + std::to_string(n) +
+                                " elements but the codec's state has " +
+                                std::to_string(v_->numel()) + "; one object per flat gradient");
+  }
+  const double density = density_at(step_);
+  ++step_;
+  const float* g = grad.data_ptr<float>();
+  float* u = u_->data_ptr<float>();
+  float* v = v_->data_ptr<float>();
+
+  // Local gradient clipping with the threshold scaled by N^-1/2 (paper section 3.2).
+  float scale = 1.0f;
+  if (options_.clip_norm > 0.0) {
+    double sq = 0.0;
+    for (std::int64_t i = 0; i < n; ++i) sq += static_cast<double>(g[i]) * g[i];
+    const double norm = std::sqrt(sq);
+    const double limit = options_.clip_norm / std::sqrt(static_cast<double>(workers_));
+    if (norm > limit) scale = static_cast<float>(limit / norm);
+  }
+  const float m = options_.momentum_correction ? static_cast<float>(options_.momentum) : 0.0f;
+  momentum_accumulate(u, v, g, n, m, options_.nesterov, scale);
+
+  const std::vector<Segment> segments = plan_segments(layers_, n, options_.dense_1d);
+  indices_.clear();
+  values_.clear();
+  stats_.clear();
+  for (const Segment& s : segments) {
+    const std::size_t first = indices_.size();
+    if (s.dense) {
+      for (std::int64_t i = 0; i < s.length; ++i) {
+        indices_.push_back(static_cast<std::uint32_t>(s.offset + i));
+      }
+    } else {
+      auto k = static_cast<std::int64_t>(std::llround(density * static_cast<double>(s.length)));
+      k = std::clamp<std::int64_t>(k, 1, s.length);
+      DgcSelectStats st;
+      dgc_select(v + s.offset, s.length, k, options_.sample_ratio, rng_,
+                 static_cast<std::uint32_t>(s.offset), indices_, &st);
+      stats_.push_back(st);
+    }
+    // Send v at the chosen indices; what the wire format rounds away stays in v (exactly 0
+    // left for fp32). Momentum factor masking on sparsified tensors only: dense ones keep
+    // their momentum, as plain momentum SGD would.
+    const bool mask = options_.momentum_masking && !s.dense && m != 0.0f;
+    for (std::size_t j = first; j < indices_.size(); ++j) {
+      const std::uint32_t i = indices_[j];
+      const float q = round_to_format(v[i], options_.values);
+      values_.push_back(q);
+      v[i] -= q;
+      if (mask) u[i] = 0.0f;
+    }
+  }
+  last_density_ = n > 0 ? static_cast<double>(indices_.size()) / static_cast<double>(n) : 1.0;
+  return encode_compact_sparse(static_cast<std::uint64_t>(n), indices_.data(), values_.data(),
+                               indices_.size(), options_.values);
+}
+
+torch::Tensor DgcCodec::decode(ByteSpan payload) const {
+  return decode_compact_sparse(payload, max_elements_, "dgc payload");
+}
+
+Bytes DgcCodec::save_state() const {
+  CodecState st("dgc");
+  st.put_u64("step", static_cast<std::uint64_t>(step_));
+  st.put_u64("rng", rng_.state());
+  st.put_tensor("u", *u_);
+  st.put_tensor("v", *v_);
+  return st.serialize();
+}
+
+void DgcCodec::load_state(ByteSpan state) {
+  if (state.size == 0) return;
+  const CodecState st = CodecState::parse(state, "dgc");
+  torch::Tensor u = st.tensor("u");
+  torch::Tensor v = st.tensor("v");
+  if (u.defined() != v.defined() || (u.defined() && u.numel() != v.numel())) {
+    throw DecodeError("dgc state: momentum and velocity buffers disagree");
+  }
+  step_ = static_cast<std::int64_t>(st.u64("step"));
+  rng_ = SplitMix64(st.u64("rng", rng_.state()));
+  *u_ = std::move(u);
+  *v_ = std::move(v);
+}
+
+}  // namespace gradwire

@@ -1,0 +1,41 @@
+// `fp16` and `bf16`: the gradient cast to a 16-bit float, round to nearest even (IEEE 754
+// binary16: 5-bit exponent, 10-bit mantissa, overflow above 65504 to infinity; bfloat16: the
+// top half of a float32, 8-bit exponent, 7-bit mantissa). Summable: accumulate adds two
+// payloads element by element in float32 and rounds the sum back to 16 bits, so a ring
+// all-reduce reduces them hop by hop without decoding (each hop rounds once).
+//
+// Wire format: header + 2n bytes (little-endian 16-bit values). Every byte string of the right
+// length decodes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "codecs/Codec.h"
+
+namespace gradwire {
+
+class HalfPrecisionCodec : public Codec {
+ public:
+  enum class Format { kFp16, kBf16 };
+  static constexpr std::uint8_t kFormatVersion = 1;
+
+  explicit HalfPrecisionCodec(Format format) : format_(format) {}
+
+  std::string name() const override { return format_ == Format::kFp16 ? "fp16" : "bf16"; }
+  Bytes encode(const torch::Tensor& grad) override;
+  torch::Tensor decode(ByteSpan payload) const override;
+  Aggregation aggregation() const override { return Aggregation::kSummable; }
+  void accumulate(Bytes& acc, ByteSpan other) const override;
+
+  static std::size_t payload_size(std::uint64_t n) { return 12 + 2 * n; }
+
+ private:
+  CodecId id() const { return format_ == Format::kFp16 ? CodecId::kFp16 : CodecId::kBf16; }
+  /// Validates a payload and returns its element count and where its values start.
+  std::uint64_t read(ByteSpan payload, const std::uint8_t** values) const;
+
+  Format format_;
+};
+
+}  // namespace gradwire

@@ -1,0 +1,58 @@
+// Momentum correction (Lin et al., "Deep Gradient Compression", ICLR 2018, section 3.2): with
+// sparse updates, plain momentum SGD on the *sent* gradient loses the discounting between
+// sends, so each worker accumulates the momentum-corrected velocity locally and compresses
+// that instead:
+//     u = m * u + g            v = v + u                 (Nesterov: u = (u + g) * m; v = v + u + g)
+//     payload = inner.encode(v);  sent = inner.decode(payload);  v = v - sent
+//     momentum factor masking: u[i] = 0 wherever something was sent
+// (formulas as in synxlin/deep-gradient-compression dgc/memory.py). The optimizer must then
+// run without momentum: applies_momentum() is true.
+//
+// A decorator usable around any codec, like ErrorFeedback (with m = 0 and no masking it *is*
+// error feedback). DgcCodec keeps the same arithmetic fused with its selection (it knows the
+// sent indices without decoding); this wrapper finds them as the non-zeros of the decoded
+// payload.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "codecs/Codec.h"
+
+namespace gradwire {
+
+/// The fused update of the two buffers for n elements: u, v updated in place from g (scaled by
+/// `g_scale`, e.g. local clipping). With momentum == 0 this is v += g_scale * g.
+void momentum_accumulate(float* u, float* v, const float* g, std::int64_t n, float momentum,
+                         bool nesterov, float g_scale = 1.0f);
+
+class MomentumCorrection : public Codec {
+ public:
+  MomentumCorrection(std::unique_ptr<Codec> inner, double momentum, bool nesterov = false,
+                     bool masking = true);
+  ~MomentumCorrection() override;
+
+  std::string name() const override { return inner_->name(); }
+  Bytes encode(const torch::Tensor& grad) override;
+  torch::Tensor decode(ByteSpan payload) const override;
+  Aggregation aggregation() const override { return inner_->aggregation(); }
+  void accumulate(Bytes& acc, ByteSpan other) const override { inner_->accumulate(acc, other); }
+  torch::Tensor finalize(torch::Tensor sum, int workers) const override;
+  double last_density() const override { return inner_->last_density(); }
+  bool applies_momentum() const override { return momentum_ > 0.0; }
+  Bytes save_state() const override;
+  void load_state(ByteSpan state) override;
+
+  const torch::Tensor& momentum_buffer() const;  ///< u (undefined before the first encode)
+  const torch::Tensor& velocity() const;         ///< v (undefined before the first encode)
+
+ private:
+  std::unique_ptr<Codec> inner_;
+  double momentum_;
+  bool nesterov_;
+  bool masking_;
+  std::unique_ptr<torch::Tensor> u_;
+  std::unique_ptr<torch::Tensor> v_;
+};
+
+}  // namespace gradwire

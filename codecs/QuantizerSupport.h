@@ -1,0 +1,120 @@
+// Pieces shared by the quantisation codecs: the per-element random source used for stochastic
+// rounding, and the split of a flat gradient into per-layer segments.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codecs/Codec.h"
+#include "codecs/WireFormat.h"
+
+// Hot per-element kernels (stochastic rounding: a 32-bit integer hash per element) are built
+// twice on x86-64 with GCC: for the baseline ISA and for AVX2, picked once at load time
+// (GCC function multi-versioning). The SSE2 baseline has no 32-bit vector multiply, which the
+// hash needs three of; AVX2 does them 8 lanes at a time.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define GRADWIRE_VECTOR_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define GRADWIRE_VECTOR_KERNEL
+#endif
+
+namespace gradwire {
+
+struct LayerSlice;
+
+namespace quant {
+
+/// Counter-based uniform random numbers for stochastic rounding.
+///
+/// Each encode() draws one 32-bit key from a SplitMix64 stream (Steele et al., OOPSLA 2014)
+/// seeded from (scenario seed, worker rank, codec id), so runs are repeatable and workers draw
+/// independent roundings. Element i then uses hash(i * 0x9E3779B9 + key), where hash is
+/// Chris Wellons' "lowbias32" integer mixer (constants 0x7feb352d / 0x846ca68b and shifts
+/// 16/15/16 from his hash-prospector search, 2018). Being a pure function of (key, i), the
+/// draws vectorise and do not depend on how a loop is split. 24 bits of the hash give a
+/// uniform u in [0, 1) with resolution 2^-24, which bounds the bias of any stochastic rounding
+/// p -> [u < p] by 2^-24 per element.
+class Dither {
+ public:
+  Dither(std::uint64_t seed, int rank, CodecId codec);
+
+  /// A fresh key for one encode call.
+  std::uint32_t next_key();
+
+  /// The stream position, for Codec::save_state / load_state.
+  std::uint64_t state() const { return state_; }
+  void set_state(std::uint64_t state) { state_ = state; }
+
+  /// Saves {"dither": position} under `codec` (CodecState format) / restores it; empty bytes
+  /// restore `initial`.
+  Bytes save(const std::string& codec) const;
+  void load(ByteSpan bytes, const std::string& codec, std::uint64_t initial);
+
+  static inline std::uint32_t hash(std::uint32_t key, std::uint32_t i) {
+    std::uint32_t x = i * 0x9E3779B9u + key;
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    x ^= x >> 16;
+    return x;
+  }
+  /// Uniform float in [0, 1) (multiples of 2^-24).
+  static inline float uniform(std::uint32_t key, std::uint32_t i) {
+    return static_cast<float>(hash(key, i) >> 8) * 0x1p-24f;
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+/// A contiguous run of the flat gradient quantised with its own scale(s).
+struct Segment {
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+  std::uint32_t groups = 1;  ///< equal contiguous groups (1-bit SGD's per-column values)
+};
+
+/// How a gradient is cut into segments.
+enum class Granularity {
+  kTensor,  ///< one segment for the whole encoded tensor
+  kLayer,   ///< one segment per model parameter tensor
+  kColumn,  ///< per layer, and inside a layer of rank >= 2 one group per output unit
+};
+
+/// Segments for an encoded tensor of `n` elements. The model layout is used only when it
+/// describes exactly this tensor (the layers tile [0, n) in order); a slice of the gradient
+/// (ring chunks) or a tool without layout gets one segment. Empty layers are skipped.
+std::vector<Segment> segments_for(std::uint64_t n, const std::vector<LayerSlice>& layers,
+                                  Granularity granularity);
+
+/// Reads a segment length (u64) and checks it against the elements still unassigned, so a
+/// table can never claim more elements than the header states.
+std::uint64_t read_segment_length(ByteReader& reader, std::uint64_t unassigned);
+
+/// Sum of squares, sum of absolute values, maximum |x| and whether a NaN was seen, for
+/// x[0..n). Eight float lanes over blocks of 1024 (so the loop vectorises and keeps eight
+/// independent add chains), blocks summed in double: accurate for any n.
+struct Moments {
+  double sum = 0.0;
+  double sum_sq = 0.0;
+  double sum_abs = 0.0;
+  float max_abs = 0.0f;
+  std::uint64_t non_negative = 0;  ///< elements whose sign bit is clear (as bits::pack_signs)
+  bool nan = false;
+};
+Moments moments(const float* x, std::uint64_t n);
+
+/// Writes `pos` where the sign bit of element i is 1 and `neg` where it is 0, for n elements
+/// (bit i of the LSB-first stream), branch-free: sign bits of real gradients are random, and
+/// a data-dependent branch per element mispredicts half the time.
+void expand_signs(const std::uint8_t* signs, std::uint64_t first_bit, std::uint64_t n, float pos,
+                  float neg, float* dst);
+
+/// The 32-bit element index used for dithering (wraps for tensors above 2^32 elements, which
+/// only reuses random numbers 4 billion elements apart).
+inline std::uint32_t dither_index(std::uint64_t i) { return static_cast<std::uint32_t>(i); }
+
+}  // namespace quant
+}  // namespace gradwire

@@ -1,0 +1,61 @@
+// `randomk`: random-k sparsification with shared randomness. The k = max(1, round(ratio * n))
+// positions are a uniformly random k-subset of [0, n) drawn from a seed that every worker
+// derives identically from (scenario seed, step, chunk offset, chunk length), so for the same
+// step and slice all workers pick the same positions, only the values travel, and payloads add
+// in the compressed domain (Aggregation::kSummable): ring all-reduce reduces them hop by hop.
+// The subset is drawn with Floyd's algorithm (Bentley & Floyd, "Programming pearls: a sample of
+// brilliance", CACM 1987) over a bitmap, so it is exactly uniform and comes out sorted.
+// Biased towards zero on its own: pair with error_feedback, or set `scale` to send
+// (n/k) * values (unbiased; Stich et al., "Sparsified SGD with memory", 2018, discuss both).
+//
+// Wire (CodecId::kRandomK): header | u64 index seed | u32 k | k f32 values. The decoder
+// regenerates the positions from the seed; it needs no state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codecs/Codec.h"
+#include "codecs/CodecRegistry.h"
+
+namespace gradwire {
+
+class RandomKCodec : public Codec {
+ public:
+  static constexpr std::uint8_t kFormatVersion = 1;
+  RandomKCodec(double ratio, bool scale, const CodecContext& ctx);
+
+  std::string name() const override { return "randomk"; }
+  Bytes encode(const torch::Tensor& grad) override;
+  torch::Tensor decode(ByteSpan payload) const override;
+  Aggregation aggregation() const override { return Aggregation::kSummable; }
+  void accumulate(Bytes& acc, ByteSpan other) const override;
+  double last_density() const override { return last_density_; }
+  /// One step: every chunk's positions derive from (seed, step, offset, length).
+  std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
+                                   const std::vector<std::int64_t>& bounds) override;
+  Bytes save_state() const override;
+  void load_state(ByteSpan state) override;
+
+  std::int64_t k_for(std::int64_t n) const;
+  /// The positions a payload with this index seed carries: k sorted distinct values < n.
+  static std::vector<std::uint32_t> positions(std::uint64_t index_seed, std::uint64_t n,
+                                              std::uint64_t k);
+  /// The index seed of (scenario seed, step, offset, length).
+  static std::uint64_t index_seed(std::uint64_t seed, std::uint64_t step, std::uint64_t offset,
+                                  std::uint64_t length);
+  std::uint64_t steps() const { return step_; }
+
+ private:
+  Bytes encode_slice(const torch::Tensor& slice, std::uint64_t step, std::uint64_t offset);
+
+  double ratio_;
+  bool scale_;
+  std::uint64_t seed_;
+  std::uint64_t max_elements_;
+  std::uint64_t step_ = 0;
+  double last_density_ = 1.0;
+};
+
+}  // namespace gradwire

@@ -1,0 +1,68 @@
+#include "codecs/ScaledSignCodec.h"
+
+#include <cmath>
+
+#include <torch/types.h>
+
+#include "codecs/BitPacking.h"
+#include "codecs/GradientChecks.h"
+#include "codecs/WireFormat.h"
+
+namespace gradwire {
+
+ScaledSignCodec::ScaledSignCodec(bool per_layer, const CodecContext& ctx)
+    : per_layer_(per_layer), layers_(ctx.layers) {}
+
+Bytes ScaledSignCodec::encode(const torch::Tensor& grad) {
+  check_gradient(grad, "efsignsgd encode");
+  const auto n = static_cast<std::uint64_t>(grad.numel());
+  const float* x = grad.data_ptr<float>();
+  const auto segs = quant::segments_for(
+      n, layers_, per_layer_ ? quant::Granularity::kLayer : quant::Granularity::kTensor);
+  ByteWriter writer(payload_size(n, segs.size()));
+  write_header(writer, CodecId::kScaledSign, kFormatVersion, n);
+  writer.u32(static_cast<std::uint32_t>(segs.size()));
+  for (const auto& seg : segs) {
+    const double l1 = quant::moments(x + seg.offset, seg.length).sum_abs;
+    writer.u64(seg.length);
+    writer.f32(static_cast<float>(l1 / static_cast<double>(seg.length)));  // ||p||_1 / d
+  }
+  bits::pack_signs(x, n, writer.extend((n + 7) / 8));
+  return writer.take();
+}
+
+torch::Tensor ScaledSignCodec::decode(ByteSpan payload) const {
+  ByteReader reader(payload, "efsignsgd payload");
+  const std::uint64_t n = read_header(reader, CodecId::kScaledSign, "efsignsgd", kFormatVersion).numel;
+  const std::uint32_t count = reader.u32("segment count");
+  if (count > n || static_cast<std::uint64_t>(count) * 12 > reader.remaining()) {
+    reader.fail("segment count " + std::to_string(count) + " impossible for " + std::to_string(n) +
+                " elements and " + std::to_string(reader.remaining()) + " remaining bytes");
+  }
+  std::vector<std::uint64_t> lengths;
+  std::vector<float> scales;
+  lengths.reserve(count);
+  scales.reserve(count);
+  std::uint64_t covered = 0;
+  for (std::uint32_t s = 0; s < count; ++s) {
+    lengths.push_back(quant::read_segment_length(reader, n - covered));
+    covered += lengths.back();
+    scales.push_back(reader.f32("segment scale"));
+  }
+  if (covered != n) {
+    reader.fail("segments cover " + std::to_string(covered) + " of " + std::to_string(n) + " elements");
+  }
+  const std::uint8_t* signs = reader.take((n + 7) / 8, 1, "sign bits");
+  reader.expect_end();
+  if (!bits::padding_is_zero(signs, n, 1)) reader.fail("non-zero padding bits after the last sign");
+  torch::Tensor out = torch::empty({static_cast<std::int64_t>(n)}, torch::kFloat);
+  float* dst = out.data_ptr<float>();
+  std::uint64_t i = 0;
+  for (std::size_t s = 0; s < lengths.size(); ++s) {
+    quant::expand_signs(signs, i, lengths[s], scales[s], -scales[s], dst + i);
+    i += lengths[s];
+  }
+  return out;
+}
+
+}  // namespace gradwire

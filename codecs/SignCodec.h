@@ -1,0 +1,52 @@
+// `signsgd` and `signum`: one sign bit per element, aggregated by majority vote
+// (Bernstein et al., "signSGD: Compressed Optimisation for Non-Convex Problems", ICML 2018,
+// and "signSGD with Majority Vote is Communication Efficient and Fault Tolerant", ICLR 2019).
+//
+//  * signsgd sends sign(g).
+//  * signum sends sign(m) with the worker's own momentum m = beta m + (1 - beta) g
+//    (Algorithm 1 of the ICLR 2019 paper; beta = 0.9 is their default).
+// The aggregate is sign(sum of the workers' signs) -- finalize() -- and the optimizer applies
+// lr * vote with no momentum of its own (applies_momentum() is true for both: signSGD has none,
+// Signum keeps it in the codec). Sign-based updates move every weight by lr each step, so use a
+// far smaller learning rate than for SGD (the papers use ~1e-4 to 1e-3 scale rates).
+//
+// Wire format: header + ceil(n / 8) bytes, bit i = 1 when g_i's sign bit is clear (so +0.0
+// is sent as +1 and -0.0 as -1).
+// Decoded values are +-1. Aggregation: decode-then-sum (the vote needs the sum of signs).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "codecs/Codec.h"
+
+namespace gradwire {
+
+class SignCodec : public Codec {
+ public:
+  static constexpr std::uint8_t kFormatVersion = 1;
+  static constexpr double kDefaultMomentum = 0.9;
+
+  /// `momentum` 0: signSGD; in (0, 1): Signum with that beta.
+  explicit SignCodec(double momentum = 0.0);
+  ~SignCodec() override;
+
+  std::string name() const override { return momentum_ > 0 ? "signum" : "signsgd"; }
+  Bytes encode(const torch::Tensor& grad) override;
+  torch::Tensor decode(ByteSpan payload) const override;
+  /// Majority vote: sign(sum). Ties (an even number of workers split evenly) give 0.
+  torch::Tensor finalize(torch::Tensor sum, int workers) const override;
+  bool applies_momentum() const override { return true; }
+  /// State: Signum's momentum (signSGD keeps none).
+  Bytes save_state() const override;
+  void load_state(ByteSpan state) override;
+
+  static std::size_t payload_size(std::uint64_t n) { return 12 + (n + 7) / 8; }
+
+ private:
+  double momentum_;
+  std::unique_ptr<torch::Tensor> m_;  // Signum's momentum (undefined before the first call)
+};
+
+}  // namespace gradwire

@@ -1,0 +1,273 @@
+#include "codecs/TernGradCodec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "codecs/BitPacking.h"
+#include "codecs/GradientChecks.h"
+#include "codecs/WireFormat.h"
+
+namespace gradwire {
+
+namespace {
+
+constexpr const char* kWhat = "terngrad payload";
+
+struct Parsed {
+  std::uint64_t n = 0;
+  std::uint32_t contributors = 0;
+  unsigned width = 0;
+  std::vector<std::uint64_t> lengths;
+  std::vector<float> scales;
+  const std::uint8_t* codes = nullptr;
+};
+
+constexpr std::uint32_t kChunk = 256;
+
+/// Ternary codes for m elements starting at element index `first`: keep with probability
+/// |clip(v)| / s, as 2-bit two's complement (+1 = 01, -1 = 11, 0 = 00). Arithmetic rather
+/// than branches (signs and Bernoulli draws are unpredictable), and the comparison u < p is
+/// done on the bit patterns of the two non-negative floats, which keeps the loop
+/// vectorisable under GCC's default -ftrapping-math.
+GRADWIRE_VECTOR_KERNEL void ternary_codes(const float* x, std::uint32_t first, std::uint32_t m, float bound, float inv,
+                   std::uint32_t key, std::uint32_t* out) {
+  for (std::uint32_t i = 0; i < m; ++i) {
+    const float v = x[i];
+    const float a = std::min(std::fabs(v), bound);  // |clip(v)|
+    const float p = a * inv;
+    const float u = quant::Dither::uniform(key, first + i);
+    std::int32_t pb, ub;
+    std::uint32_t sign;
+    std::memcpy(&pb, &p, 4);
+    std::memcpy(&ub, &u, 4);
+    std::memcpy(&sign, &v, 4);
+    const auto keep = static_cast<std::uint32_t>(ub < pb);
+    out[i] = keep * (1u + 2u * (sign >> 31));
+  }
+}
+
+inline std::int32_t sign_extend(std::uint32_t code, unsigned width) {
+  const unsigned shift = 32 - width;
+  return static_cast<std::int32_t>(code << shift) >> shift;
+}
+
+Parsed parse(ByteSpan payload) {
+  ByteReader reader(payload, kWhat);
+  Parsed p;
+  p.n = read_header(reader, CodecId::kTernGrad, "terngrad", TernGradCodec::kFormatVersion).numel;
+  p.contributors = reader.u32("contributors");
+  if (p.contributors == 0 || p.contributors > TernGradCodec::kMaxContributors) {
+    reader.fail("contributors = " + std::to_string(p.contributors) + " outside [1, " +
+                std::to_string(TernGradCodec::kMaxContributors) + "]");
+  }
+  p.width = reader.u8("code width");
+  if (p.width != TernGradCodec::width_for_contributors(p.contributors)) {
+    reader.fail("code width " + std::to_string(p.width) + " does not match " +
+                std::to_string(p.contributors) + " contributors (expected " +
+                std::to_string(TernGradCodec::width_for_contributors(p.contributors)) + ")");
+  }
+  const std::uint32_t segments = reader.u32("segment count");
+  // Each segment holds at least one element and 12 table bytes: bound the count before
+  // reserving anything.
+  if (segments > p.n || static_cast<std::uint64_t>(segments) * 12 > reader.remaining()) {
+    reader.fail("segment count " + std::to_string(segments) + " impossible for " +
+                std::to_string(p.n) + " elements and " + std::to_string(reader.remaining()) +
+                " remaining bytes");
+  }
+  std::uint64_t covered = 0;
+  p.lengths.reserve(segments);
+  p.scales.reserve(segments);
+  for (std::uint32_t s = 0; s < segments; ++s) {
+    const std::uint64_t len = quant::read_segment_length(reader, p.n - covered);
+    covered += len;
+    p.lengths.push_back(len);
+    p.scales.push_back(reader.f32("segment scale"));
+  }
+  if (covered != p.n) {
+    reader.fail("segments cover " + std::to_string(covered) + " of " + std::to_string(p.n) + " elements");
+  }
+  const std::size_t code_bytes = bits::packed_size(p.n, p.width);
+  if (reader.remaining() != code_bytes) {
+    reader.fail("size mismatch: " + std::to_string(p.n) + " codes of " + std::to_string(p.width) +
+                " bits need " + std::to_string(code_bytes) + " bytes after offset " +
+                std::to_string(reader.offset()) + ", have " + std::to_string(reader.remaining()));
+  }
+  p.codes = reader.take(code_bytes, 1, "codes");
+  reader.expect_end();
+  if (!bits::padding_is_zero(p.codes, p.n, p.width)) reader.fail("non-zero padding bits after the last code");
+  return p;
+}
+
+/// Unpacks and range-checks every code (|code| <= contributors) into `out`.
+void read_codes(const Parsed& p, std::int32_t* out) {
+  const auto limit = static_cast<std::int32_t>(p.contributors);
+  bool bad = false;
+  bits::unpack_with(p.codes, p.n, p.width, [&](std::size_t i, std::uint32_t code) {
+    const std::int32_t c = sign_extend(code, p.width);
+    bad |= c > limit || c < -limit;
+    out[i] = c;
+  });
+  if (bad) {
+    throw DecodeError(std::string(kWhat) + ": a code exceeds the " + std::to_string(p.contributors) +
+                      " contributors the payload states");
+  }
+}
+
+void write_table(ByteWriter& w, std::uint64_t n, std::uint32_t contributors,
+                 const std::vector<std::uint64_t>& lengths, const std::vector<float>& scales) {
+  write_header(w, CodecId::kTernGrad, TernGradCodec::kFormatVersion, n);
+  w.u32(contributors);
+  w.u8(static_cast<std::uint8_t>(TernGradCodec::width_for_contributors(contributors)));
+  w.u32(static_cast<std::uint32_t>(lengths.size()));
+  for (std::size_t s = 0; s < lengths.size(); ++s) {
+    w.u64(lengths[s]);
+    w.f32(scales[s]);
+  }
+}
+
+}  // namespace
+
+TernGradCodec::TernGradCodec(double clip, double shared_scale, const CodecContext& ctx)
+    : clip_(clip), shared_scale_(shared_scale), layers_(ctx.layers),
+      dither_(ctx.seed, ctx.rank, CodecId::kTernGrad), initial_dither_(dither_.state()) {
+  if (!(clip >= 0.0) || !(shared_scale >= 0.0) || !std::isfinite(shared_scale)) {
+    throw std::invalid_argument("terngrad: clip and shared_scale must be finite and >= 0");
+  }
+}
+
+unsigned TernGradCodec::width_for_contributors(std::uint32_t contributors) {
+  if (contributors <= 1) return 2;
+  if (contributors <= 7) return 4;
+  if (contributors <= 127) return 8;
+  return 16;
+}
+
+std::size_t TernGradCodec::payload_size(std::uint64_t n, std::uint64_t segments,
+                                        std::uint32_t contributors) {
+  return kPayloadHeaderSize + 4 + 1 + 4 + 12 * segments +
+         bits::packed_size(n, width_for_contributors(contributors));
+}
+
+Bytes TernGradCodec::encode(const torch::Tensor& grad) {
+  check_gradient(grad, "terngrad encode");
+  const auto n = static_cast<std::uint64_t>(grad.numel());
+  const float* x = grad.data_ptr<float>();
+  const bool shared = shared_scale_ > 0;
+  // Shared mode: one segment whatever the layout, so ring chunks of every worker line up.
+  const std::vector<quant::Segment> segments = quant::segments_for(
+      n, layers_, shared ? quant::Granularity::kTensor : quant::Granularity::kLayer);
+
+  std::vector<std::uint64_t> lengths;
+  std::vector<float> scales, bounds;
+  for (const auto& seg : segments) {
+    float bound;  // elements are clipped to [-bound, bound]
+    float scale;  // the scaler s
+    if (shared) {
+      bound = scale = static_cast<float>(shared_scale_);
+    } else {
+      const quant::Moments m = quant::moments(x + seg.offset, seg.length);
+      const float max_abs = m.max_abs;
+      const double len = static_cast<double>(seg.length);
+      const double mean = m.sum / len;
+      const double sigma = std::sqrt(std::max(0.0, m.sum_sq / len - mean * mean));
+      bound = clip_ > 0 ? static_cast<float>(clip_ * sigma) : max_abs;
+      // s = max |clip(g)| = min(max |g|, c sigma).
+      scale = std::min(max_abs, bound);
+    }
+    lengths.push_back(seg.length);
+    scales.push_back(scale);
+    bounds.push_back(bound);
+  }
+
+  ByteWriter writer(payload_size(n, segments.size(), 1));
+  write_table(writer, n, 1, lengths, scales);
+  std::uint8_t* codes = writer.extend(bits::packed_size(n, 2));
+  const std::uint32_t key = dither_.next_key();
+  std::uint32_t chunk[kChunk];
+  for (std::size_t s = 0; s < segments.size(); ++s) {
+    const float bound = bounds[s];
+    const float inv = scales[s] > 0 && std::isfinite(1.0f / scales[s]) ? 1.0f / scales[s] : 0.0f;
+    const std::uint64_t end = segments[s].offset + segments[s].length;
+    for (std::uint64_t c = segments[s].offset; c < end; c += kChunk) {
+      const auto m = static_cast<std::uint32_t>(std::min<std::uint64_t>(kChunk, end - c));
+      ternary_codes(x + c, static_cast<std::uint32_t>(c), m, bound, inv, key, chunk);
+      bits::pack_at(chunk, m, 2, codes, 2 * c);
+    }
+  }
+  // Gaps between segments (empty layers are skipped, never gaps) cannot occur: segments tile
+  // [0, n). A segment starting mid-byte ORs into a byte its predecessor left partly zero,
+  // and ByteWriter::extend zero-fills.
+  return writer.take();
+}
+
+torch::Tensor TernGradCodec::decode(ByteSpan payload) const {
+  const Parsed p = parse(payload);
+  torch::Tensor out = torch::empty({static_cast<std::int64_t>(p.n)}, torch::kFloat);
+  float* dst = out.data_ptr<float>();
+  const auto limit = static_cast<std::int32_t>(p.contributors);
+  const unsigned shift = 32 - p.width;
+  std::int32_t bad = 0;
+  std::uint32_t codes[kChunk];
+  std::uint64_t at = 0;
+  for (std::size_t s = 0; s < p.lengths.size(); ++s) {
+    const float scale = p.scales[s];
+    const std::uint64_t end = at + p.lengths[s];
+    for (std::uint64_t c = at; c < end; c += kChunk) {
+      const auto m = static_cast<std::uint32_t>(std::min<std::uint64_t>(kChunk, end - c));
+      bits::unpack_at(p.codes, m, p.width, c * p.width, codes);
+      for (std::uint32_t i = 0; i < m; ++i) {
+        const std::int32_t code = static_cast<std::int32_t>(codes[i] << shift) >> shift;  // sign-extend
+        bad |= static_cast<std::int32_t>(code > limit) | static_cast<std::int32_t>(code < -limit);
+        dst[c + i] = scale * static_cast<float>(code);
+      }
+    }
+    at = end;
+  }
+  if (bad) {
+    throw DecodeError(std::string(kWhat) + ": a code exceeds the " + std::to_string(p.contributors) +
+                      " contributors the payload states");
+  }
+  return out;
+}
+
+void TernGradCodec::accumulate(Bytes& acc, ByteSpan other) const {
+  const Parsed a = parse(ByteSpan(acc));
+  const Parsed b = parse(other);
+  if (a.n != b.n || a.lengths != b.lengths) {
+    throw DecodeError("terngrad accumulate: payloads have different element counts or segments");
+  }
+  for (std::size_t s = 0; s < a.scales.size(); ++s) {
+    std::uint32_t x, y;
+    std::memcpy(&x, &a.scales[s], 4);
+    std::memcpy(&y, &b.scales[s], 4);
+    if (x != y) {
+      throw DecodeError("terngrad accumulate: segment " + std::to_string(s) + " scales differ (" +
+                        std::to_string(a.scales[s]) + " vs " + std::to_string(b.scales[s]) +
+                        "); only scaler-shared payloads add");
+    }
+  }
+  const std::uint64_t contributors = std::uint64_t{a.contributors} + b.contributors;
+  if (contributors > kMaxContributors) {
+    throw DecodeError("terngrad accumulate: more than " + std::to_string(kMaxContributors) + " contributors");
+  }
+  std::vector<std::int32_t> ca(a.n), cb(b.n);
+  read_codes(a, ca.data());
+  read_codes(b, cb.data());
+  const auto m = static_cast<std::uint32_t>(contributors);
+  const unsigned width = width_for_contributors(m);
+  const std::uint32_t mask = width == 32 ? 0xffffffffu : (1u << width) - 1u;
+  ByteWriter writer(payload_size(a.n, a.lengths.size(), m));
+  write_table(writer, a.n, m, a.lengths, a.scales);
+  std::uint8_t* codes = writer.extend(bits::packed_size(a.n, width));
+  bits::pack_with(a.n, width, codes, [&](std::size_t i) {
+    return static_cast<std::uint32_t>(ca[i] + cb[i]) & mask;
+  });
+  acc = writer.take();
+}
+
+}  // namespace gradwire

@@ -1,0 +1,49 @@
+// A lossless zstd stage over any codec's payload (`"zstd": true` in a codec object): the
+// entropy-coding family the literature names beside sparsification and quantisation. The inner
+// payload is compressed whole with libzstd (level 3, zstd's default, ZSTD_CLEVEL_DEFAULT) and
+// wrapped in its own header:
+//   header (CodecId::kZstd, version 1, n = the inner payload's element count)
+//   | u32 inner payload size | zstd frame (content size stated in the frame)
+// Decoding checks the frame's stated size against the u32 and a bound derived from the
+// decoder's element limit before allocating, then hands the bytes to the inner decoder.
+// Compressed bytes do not add: the stage declares Aggregation::kDecodeThenSum even around a
+// summable codec (ring all-reduce then all-gathers).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "codecs/Codec.h"
+
+namespace gradwire {
+
+class ZstdStage : public Codec {
+ public:
+  static constexpr std::uint8_t kFormatVersion = 1;
+  static constexpr int kLevel = 3;
+  /// `max_elements` bounds the element count a payload may state (the worker's gradient length).
+  ZstdStage(std::unique_ptr<Codec> inner, std::uint64_t max_elements);
+
+  std::string name() const override { return inner_->name(); }
+  Bytes encode(const torch::Tensor& grad) override { return compress(inner_->encode(grad)); }
+  torch::Tensor decode(ByteSpan payload) const override;
+  Aggregation aggregation() const override { return Aggregation::kDecodeThenSum; }
+  torch::Tensor finalize(torch::Tensor sum, int workers) const override;
+  double last_density() const override { return inner_->last_density(); }
+  bool applies_momentum() const override { return inner_->applies_momentum(); }
+  std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
+                                   const std::vector<std::int64_t>& bounds) override;
+  Bytes save_state() const override { return inner_->save_state(); }
+  void load_state(ByteSpan state) override { inner_->load_state(state); }
+  const Codec& inner() const { return *inner_; }
+
+  Bytes compress(const Bytes& inner_payload) const;
+  /// The inner payload inside a zstd-stage payload (validated; not decoded further).
+  Bytes decompress(ByteSpan payload) const;
+
+ private:
+  std::unique_ptr<Codec> inner_;
+  std::uint64_t max_elements_;
+};
+
+}  // namespace gradwire

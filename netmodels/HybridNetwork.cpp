@@ -1,0 +1,246 @@
+#include "netmodels/HybridNetwork.h"
+
+#include <sstream>
+
+#include <ns3/internet-stack-helper.h>
+
+#include "codecs/ConfigError.h"
+#include "codecs/JsonFields.h"
+#include "netmodels/NetworkParts.h"
+#include "netmodels/TcpDefaults.h"
+#include "netmodels/Units.h"
+
+namespace gradwire {
+
+HybridConfig HybridConfig::from_json(const nlohmann::json& object, const std::string& path) {
+  JsonFields f(object, path);
+  f.allow({"family", "groups", "server_rate", "server_delay", "tcp_buffer"});
+  HybridConfig c;
+  const std::string where = f.path_of("groups");
+  if (!f.has("groups") || !object.at("groups").is_array() || object.at("groups").empty()) {
+    throw ConfigError(where, "expected a non-empty list of worker groups, e.g. "
+                             "[{\"family\": \"wifi\", \"workers\": 4}, {\"family\": \"lte\", "
+                             "\"workers\": 2}]");
+  }
+  bool lte_seen = false;
+  const auto& groups = object.at("groups");
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const std::string gp = where + "[" + std::to_string(i) + "]";
+    JsonFields g(groups[i], gp);
+    HybridGroup group;
+    group.family = g.required_string("family", {"wifi", "lte", "ethernet"});
+    if (!g.has("workers")) throw ConfigError(g.path_of("workers"), "missing; expected an integer >= 1");
+    group.workers = static_cast<std::uint32_t>(g.integer("workers", 1, 1, 250));
+    if (group.family == "wifi") {
+      group.wifi = WifiConfig::from_json(groups[i], gp, true);
+    } else if (group.family == "lte") {
+      if (lte_seen) throw ConfigError(g.path_of("family"), "at most one \"lte\" group (one EPC)");
+      lte_seen = true;
+      group.lte = LteConfig::from_json(groups[i], gp, true);
+    } else {
+      g.allow({"family", "workers", "rate", "delay", "queue", "backhaul_rate", "backhaul_delay",
+               "impairments"});
+      auto& e = group.ethernet;
+      e.rate_bps = read_data_rate(g, "rate", e.rate_bps);
+      e.delay_s = read_duration(g, "delay", e.delay_s);
+      e.queue_packets = static_cast<std::uint32_t>(g.integer("queue", e.queue_packets, 1, 1000000));
+      e.backhaul_rate_bps = read_data_rate(g, "backhaul_rate", e.backhaul_rate_bps);
+      e.backhaul_delay_s = read_duration(g, "backhaul_delay", e.backhaul_delay_s);
+      e.impairments = ImpairmentsConfig::from_json(g.object_at("impairments"),
+                                                   g.path_of("impairments"), false);
+    }
+    c.groups.push_back(group);
+  }
+  if (c.groups.size() > 200) throw ConfigError(where, "at most 200 groups");
+  c.server_rate_bps = read_data_rate(f, "server_rate", c.server_rate_bps);
+  c.server_delay_s = read_duration(f, "server_delay", c.server_delay_s);
+  c.tcp_buffer_bytes =
+      static_cast<std::uint32_t>(f.integer("tcp_buffer", c.tcp_buffer_bytes, 4096, 1 << 30));
+  return c;
+}
+
+nlohmann::json HybridConfig::to_json() const {
+  nlohmann::json groups_json = nlohmann::json::array();
+  for (const auto& g : groups) {
+    nlohmann::json j;
+    if (g.family == "wifi") j = g.wifi.to_json(true);
+    if (g.family == "lte") j = g.lte.to_json(true);
+    if (g.family == "ethernet") {
+      const auto& e = g.ethernet;
+      j = {{"family", "ethernet"},
+           {"rate", format_bps(e.rate_bps)},
+           {"delay", format_duration(e.delay_s)},
+           {"queue", e.queue_packets},
+           {"backhaul_rate", format_bps(e.backhaul_rate_bps)},
+           {"backhaul_delay", format_duration(e.backhaul_delay_s)},
+           {"impairments", e.impairments.to_json(false)}};
+    }
+    j["workers"] = g.workers;
+    groups_json.push_back(j);
+  }
+  return {{"family", "hybrid"},
+          {"groups", groups_json},
+          {"server_rate", format_bps(server_rate_bps)},
+          {"server_delay", format_duration(server_delay_s)},
+          {"tcp_buffer", tcp_buffer_bytes}};
+}
+
+std::size_t HybridConfig::workers() const {
+  std::size_t n = 0;
+  for (const auto& g : groups) n += g.workers;
+  return n;
+}
+
+HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : config_(config) {
+  apply_tcp_defaults(1500, config_.tcp_buffer_bytes);
+  apply_wireless_tcp_defaults();
+  const std::size_t workers = config_.workers();
+  if (hosts != workers && hosts != workers + 1) {
+    throw ConfigError("network.groups",
+                      "the groups hold " + std::to_string(workers) +
+                          " workers, but the scenario needs " + std::to_string(hosts) +
+                          " hosts (training.workers, plus one for a parameter server)");
+  }
+  const bool with_server = hosts == workers + 1;
+  ns3::InternetStackHelper stack;
+  stack.SetIpv6StackInstall(false);  // no IPv6 router solicitations on the air
+  auto core = ns3::CreateObject<ns3::Node>();
+  stack.Install(core);
+
+  struct PendingFlow {
+    BackgroundFlowSpec flow;
+    ns3::Ptr<ns3::Node> node;
+    ns3::Ipv4Address address;
+    std::string path;
+  };
+  std::vector<PendingFlow> flows;
+
+  for (std::size_t g = 0; g < config_.groups.size(); ++g) {
+    const HybridGroup& group = config_.groups[g];
+    const std::string backhaul_subnet = nth_subnet("172.16.0.0", static_cast<std::uint32_t>(g), 4);
+    std::vector<HostAttachment> attachments;
+    const ImpairmentsConfig* impairments = nullptr;
+    auto bg_path = [&](std::size_t i) {
+      return "network.groups[" + std::to_string(g) + "].impairments.background[" +
+             std::to_string(i) + "]";
+    };
+    if (group.family == "ethernet") {
+      const auto& e = group.ethernet;
+      impairments = &e.impairments;
+      auto sw = ns3::CreateObject<ns3::Node>();
+      stack.Install(sw);
+      const std::size_t extra = e.impairments.background.size();
+      for (std::size_t i = 0; i < group.workers + extra; ++i) {
+        auto node = ns3::CreateObject<ns3::Node>();
+        stack.Install(node);
+        std::ostringstream subnet;
+        subnet << "10." << (g + 1) << "." << i << ".0";
+        const WiredLink link = connect_p2p(node, sw, e.rate_bps, e.delay_s, 1500, subnet.str(),
+                                           "255.255.255.0", e.queue_packets);
+        add_default_route(node, link.b_address, link.a_interface);
+        if (i < group.workers) {
+          hosts_.push_back(node);
+          addresses_.push_back(link.a_address);
+          families_.push_back("ethernet");
+          attachments.push_back(HostAttachment{link.a_device, link.b_device, false, link.a_address});
+        } else {
+          flows.push_back({e.impairments.background[i - group.workers], node, link.a_address,
+                           bg_path(i - group.workers)});
+        }
+      }
+      const WiredLink up = connect_p2p(sw, core, e.backhaul_rate_bps, e.backhaul_delay_s, 1500,
+                                       backhaul_subnet);
+      add_default_route(sw, up.b_address, up.a_interface);
+      std::ostringstream net;
+      net << "10." << (g + 1) << ".0.0";
+      add_network_route(core, ns3::Ipv4Address(net.str().c_str()), ns3::Ipv4Mask("255.255.0.0"),
+                        up.a_address, up.b_interface);
+    } else if (group.family == "wifi") {
+      impairments = &group.wifi.impairments;
+      std::ostringstream subnet;
+      subnet << "192.168." << (g + 1) << ".0";
+      const WifiCell cell = build_wifi_cell(group.wifi, group.workers, subnet.str());
+      for (std::uint32_t i = 0; i < cell.stations.GetN(); ++i) {
+        if (i < group.workers) {
+          hosts_.push_back(cell.stations.Get(i));
+          addresses_.push_back(cell.station_addresses[i]);
+          families_.push_back("wifi");
+          attachments.push_back(HostAttachment{cell.station_devices.Get(i), cell.ap_device, true,
+                                               cell.station_addresses[i]});
+        } else {
+          flows.push_back({group.wifi.impairments.background[i - group.workers],
+                           cell.stations.Get(i), cell.station_addresses[i],
+                           bg_path(i - group.workers)});
+        }
+      }
+      const WiredLink up = connect_p2p(cell.ap, core, group.wifi.backhaul_rate_bps,
+                                       group.wifi.backhaul_delay_s, 1500, backhaul_subnet);
+      add_default_route(cell.ap, up.b_address, up.a_interface);
+      add_network_route(core, ns3::Ipv4Address(subnet.str().c_str()),
+                        ns3::Ipv4Mask("255.255.255.0"), up.a_address, up.b_interface);
+    } else {
+      impairments = &group.lte.impairments;
+      const LteCell cell = build_lte_cell(group.lte, group.workers);
+      keep_.push_back(cell.lte_helper);
+      keep_.push_back(cell.epc_helper);
+      for (std::uint32_t i = 0; i < cell.ues.GetN(); ++i) {
+        if (i < group.workers) {
+          hosts_.push_back(cell.ues.Get(i));
+          addresses_.push_back(cell.ue_addresses[i]);
+          families_.push_back("lte");
+          attachments.push_back(HostAttachment{cell.ue_devices.Get(i), cell.pgw_tun, true,
+                                               cell.ue_addresses[i]});
+        } else {
+          flows.push_back({group.lte.impairments.background[i - group.workers], cell.ues.Get(i),
+                           cell.ue_addresses[i], bg_path(i - group.workers)});
+        }
+      }
+      const WiredLink up = connect_p2p(cell.pgw, core, group.lte.backhaul_rate_bps,
+                                       group.lte.backhaul_delay_s, 1500, backhaul_subnet);
+      add_default_route(cell.pgw, up.b_address, up.a_interface);
+      add_network_route(core, ns3::Ipv4Address("7.0.0.0"), ns3::Ipv4Mask("255.0.0.0"),
+                        up.a_address, up.b_interface);
+    }
+    // Host indices inside a group's `impairments` count within the group.
+    auto netems = apply_impairments(*impairments, attachments);
+    netems_.insert(netems_.end(), netems.begin(), netems.end());
+  }
+
+  if (with_server) {
+    auto server = ns3::CreateObject<ns3::Node>();
+    stack.Install(server);
+    const WiredLink link = connect_p2p(core, server, config_.server_rate_bps,
+                                       config_.server_delay_s, 1500, "172.31.255.0");
+    add_default_route(server, link.a_address, link.b_interface);
+    hosts_.push_back(server);
+    addresses_.push_back(link.b_address);
+    families_.push_back("server");
+  }
+
+  for (const auto& f : flows) {
+    const long target =
+        f.flow.target < 0 ? static_cast<long>(hosts_.size()) + f.flow.target : f.flow.target;
+    if (target < 0 || target >= static_cast<long>(hosts_.size())) {
+      throw ConfigError(f.path + ".target", "expected a host index in [-" +
+                                                std::to_string(hosts_.size()) + ", " +
+                                                std::to_string(hosts_.size() - 1) + "]");
+    }
+    if (f.flow.direction == "uplink") {
+      start_background_flow(f.flow, f.node, hosts_[target], addresses_[target]);
+    } else {
+      start_background_flow(f.flow, hosts_[target], f.node, f.address);
+    }
+  }
+}
+
+std::string HybridNetwork::describe() const {
+  std::ostringstream out;
+  out << "hybrid edge:";
+  for (std::size_t g = 0; g < config_.groups.size(); ++g) {
+    out << (g ? " +" : " ") << config_.groups[g].workers << " " << config_.groups[g].family;
+  }
+  out << (hosts_.size() > config_.workers() ? ", server behind a core router" : ", no server");
+  return out.str();
+}
+
+}  // namespace gradwire

@@ -1,0 +1,498 @@
+#include "netmodels/Impairments.h"
+
+#include <algorithm>
+
+#include <ns3/data-rate.h>
+#include <ns3/double.h>
+#include <ns3/inet-socket-address.h>
+#include <ns3/ipv4-queue-disc-item.h>
+#include <ns3/on-off-helper.h>
+#include <ns3/packet-sink-helper.h>
+#include <ns3/packet-sink.h>
+#include <ns3/pointer.h>
+#include <ns3/simulator.h>
+#include <ns3/traffic-control-helper.h>
+#include <ns3/traffic-control-layer.h>
+#include <ns3/uinteger.h>
+
+#include "codecs/ConfigError.h"
+#include "codecs/JsonFields.h"
+#include "netmodels/Units.h"
+
+namespace gradwire {
+
+namespace {
+
+constexpr std::uint16_t kBackgroundPort = 9;
+
+std::vector<int> read_host_list(const nlohmann::json& object, const std::string& key,
+                                const std::string& path, bool allow_all) {
+  if (!object.contains(key)) return {};
+  const auto& v = object.at(key);
+  const std::string where = path + "." + key;
+  if (allow_all && v.is_string() && v.get<std::string>() == "all") return {};
+  if (!v.is_array()) {
+    throw ConfigError(where, std::string("expected ") + (allow_all ? "\"all\" or " : "") +
+                                 "a list of host indices (negative counts from the end), got " +
+                                 json_brief(v));
+  }
+  std::vector<int> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_number_integer() || v[i].get<std::int64_t>() < -100000 ||
+        v[i].get<std::int64_t>() > 100000) {
+      throw ConfigError(where + "[" + std::to_string(i) + "]",
+                        "expected a host index (integer; -1 = last host), got " +
+                            json_brief(v[i]));
+    }
+    out.push_back(v[i].get<int>());
+  }
+  return out;
+}
+
+bool host_listed(const std::vector<int>& list, std::size_t index, std::size_t hosts) {
+  if (list.empty()) return true;
+  for (int h : list) {
+    const long resolved = h < 0 ? static_cast<long>(hosts) + h : h;
+    if (resolved == static_cast<long>(index)) return true;
+  }
+  return false;
+}
+
+const nlohmann::json& array_at(const nlohmann::json& object, const std::string& key,
+                               const std::string& path) {
+  static const nlohmann::json kEmpty = nlohmann::json::array();
+  if (!object.contains(key)) return kEmpty;
+  const auto& v = object.at(key);
+  if (!v.is_array()) {
+    throw ConfigError(path + "." + key, "expected a list of objects, got " + json_brief(v));
+  }
+  return v;
+}
+
+LossSpec read_loss(const nlohmann::json& object, const std::string& path) {
+  JsonFields f(object, path);
+  LossSpec l;
+  l.model = f.string("model", "none", {"none", "uniform", "gilbert-elliott"});
+  if (l.model == "none") {
+    f.allow({"model"});
+  } else if (l.model == "uniform") {
+    f.allow({"model", "rate"});
+    l.rate = f.number("rate", 0.01, 0.0, 1.0);
+  } else {
+    f.allow({"model", "p", "r", "loss_good", "loss_bad"});
+    l.p = f.number("p", l.p, 0.0, 1.0);
+    l.r = f.number("r", l.r, 0.0, 1.0, true);
+    l.loss_good = f.number("loss_good", l.loss_good, 0.0, 1.0);
+    l.loss_bad = f.number("loss_bad", l.loss_bad, 0.0, 1.0);
+  }
+  return l;
+}
+
+BackgroundFlowSpec read_background(const nlohmann::json& object, const std::string& path,
+                                   bool wireless) {
+  JsonFields f(object, path);
+  if (wireless) {
+    f.allow({"rate", "on", "off", "distribution", "packet_bytes", "direction", "target", "start",
+             "distance_m"});
+  } else {
+    f.allow({"rate", "on", "off", "distribution", "packet_bytes", "direction", "target",
+             "start"});
+  }
+  BackgroundFlowSpec b;
+  b.rate_bps = read_data_rate(f, "rate", b.rate_bps);
+  b.on_s = read_duration(f, "on", b.on_s);
+  b.off_s = read_duration(f, "off", b.off_s);
+  if (b.on_s <= 0) throw ConfigError(f.path_of("on"), "expected a duration > 0");
+  b.distribution = f.string("distribution", b.distribution, {"constant", "exponential"});
+  b.packet_bytes = static_cast<std::uint32_t>(f.integer("packet_bytes", b.packet_bytes, 12, 1472));
+  b.direction = f.string("direction", b.direction, {"uplink", "downlink"});
+  b.target = static_cast<int>(f.integer("target", b.target, -100000, 100000));
+  b.start_s = read_duration(f, "start", b.start_s);
+  if (wireless) b.distance_m = f.number("distance_m", 10.0, 0.0, 100000.0);
+  return b;
+}
+
+MobilitySpec read_mobility(const nlohmann::json& object, const std::string& path) {
+  JsonFields f(object, path);
+  MobilitySpec m;
+  m.model = f.string("model", m.model, {"static", "random-walk", "random-waypoint"});
+  if (m.model == "static") {
+    f.allow({"model"});
+    return m;
+  }
+  if (m.model == "random-walk") {
+    f.allow({"model", "speed_mps", "bounds_m"});
+  } else {
+    f.allow({"model", "speed_mps", "pause", "bounds_m"});
+    m.pause_s = read_duration(f, "pause", m.pause_s);
+  }
+  m.speed_mps = f.number("speed_mps", m.speed_mps, 0.0, 1000.0, true);
+  m.bounds_m = f.number("bounds_m", m.bounds_m, 0.0, 100000.0, true);
+  return m;
+}
+
+nlohmann::json hosts_json(const std::vector<int>& hosts) {
+  if (hosts.empty()) return "all";
+  return hosts;
+}
+
+}  // namespace
+
+double LossSpec::mean_loss() const {
+  if (model == "uniform") return rate;
+  if (model == "gilbert-elliott") {
+    const double bad = p / (p + r);  // stationary probability of the bad state
+    return (1 - bad) * loss_good + bad * loss_bad;
+  }
+  return 0.0;
+}
+
+ImpairmentsConfig ImpairmentsConfig::from_json(const nlohmann::json& object,
+                                               const std::string& path, bool wireless) {
+  JsonFields f(object, path);
+  if (wireless) {
+    f.allow({"hosts", "loss", "delay", "jitter", "rate_cap", "queue", "outages", "background",
+             "mobility"});
+  } else {
+    f.allow({"hosts", "loss", "delay", "jitter", "rate_cap", "queue", "outages", "background"});
+  }
+  ImpairmentsConfig c;
+  c.hosts = read_host_list(object, "hosts", path, true);
+  c.loss = read_loss(f.object_at("loss"), f.path_of("loss"));
+  c.delay_s = read_duration(f, "delay", 0.0);
+  c.jitter_s = read_duration(f, "jitter", 0.0);
+  if (f.has("rate_cap") && !f.object().at("rate_cap").is_null()) {
+    c.rate_cap_bps = read_data_rate(f, "rate_cap", 0.0);
+  }
+  c.queue_packets = static_cast<std::uint32_t>(f.integer("queue", c.queue_packets, 1, 1000000));
+  const auto& outages = array_at(object, "outages", path);
+  for (std::size_t i = 0; i < outages.size(); ++i) {
+    const std::string p = f.path_of("outages") + "[" + std::to_string(i) + "]";
+    JsonFields o(outages[i], p);
+    o.allow({"down", "up", "hosts"});
+    if (!o.has("down") || !o.has("up")) {
+      throw ConfigError(p, "expected {\"down\": \"1s\", \"up\": \"2s\"} (both required)");
+    }
+    OutageSpec s;
+    s.down_s = read_duration(o, "down", 0.0);
+    s.up_s = read_duration(o, "up", 0.0);
+    if (s.up_s <= s.down_s) {
+      throw ConfigError(o.path_of("up"), "expected a time after `down`");
+    }
+    s.hosts = read_host_list(outages[i], "hosts", p, true);
+    c.outages.push_back(s);
+  }
+  const auto& background = array_at(object, "background", path);
+  for (std::size_t i = 0; i < background.size(); ++i) {
+    c.background.push_back(read_background(
+        background[i], f.path_of("background") + "[" + std::to_string(i) + "]", wireless));
+  }
+  if (wireless) c.mobility = read_mobility(f.object_at("mobility"), f.path_of("mobility"));
+  return c;
+}
+
+nlohmann::json ImpairmentsConfig::to_json(bool wireless) const {
+  nlohmann::json loss_json = {{"model", loss.model}};
+  if (loss.model == "uniform") loss_json["rate"] = loss.rate;
+  if (loss.model == "gilbert-elliott") {
+    loss_json.update({{"p", loss.p}, {"r", loss.r}, {"loss_good", loss.loss_good},
+                      {"loss_bad", loss.loss_bad}});
+  }
+  nlohmann::json out = {{"hosts", hosts_json(hosts)},
+                        {"loss", loss_json},
+                        {"delay", format_duration(delay_s)},
+                        {"jitter", format_duration(jitter_s)},
+                        {"rate_cap", rate_cap_bps > 0 ? nlohmann::json(format_bps(rate_cap_bps))
+                                                      : nlohmann::json(nullptr)},
+                        {"queue", queue_packets},
+                        {"outages", nlohmann::json::array()},
+                        {"background", nlohmann::json::array()}};
+  for (const auto& o : outages) {
+    out["outages"].push_back({{"down", format_duration(o.down_s)},
+                              {"up", format_duration(o.up_s)},
+                              {"hosts", hosts_json(o.hosts)}});
+  }
+  for (const auto& b : background) {
+    nlohmann::json j = {{"rate", format_bps(b.rate_bps)},     {"on", format_duration(b.on_s)},
+                        {"off", format_duration(b.off_s)},    {"distribution", b.distribution},
+                        {"packet_bytes", b.packet_bytes},     {"direction", b.direction},
+                        {"target", b.target},                 {"start", format_duration(b.start_s)}};
+    if (wireless) j["distance_m"] = b.distance_m;
+    out["background"].push_back(j);
+  }
+  if (wireless) {
+    nlohmann::json m = {{"model", mobility.model}};
+    if (mobility.model != "static") {
+      m["speed_mps"] = mobility.speed_mps;
+      m["bounds_m"] = mobility.bounds_m;
+    }
+    if (mobility.model == "random-waypoint") m["pause"] = format_duration(mobility.pause_s);
+    out["mobility"] = m;
+  }
+  return out;
+}
+
+bool ImpairmentsConfig::shapes_packets() const {
+  return loss.model != "none" || delay_s > 0 || jitter_s > 0 || rate_cap_bps > 0 ||
+         !outages.empty();
+}
+
+bool ImpairmentsConfig::impairs(std::size_t index, std::size_t hosts_total) const {
+  return host_listed(hosts, index, hosts_total);
+}
+
+std::vector<std::pair<double, double>> ImpairmentsConfig::outages_for(
+    std::size_t index, std::size_t hosts_total) const {
+  std::vector<std::pair<double, double>> out;
+  for (const auto& o : outages) {
+    if (host_listed(o.hosts, index, hosts_total)) out.emplace_back(o.down_s, o.up_s);
+  }
+  return out;
+}
+
+namespace {
+std::int64_t g_next_stream = 0;
+}
+
+void reset_streams() { g_next_stream = 0; }
+
+std::int64_t next_streams(std::int64_t count) {
+  const std::int64_t first = g_next_stream;
+  g_next_stream += count;
+  return first;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+NS_OBJECT_ENSURE_REGISTERED(NetemQueueDisc);
+
+ns3::TypeId NetemQueueDisc::GetTypeId() {
+  static ns3::TypeId tid = ns3::TypeId("gradwire::NetemQueueDisc")
+                               .SetParent<ns3::QueueDisc>()
+                               .SetGroupName("TrafficControl")
+                               .AddConstructor<NetemQueueDisc>();
+  return tid;
+}
+
+NetemQueueDisc::NetemQueueDisc() : ns3::QueueDisc(ns3::QueueDiscSizePolicy::NO_LIMITS) {
+  random_ = ns3::CreateObject<ns3::UniformRandomVariable>();
+  random_->SetStream(next_streams(1));
+}
+
+NetemQueueDisc::~NetemQueueDisc() = default;
+
+void NetemQueueDisc::Configure(const ImpairmentsConfig& config, Windows outages,
+                               std::map<ns3::Ipv4Address, Windows> only_to) {
+  config_ = config;
+  outages_ = std::move(outages);
+  only_to_ = std::move(only_to);
+}
+
+void NetemQueueDisc::DoDispose() {
+  wake_.Cancel();
+  flows_.clear();
+  random_ = nullptr;
+  ns3::QueueDisc::DoDispose();
+}
+
+bool NetemQueueDisc::in_outage(const Windows* windows, ns3::Time t) {
+  if (!windows) return false;
+  const double s = t.GetSeconds();
+  for (const auto& [down, up] : *windows) {
+    if (s >= down && s < up) return true;
+  }
+  return false;
+}
+
+bool NetemQueueDisc::draw_loss(Flow& flow) {
+  const LossSpec& l = config_.loss;
+  if (l.model == "uniform") return l.rate > 0 && random_->GetValue() < l.rate;
+  if (l.model == "gilbert-elliott") {
+    // Transition first, then lose with the new state's probability (as netem's "gemodel").
+    const double u = random_->GetValue();
+    flow.bad = flow.bad ? !(u < l.r) : (u < l.p);
+    const double loss = flow.bad ? l.loss_bad : l.loss_good;
+    return loss > 0 && random_->GetValue() < loss;
+  }
+  return false;
+}
+
+bool NetemQueueDisc::DoEnqueue(ns3::Ptr<ns3::QueueDiscItem> item) {
+  const ns3::Time now = ns3::Simulator::Now();
+  auto ip = ns3::DynamicCast<ns3::Ipv4QueueDiscItem>(item);
+  // Non-IP traffic (ARP) and traffic to unfiltered destinations passes untouched (but an
+  // unfiltered link that is down carries nothing at all).
+  bool impaired = ip != nullptr;
+  std::uint32_t key = 0;
+  const Windows* windows = only_to_.empty() ? &outages_ : nullptr;
+  if (ip && !only_to_.empty()) {
+    const ns3::Ipv4Address dst = ip->GetHeader().GetDestination();
+    auto it = only_to_.find(dst);
+    impaired = it != only_to_.end();
+    key = impaired ? dst.Get() : 0xFFFFFFFFu;
+    if (impaired) windows = &it->second;
+  } else if (!ip) {
+    key = 0xFFFFFFFFu;
+  }
+  if (in_outage(windows, now)) {
+    DropBeforeEnqueue(item, "link down (outage)");
+    return false;
+  }
+  if (held_ >= config_.queue_packets) {
+    DropBeforeEnqueue(item, "netem queue full");
+    return false;
+  }
+  Flow& flow = flows_[key];
+  flow.outages = windows;
+  if (impaired && draw_loss(flow)) {
+    ++lost_;
+    DropBeforeEnqueue(item, "netem loss");
+    return false;
+  }
+  ns3::Time due = now;
+  if (impaired) {
+    if (config_.rate_cap_bps > 0) {
+      const ns3::Time start = std::max(now, flow.next_free);
+      flow.next_free =
+          start + ns3::Seconds(8.0 * item->GetSize() / config_.rate_cap_bps);
+      due = flow.next_free;
+    }
+    double delay = config_.delay_s;
+    if (config_.jitter_s > 0) {
+      delay += (2.0 * random_->GetValue() - 1.0) * config_.jitter_s;
+      delay = std::max(0.0, delay);
+    }
+    due += ns3::Seconds(delay);
+  }
+  due = std::max(due, flow.last_due);
+  flow.last_due = due;
+  flow.queue.push_back(Held{item, due});
+  ++held_;
+  ++passed_;
+  return true;
+}
+
+NetemQueueDisc::Flow* NetemQueueDisc::earliest(bool due_only) {
+  Flow* best = nullptr;
+  for (auto& [key, flow] : flows_) {
+    if (flow.queue.empty()) continue;
+    if (!best || flow.queue.front().due < best->queue.front().due) best = &flow;
+  }
+  if (best && due_only && best->queue.front().due > ns3::Simulator::Now()) return nullptr;
+  return best;
+}
+
+void NetemQueueDisc::wake_at(ns3::Time t) {
+  if (wake_.IsRunning() && wake_.GetTs() <= static_cast<std::uint64_t>(t.GetTimeStep())) return;
+  wake_.Cancel();
+  wake_ = ns3::Simulator::Schedule(t - ns3::Simulator::Now(), [this] { Run(); });
+}
+
+ns3::Ptr<ns3::QueueDiscItem> NetemQueueDisc::DoDequeue() {
+  while (true) {
+    Flow* flow = earliest(false);
+    if (!flow) return nullptr;
+    if (flow->queue.front().due > ns3::Simulator::Now()) {
+      wake_at(flow->queue.front().due);
+      return nullptr;
+    }
+    ns3::Ptr<ns3::QueueDiscItem> item = flow->queue.front().item;
+    flow->queue.pop_front();
+    --held_;
+    if (in_outage(flow->outages, ns3::Simulator::Now())) {
+      DropAfterDequeue(item, "link down (outage)");
+      continue;
+    }
+    // QueueDisc::Run stops after its quota of packets and nothing reschedules it unless a
+    // new packet arrives: make sure the next held packet gets its own wake-up.
+    if (Flow* next = earliest(false)) {
+      wake_at(std::max(next->queue.front().due, ns3::Simulator::Now()));
+    }
+    return item;
+  }
+}
+
+ns3::Ptr<const ns3::QueueDiscItem> NetemQueueDisc::DoPeek() {
+  Flow* flow = earliest(true);
+  return flow ? flow->queue.front().item : nullptr;
+}
+
+ns3::Ptr<NetemQueueDisc> install_netem(ns3::Ptr<ns3::NetDevice> device,
+                                       const ImpairmentsConfig& config,
+                                       NetemQueueDisc::Windows outages,
+                                       std::map<ns3::Ipv4Address, NetemQueueDisc::Windows> only_to) {
+  ns3::TrafficControlHelper tc;
+  auto layer = device->GetNode()->GetObject<ns3::TrafficControlLayer>();
+  if (layer && layer->GetRootQueueDiscOnDevice(device)) tc.Uninstall(device);
+  tc.SetRootQueueDisc("gradwire::NetemQueueDisc");
+  ns3::QueueDiscContainer installed = tc.Install(device);
+  auto netem = ns3::DynamicCast<NetemQueueDisc>(installed.Get(0));
+  netem->Configure(config, std::move(outages), std::move(only_to));
+  return netem;
+}
+
+std::vector<ns3::Ptr<NetemQueueDisc>> apply_impairments(
+    const ImpairmentsConfig& config, const std::vector<HostAttachment>& hosts) {
+  std::vector<ns3::Ptr<NetemQueueDisc>> out;
+  if (!config.shapes_packets()) return out;
+  // Per device: either impaired for everything (with these windows) or per destination.
+  std::map<ns3::NetDevice*, std::pair<ns3::Ptr<ns3::NetDevice>, NetemQueueDisc::Windows>> whole;
+  std::map<ns3::NetDevice*,
+           std::pair<ns3::Ptr<ns3::NetDevice>, std::map<ns3::Ipv4Address, NetemQueueDisc::Windows>>>
+      filtered;
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    if (!config.impairs(h, hosts.size())) continue;
+    const auto windows = config.outages_for(h, hosts.size());
+    const HostAttachment& a = hosts[h];
+    if (a.own) whole[ns3::PeekPointer(a.own)] = {a.own, windows};
+    if (a.far && !a.far_shared) whole[ns3::PeekPointer(a.far)] = {a.far, windows};
+    if (a.far && a.far_shared) {
+      auto& entry = filtered[ns3::PeekPointer(a.far)];
+      entry.first = a.far;
+      entry.second[a.address] = windows;
+    }
+  }
+  for (auto& [raw, entry] : whole) {
+    filtered.erase(raw);
+    out.push_back(install_netem(entry.first, config, entry.second));
+  }
+  for (auto& [raw, entry] : filtered) {
+    out.push_back(install_netem(entry.first, config, {}, entry.second));
+  }
+  return out;
+}
+
+void start_background_flow(const BackgroundFlowSpec& flow, ns3::Ptr<ns3::Node> from,
+                           ns3::Ptr<ns3::Node> sink, ns3::Ipv4Address to) {
+  const ns3::InetSocketAddress address(to, kBackgroundPort);
+  ns3::OnOffHelper source("ns3::UdpSocketFactory", address);
+  auto period = [&](double mean) -> ns3::Ptr<ns3::RandomVariableStream> {
+    if (flow.distribution == "exponential") {
+      auto rv = ns3::CreateObject<ns3::ExponentialRandomVariable>();
+      rv->SetAttribute("Mean", ns3::DoubleValue(mean));
+      return rv;
+    }
+    auto rv = ns3::CreateObject<ns3::ConstantRandomVariable>();
+    rv->SetAttribute("Constant", ns3::DoubleValue(mean));
+    return rv;
+  };
+  source.SetAttribute("OnTime", ns3::PointerValue(period(flow.on_s)));
+  source.SetAttribute("OffTime", ns3::PointerValue(period(flow.off_s)));
+  source.SetAttribute("DataRate", ns3::DataRateValue(ns3::DataRate(
+                                      static_cast<std::uint64_t>(flow.rate_bps))));
+  source.SetAttribute("PacketSize", ns3::UintegerValue(flow.packet_bytes));
+  ns3::ApplicationContainer apps = source.Install(from);
+  source.AssignStreams(ns3::NodeContainer(from), next_streams(4));
+  apps.Start(ns3::Seconds(flow.start_s));
+
+  // One sink per node is enough; a second flow to the same node would fail to bind.
+  for (std::uint32_t i = 0; i < sink->GetNApplications(); ++i) {
+    if (sink->GetApplication(i)->GetInstanceTypeId() == ns3::PacketSink::GetTypeId()) return;
+  }
+  ns3::PacketSinkHelper receiver("ns3::UdpSocketFactory",
+                                 ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(),
+                                                        kBackgroundPort));
+  receiver.Install(sink).Start(ns3::Seconds(0));
+}
+
+}  // namespace gradwire

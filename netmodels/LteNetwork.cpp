@@ -1,0 +1,261 @@
+#include "netmodels/LteNetwork.h"
+
+#include <cmath>
+#include <sstream>
+
+#include <ns3/config.h>
+#include <ns3/double.h>
+#include <ns3/enum.h>
+#include <ns3/internet-stack-helper.h>
+#include <ns3/lte-enb-rrc.h>
+#include <ns3/lte-helper.h>
+#include <ns3/point-to-point-epc-helper.h>
+#include <ns3/uinteger.h>
+#include <ns3/virtual-net-device.h>
+
+#include "codecs/ConfigError.h"
+#include "codecs/JsonFields.h"
+#include "netmodels/TcpDefaults.h"
+#include "netmodels/Units.h"
+
+namespace gradwire {
+
+namespace {
+
+const std::vector<std::pair<std::string, std::string>>& schedulers() {
+  static const std::vector<std::pair<std::string, std::string>> kSchedulers = {
+      {"pf", "ns3::PfFfMacScheduler"},       {"rr", "ns3::RrFfMacScheduler"},
+      {"fdmt", "ns3::FdMtFfMacScheduler"},   {"tdmt", "ns3::TdMtFfMacScheduler"},
+      {"tta", "ns3::TtaFfMacScheduler"},     {"fdbet", "ns3::FdBetFfMacScheduler"},
+      {"tdbet", "ns3::TdBetFfMacScheduler"}, {"fdtbfq", "ns3::FdTbfqFfMacScheduler"},
+      {"tdtbfq", "ns3::TdTbfqFfMacScheduler"}, {"pss", "ns3::PssFfMacScheduler"},
+      {"cqa", "ns3::CqaFfMacScheduler"}};
+  return kSchedulers;
+}
+
+std::uint32_t read_rbs(const JsonFields& f, const std::string& key, std::uint32_t fallback) {
+  const auto v = static_cast<std::uint32_t>(f.integer(key, fallback, 6, 100));
+  if (v != 6 && v != 15 && v != 25 && v != 50 && v != 75 && v != 100) {
+    throw ConfigError(f.path_of(key),
+                      "expected resource blocks 6, 15, 25, 50, 75 or 100 (1.4 to 20 MHz)");
+  }
+  return v;
+}
+
+}  // namespace
+
+LteConfig LteConfig::from_json(const nlohmann::json& object, const std::string& path,
+                               bool group) {
+  JsonFields f(object, path);
+  std::vector<std::string> keys = {"family",    "enbs",         "enb_spacing_m", "placement",
+                                   "ul_bandwidth", "dl_bandwidth", "scheduler",   "rlc",
+                                   "ue_tx_power_dbm", "enb_tx_power_dbm", "pathloss",
+                                   "exponent",  "backhaul_rate", "backhaul_delay", "impairments"};
+  if (group) {
+    keys.push_back("workers");
+  } else {
+    keys.push_back("server");
+    keys.push_back("tcp_buffer");
+  }
+  f.allow(keys);
+  LteConfig c;
+  c.enbs = static_cast<std::uint32_t>(f.integer("enbs", c.enbs, 1, 16));
+  c.enb_spacing_m = f.number("enb_spacing_m", c.enb_spacing_m, 1.0, 100000.0);
+  c.placement = PlacementSpec::from_json(f.object_at("placement"), f.path_of("placement"), 100.0);
+  c.ul_bandwidth = read_rbs(f, "ul_bandwidth", c.ul_bandwidth);
+  c.dl_bandwidth = read_rbs(f, "dl_bandwidth", c.dl_bandwidth);
+  std::vector<std::string> names;
+  for (const auto& s : schedulers()) names.push_back(s.first);
+  c.scheduler = f.string("scheduler", c.scheduler, names);
+  c.rlc = f.string("rlc", c.rlc, {"am", "um"});
+  c.ue_tx_power_dbm = f.number("ue_tx_power_dbm", c.ue_tx_power_dbm, -40.0, 40.0);
+  c.enb_tx_power_dbm = f.number("enb_tx_power_dbm", c.enb_tx_power_dbm, 0.0, 60.0);
+  c.pathloss = f.string("pathloss", c.pathloss, {"friis", "log-distance", "cost231"});
+  c.exponent = f.number("exponent", c.exponent, 1.0, 8.0);
+  if (!group) {
+    c.server = f.string("server", c.server, {"remote", "edge", "ue"});
+    c.tcp_buffer_bytes = static_cast<std::uint32_t>(
+        f.integer("tcp_buffer", c.tcp_buffer_bytes, 4096, 1 << 30));
+  }
+  c.backhaul_rate_bps = read_data_rate(f, "backhaul_rate", c.backhaul_rate_bps);
+  c.backhaul_delay_s = read_duration(f, "backhaul_delay", c.server == "edge" ? 100e-6 : 10e-3);
+  c.impairments =
+      ImpairmentsConfig::from_json(f.object_at("impairments"), f.path_of("impairments"), true);
+  return c;
+}
+
+nlohmann::json LteConfig::to_json(bool group) const {
+  nlohmann::json j = {{"family", "lte"},
+                      {"enbs", enbs},
+                      {"enb_spacing_m", enb_spacing_m},
+                      {"placement", placement.to_json()},
+                      {"ul_bandwidth", ul_bandwidth},
+                      {"dl_bandwidth", dl_bandwidth},
+                      {"scheduler", scheduler},
+                      {"rlc", rlc},
+                      {"ue_tx_power_dbm", ue_tx_power_dbm},
+                      {"enb_tx_power_dbm", enb_tx_power_dbm},
+                      {"pathloss", pathloss},
+                      {"exponent", exponent},
+                      {"backhaul_rate", format_bps(backhaul_rate_bps)},
+                      {"backhaul_delay", format_duration(backhaul_delay_s)},
+                      {"impairments", impairments.to_json(true)}};
+  if (!group) {
+    j["server"] = server;
+    j["tcp_buffer"] = tcp_buffer_bytes;
+  }
+  return j;
+}
+
+LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues) {
+  const std::size_t extra = config.impairments.background.size();
+  const std::size_t total = worker_ues + extra;
+  // Reliable RLC for TCP, with buffers that hold a TCP window (ns-3's 10 KiB default drops).
+  ns3::Config::SetDefault("ns3::LteEnbRrc::EpsBearerToRlcMapping",
+                          ns3::EnumValue(config.rlc == "am" ? ns3::LteEnbRrc::RLC_AM_ALWAYS
+                                                            : ns3::LteEnbRrc::RLC_UM_ALWAYS));
+  ns3::Config::SetDefault("ns3::LteRlcAm::MaxTxBufferSize", ns3::UintegerValue(4 << 20));
+  ns3::Config::SetDefault("ns3::LteRlcUm::MaxTxBufferSize", ns3::UintegerValue(4 << 20));
+  ns3::Config::SetDefault("ns3::LteUePhy::TxPower", ns3::DoubleValue(config.ue_tx_power_dbm));
+  ns3::Config::SetDefault("ns3::LteEnbPhy::TxPower", ns3::DoubleValue(config.enb_tx_power_dbm));
+  // Sounding reference signals: the period bounds how many UEs one eNodeB can serve.
+  std::uint32_t srs = 40;
+  const std::size_t per_enb = (total + config.enbs - 1) / config.enbs;
+  for (std::uint32_t p : {40u, 80u, 160u, 320u}) {
+    srs = p;
+    if (per_enb < p) break;
+  }
+  if (per_enb >= 320) throw ConfigError("network", "at most 319 UEs per eNodeB");
+  ns3::Config::SetDefault("ns3::LteEnbRrc::SrsPeriodicity", ns3::UintegerValue(srs));
+
+  LteCell cell;
+  auto lte = ns3::CreateObject<ns3::LteHelper>();
+  auto epc = ns3::CreateObject<ns3::PointToPointEpcHelper>();
+  lte->SetEpcHelper(epc);
+  cell.lte_helper = lte;
+  cell.epc_helper = epc;
+  for (const auto& s : schedulers()) {
+    if (s.first == config.scheduler) lte->SetSchedulerType(s.second);
+  }
+  if (config.pathloss == "friis") {
+    lte->SetPathlossModelType(ns3::TypeId::LookupByName("ns3::FriisPropagationLossModel"));
+  } else if (config.pathloss == "cost231") {
+    lte->SetPathlossModelType(ns3::TypeId::LookupByName("ns3::Cost231PropagationLossModel"));
+  } else {
+    lte->SetPathlossModelType(ns3::TypeId::LookupByName("ns3::LogDistancePropagationLossModel"));
+    lte->SetPathlossModelAttribute("Exponent", ns3::DoubleValue(config.exponent));
+  }
+  lte->SetEnbDeviceAttribute("UlBandwidth", ns3::UintegerValue(config.ul_bandwidth));
+  lte->SetEnbDeviceAttribute("DlBandwidth", ns3::UintegerValue(config.dl_bandwidth));
+  cell.pgw = epc->GetPgwNode();
+
+  ns3::NodeContainer enbs;
+  enbs.Create(config.enbs);
+  std::vector<ns3::Vector> enb_positions;
+  for (std::uint32_t e = 0; e < config.enbs; ++e) {
+    enb_positions.emplace_back(e * config.enb_spacing_m, 0.0, 30.0);
+  }
+  place_fixed(enbs, enb_positions);
+  cell.ues.Create(static_cast<std::uint32_t>(total));
+  // Worker UEs around their eNodeB by placement (and mobility); background UEs fixed.
+  for (std::uint32_t e = 0; e < config.enbs; ++e) {
+    ns3::NodeContainer group;
+    for (std::size_t i = e; i < worker_ues; i += config.enbs) {
+      group.Add(cell.ues.Get(static_cast<std::uint32_t>(i)));
+    }
+    const ns3::Vector center(enb_positions[e].x, 0.0, 1.5);
+    place_mobile(group, config.placement.positions(group.GetN(), center),
+                 config.impairments.mobility, center);
+  }
+  for (std::size_t i = 0; i < extra; ++i) {
+    const double d = config.impairments.background[i].distance_m;
+    const double angle = 0.5 + 2.0 * static_cast<double>(i);
+    place_fixed(ns3::NodeContainer(cell.ues.Get(static_cast<std::uint32_t>(worker_ues + i))),
+                {ns3::Vector(d * std::cos(angle), d * std::sin(angle), 1.5)});
+  }
+  ns3::NetDeviceContainer enb_devices = lte->InstallEnbDevice(enbs);
+  cell.ue_devices = lte->InstallUeDevice(cell.ues);
+  lte->AssignStreams(enb_devices, next_streams(64 * static_cast<std::int64_t>(enbs.GetN())));
+  lte->AssignStreams(cell.ue_devices,
+                     next_streams(64 * static_cast<std::int64_t>(cell.ues.GetN())));
+  ns3::InternetStackHelper stack;
+  stack.SetIpv6StackInstall(false);  // no IPv6 router solicitations on the air
+  stack.Install(cell.ues);
+  ns3::Ipv4InterfaceContainer ifaces = epc->AssignUeIpv4Address(cell.ue_devices);
+  for (std::uint32_t i = 0; i < cell.ues.GetN(); ++i) {
+    cell.ue_addresses.push_back(ifaces.GetAddress(i));
+    add_default_route(cell.ues.Get(i), epc->GetUeDefaultGatewayAddress(),
+                      interface_of(cell.ue_devices.Get(i)));
+    const std::uint32_t enb = i < worker_ues ? i % config.enbs : 0;
+    lte->Attach(cell.ue_devices.Get(i), enb_devices.Get(enb));
+  }
+  for (std::uint32_t d = 0; d < cell.pgw->GetNDevices(); ++d) {
+    if (ns3::DynamicCast<ns3::VirtualNetDevice>(cell.pgw->GetDevice(d))) {
+      cell.pgw_tun = cell.pgw->GetDevice(d);
+    }
+  }
+  return cell;
+}
+
+LteNetwork::LteNetwork(const LteConfig& config, std::size_t hosts) : config_(config) {
+  apply_tcp_defaults(1500, config_.tcp_buffer_bytes);
+  apply_wireless_tcp_defaults();
+  const bool server_apart = config_.server != "ue";
+  if (hosts < (server_apart ? 2u : 1u)) throw ConfigError("network", "too few hosts for LTE");
+  const std::size_t ues = hosts - (server_apart ? 1 : 0);
+  cell_ = build_lte_cell(config_, ues);
+
+  // The server (or, in a ring of UEs, a sink for background traffic) behind the PGW.
+  auto remote = ns3::CreateObject<ns3::Node>();
+  ns3::InternetStackHelper stack;
+  stack.SetIpv6StackInstall(false);  // no IPv6 router solicitations on the air
+  stack.Install(remote);
+  const WiredLink link = connect_p2p(cell_.pgw, remote, config_.backhaul_rate_bps,
+                                     config_.backhaul_delay_s, 1500, "1.0.0.0");
+  add_network_route(remote, ns3::Ipv4Address("7.0.0.0"), ns3::Ipv4Mask("255.0.0.0"),
+                    link.a_address, link.b_interface);
+
+  std::vector<HostAttachment> attachments;
+  for (std::size_t i = 0; i < ues; ++i) {
+    hosts_.push_back(cell_.ues.Get(static_cast<std::uint32_t>(i)));
+    addresses_.push_back(cell_.ue_addresses[i]);
+    attachments.push_back(HostAttachment{cell_.ue_devices.Get(static_cast<std::uint32_t>(i)),
+                                         cell_.pgw_tun, true, cell_.ue_addresses[i]});
+  }
+  if (server_apart) {
+    hosts_.push_back(remote);
+    addresses_.push_back(link.b_address);
+    attachments.push_back(HostAttachment{link.b_device, link.a_device, false, link.b_address});
+  }
+  netems_ = apply_impairments(config_.impairments, attachments);
+
+  for (std::size_t i = 0; i < config_.impairments.background.size(); ++i) {
+    const auto& flow = config_.impairments.background[i];
+    const long target =
+        flow.target < 0 ? static_cast<long>(hosts_.size()) + flow.target : flow.target;
+    if (target < 0 || target >= static_cast<long>(hosts_.size())) {
+      throw ConfigError("network.impairments.background[" + std::to_string(i) + "].target",
+                        "expected a host index in [-" + std::to_string(hosts_.size()) + ", " +
+                            std::to_string(hosts_.size() - 1) + "]");
+    }
+    auto extra = cell_.ues.Get(static_cast<std::uint32_t>(ues + i));
+    if (flow.direction == "uplink") {
+      start_background_flow(flow, extra, hosts_[target], addresses_[target]);
+    } else {
+      start_background_flow(flow, hosts_[target], extra, cell_.ue_addresses[ues + i]);
+    }
+  }
+}
+
+std::string LteNetwork::describe() const {
+  std::ostringstream out;
+  out << "lte " << config_.enbs << " eNodeB, " << cell_.ues.GetN() << " UEs ("
+      << config_.impairments.background.size() << " background), UL/DL " << config_.ul_bandwidth
+      << "/" << config_.dl_bandwidth << " RBs, " << config_.scheduler << " scheduler, RLC "
+      << config_.rlc << ", server " << config_.server << " ("
+      << format_duration(config_.backhaul_delay_s) << " backhaul)";
+  if (config_.impairments.shapes_packets()) out << ", impaired";
+  return out.str();
+}
+
+}  // namespace gradwire

@@ -1,0 +1,294 @@
+#include "netmodels/WifiNetwork.h"
+
+#include <cmath>
+#include <sstream>
+
+#include <ns3/boolean.h>
+#include <ns3/double.h>
+#include <ns3/internet-stack-helper.h>
+#include <ns3/ipv4-address-helper.h>
+#include <ns3/neighbor-cache-helper.h>
+#include <ns3/ssid.h>
+#include <ns3/string.h>
+#include <ns3/uinteger.h>
+#include <ns3/wifi-helper.h>
+#include <ns3/wifi-mac-helper.h>
+#include <ns3/yans-wifi-helper.h>
+
+#include "codecs/ConfigError.h"
+#include "codecs/JsonFields.h"
+#include "netmodels/TcpDefaults.h"
+#include "netmodels/Units.h"
+
+namespace gradwire {
+
+namespace {
+
+double band_frequency_hz(const std::string& band) {
+  if (band == "2.4GHz") return 2.437e9;
+  if (band == "6GHz") return 5.975e9;
+  return 5.18e9;
+}
+
+// Free-space loss at 1 m: 20 log10(4 pi f / c).
+double friis_1m_db(double f) { return 20.0 * std::log10(4.0 * 3.14159265358979 * f / 299792458.0); }
+
+}  // namespace
+
+WifiConfig WifiConfig::from_json(const nlohmann::json& object, const std::string& path,
+                                 bool group) {
+  JsonFields f(object, path);
+  std::vector<std::string> keys = {"family",      "standard",         "band",
+                                   "width_mhz",   "channel",          "spatial_streams",
+                                   "rate_control", "mcs",             "propagation",
+                                   "exponent",    "reference_loss_db", "tx_power_dbm",
+                                   "placement",   "backhaul_rate",    "backhaul_delay",
+                                   "impairments"};
+  if (group) {
+    keys.push_back("workers");
+  } else {
+    keys.push_back("server");
+    keys.push_back("tcp_buffer");
+  }
+  f.allow(keys);
+  WifiConfig c;
+  c.standard = f.string("standard", c.standard, {"n", "ac", "ax"});
+  const std::vector<std::string> bands =
+      c.standard == "n"    ? std::vector<std::string>{"2.4GHz", "5GHz"}
+      : c.standard == "ac" ? std::vector<std::string>{"5GHz"}
+                           : std::vector<std::string>{"2.4GHz", "5GHz", "6GHz"};
+  c.band = f.string("band", "5GHz", bands);
+  const std::uint32_t max_width = c.standard == "n" || c.band == "2.4GHz" ? 40 : 160;
+  c.width_mhz = static_cast<std::uint32_t>(
+      f.integer("width_mhz", c.band == "2.4GHz" || c.standard == "n" ? 20 : 80, 20, max_width));
+  if (c.width_mhz != 20 && c.width_mhz != 40 && c.width_mhz != 80 && c.width_mhz != 160) {
+    throw ConfigError(f.path_of("width_mhz"), "expected 20, 40, 80 or 160");
+  }
+  c.channel = static_cast<std::uint32_t>(f.integer("channel", 0, 0, 233));
+  c.spatial_streams = static_cast<std::uint32_t>(f.integer("spatial_streams", 1, 1, 4));
+  c.rate_control = f.string("rate_control", c.rate_control, {"ideal", "minstrel-ht", "constant"});
+  const std::int64_t max_mcs = c.standard == "n" ? 7 : c.standard == "ac" ? 9 : 11;
+  c.mcs = static_cast<std::uint32_t>(f.integer("mcs", std::min<std::int64_t>(7, max_mcs), 0, max_mcs));
+  c.propagation = f.string("propagation", c.propagation, {"log-distance", "friis"});
+  c.exponent = f.number("exponent", c.exponent, 1.0, 8.0);
+  c.reference_loss_db = f.number("reference_loss_db",
+                                 std::round(friis_1m_db(band_frequency_hz(c.band)) * 100) / 100,
+                                 0.0, 200.0);
+  c.tx_power_dbm = f.number("tx_power_dbm", c.tx_power_dbm, -10.0, 40.0);
+  c.placement = PlacementSpec::from_json(f.object_at("placement"), f.path_of("placement"), 5.0);
+  if (!group) {
+    c.server = f.string("server", c.server, {"station", "ap", "wired"});
+    c.tcp_buffer_bytes = static_cast<std::uint32_t>(
+        f.integer("tcp_buffer", c.tcp_buffer_bytes, 4096, 1 << 30));
+  }
+  c.backhaul_rate_bps = read_data_rate(f, "backhaul_rate", c.backhaul_rate_bps);
+  c.backhaul_delay_s = read_duration(f, "backhaul_delay", c.backhaul_delay_s);
+  c.impairments =
+      ImpairmentsConfig::from_json(f.object_at("impairments"), f.path_of("impairments"), true);
+  return c;
+}
+
+nlohmann::json WifiConfig::to_json(bool group) const {
+  nlohmann::json j = {{"family", "wifi"},
+                      {"standard", standard},
+                      {"band", band},
+                      {"width_mhz", width_mhz},
+                      {"channel", channel},
+                      {"spatial_streams", spatial_streams},
+                      {"rate_control", rate_control},
+                      {"mcs", mcs},
+                      {"propagation", propagation},
+                      {"exponent", exponent},
+                      {"reference_loss_db", reference_loss_db},
+                      {"tx_power_dbm", tx_power_dbm},
+                      {"placement", placement.to_json()},
+                      {"backhaul_rate", format_bps(backhaul_rate_bps)},
+                      {"backhaul_delay", format_duration(backhaul_delay_s)},
+                      {"impairments", impairments.to_json(true)}};
+  if (!group) {
+    j["server"] = server;
+    j["tcp_buffer"] = tcp_buffer_bytes;
+  }
+  return j;
+}
+
+double WifiConfig::peak_phy_rate_bps() const {
+  // One spatial stream, 800 ns guard interval: HT MCS 7, VHT MCS 8 (20 MHz) / 9, HE MCS 11.
+  double mbps = 0;
+  const int w = static_cast<int>(width_mhz);
+  if (standard == "n") mbps = w == 20 ? 65.0 : 135.0;
+  if (standard == "ac") mbps = w == 20 ? 78.0 : w == 40 ? 180.0 : w == 80 ? 390.0 : 780.0;
+  if (standard == "ax") mbps = w == 20 ? 143.4 : w == 40 ? 286.8 : w == 80 ? 600.5 : 1201.0;
+  return mbps * 1e6 * spatial_streams;
+}
+
+WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
+                         const std::string& subnet) {
+  const std::size_t extra = config.impairments.background.size();
+  if (worker_stations + extra > 250) {
+    throw ConfigError("network", "a Wi-Fi cell holds at most 250 stations");
+  }
+  WifiCell cell;
+  cell.stations.Create(static_cast<std::uint32_t>(worker_stations + extra));
+  cell.ap = ns3::CreateObject<ns3::Node>();
+
+  ns3::YansWifiChannelHelper channel;
+  channel.SetPropagationDelay("ns3::ConstantSpeedPropagationDelayModel");
+  if (config.propagation == "friis") {
+    channel.AddPropagationLoss("ns3::FriisPropagationLossModel", "Frequency",
+                               ns3::DoubleValue(band_frequency_hz(config.band)));
+  } else {
+    channel.AddPropagationLoss("ns3::LogDistancePropagationLossModel", "Exponent",
+                               ns3::DoubleValue(config.exponent), "ReferenceLoss",
+                               ns3::DoubleValue(config.reference_loss_db));
+  }
+  ns3::YansWifiPhyHelper phy;
+  phy.SetChannel(channel.Create());
+  const std::string band = config.band == "2.4GHz" ? "BAND_2_4GHZ"
+                           : config.band == "6GHz" ? "BAND_6GHZ"
+                                                   : "BAND_5GHZ";
+  phy.Set("ChannelSettings", ns3::StringValue("{" + std::to_string(config.channel) + ", " +
+                                              std::to_string(config.width_mhz) + ", " + band +
+                                              ", 0}"));
+  phy.Set("TxPowerStart", ns3::DoubleValue(config.tx_power_dbm));
+  phy.Set("TxPowerEnd", ns3::DoubleValue(config.tx_power_dbm));
+  phy.Set("Antennas", ns3::UintegerValue(config.spatial_streams));
+  phy.Set("MaxSupportedTxSpatialStreams", ns3::UintegerValue(config.spatial_streams));
+  phy.Set("MaxSupportedRxSpatialStreams", ns3::UintegerValue(config.spatial_streams));
+
+  ns3::WifiHelper wifi;
+  wifi.SetStandard(config.standard == "n"    ? ns3::WIFI_STANDARD_80211n
+                   : config.standard == "ac" ? ns3::WIFI_STANDARD_80211ac
+                                             : ns3::WIFI_STANDARD_80211ax);
+  if (config.rate_control == "ideal") {
+    wifi.SetRemoteStationManager("ns3::IdealWifiManager");
+  } else if (config.rate_control == "minstrel-ht") {
+    wifi.SetRemoteStationManager("ns3::MinstrelHtWifiManager");
+  } else {
+    std::string mode;
+    if (config.standard == "n") {
+      mode = "HtMcs" + std::to_string(config.mcs + 8 * (config.spatial_streams - 1));
+    } else {
+      mode = (config.standard == "ac" ? "VhtMcs" : "HeMcs") + std::to_string(config.mcs);
+    }
+    wifi.SetRemoteStationManager("ns3::ConstantRateWifiManager", "DataMode",
+                                 ns3::StringValue(mode), "ControlMode", ns3::StringValue(mode));
+  }
+  ns3::WifiMacHelper mac;
+  const ns3::Ssid ssid("gradwire");
+  // Stations drop traffic until associated: probe at once (within 5 ms, not ns-3's 50 ms) so
+  // the cell is up within milliseconds of the start.
+  mac.SetType("ns3::StaWifiMac", "Ssid", ns3::SsidValue(ssid), "ActiveProbing",
+              ns3::BooleanValue(true), "ProbeDelay",
+              ns3::StringValue("ns3::UniformRandomVariable[Min=0.0|Max=0.005]"));
+  cell.station_devices = wifi.Install(phy, mac, cell.stations);
+  mac.SetType("ns3::ApWifiMac", "Ssid", ns3::SsidValue(ssid));
+  cell.ap_device = wifi.Install(phy, mac, cell.ap).Get(0);
+  ns3::NetDeviceContainer all_devices(cell.station_devices);
+  all_devices.Add(cell.ap_device);
+  wifi.AssignStreams(all_devices, next_streams(64 * static_cast<std::int64_t>(all_devices.GetN())));
+
+  // Positions: AP at the origin, workers by placement (and mobility), background stations
+  // at their own distances.
+  const ns3::Vector origin(0, 0, 0);
+  place_fixed(ns3::NodeContainer(cell.ap), {origin});
+  ns3::NodeContainer workers, background;
+  for (std::size_t i = 0; i < worker_stations + extra; ++i) {
+    (i < worker_stations ? workers : background).Add(cell.stations.Get(static_cast<std::uint32_t>(i)));
+  }
+  place_mobile(workers, config.placement.positions(worker_stations, origin),
+               config.impairments.mobility, origin);
+  std::vector<ns3::Vector> bg_positions;
+  for (std::size_t i = 0; i < extra; ++i) {
+    const double d = config.impairments.background[i].distance_m;
+    const double angle = 0.5 + 2.0 * static_cast<double>(i);
+    bg_positions.emplace_back(d * std::cos(angle), d * std::sin(angle), 0.0);
+  }
+  place_fixed(background, bg_positions);
+
+  ns3::InternetStackHelper stack;
+  stack.SetIpv6StackInstall(false);  // no IPv6 router solicitations on the air
+  stack.Install(cell.ap);
+  stack.Install(cell.stations);
+  stack.AssignStreams(ns3::NodeContainer(ns3::NodeContainer(cell.ap), cell.stations),
+                      next_streams(8 * (cell.stations.GetN() + 1)));
+  ns3::Ipv4AddressHelper ip;
+  ip.SetBase(subnet.c_str(), "255.255.255.0");
+  ns3::Ipv4InterfaceContainer all_ifaces = ip.Assign(ns3::NetDeviceContainer(cell.ap_device));
+  cell.ap_address = all_ifaces.GetAddress(0);
+  ns3::Ipv4InterfaceContainer sta_ifaces = ip.Assign(cell.station_devices);
+  all_ifaces.Add(sta_ifaces);
+  for (std::uint32_t i = 0; i < sta_ifaces.GetN(); ++i) {
+    cell.station_addresses.push_back(sta_ifaces.GetAddress(i));
+    add_default_route(cell.stations.Get(i), cell.ap_address,
+                      interface_of(cell.station_devices.Get(i)));
+  }
+  cell.ap_interface = interface_of(cell.ap_device);
+  // No ARP broadcasts racing association: every neighbour on the radio channel is known.
+  ns3::NeighborCacheHelper neighbours;
+  neighbours.PopulateNeighborCache(all_ifaces);
+  return cell;
+}
+
+WifiNetwork::WifiNetwork(const WifiConfig& config, std::size_t hosts) : config_(config) {
+  apply_tcp_defaults(1500, config_.tcp_buffer_bytes);
+  apply_wireless_tcp_defaults();
+  const bool server_apart = config_.server != "station";
+  if (hosts < (server_apart ? 2u : 1u)) throw ConfigError("network", "too few hosts for Wi-Fi");
+  const std::size_t stations = hosts - (server_apart ? 1 : 0);
+  cell_ = build_wifi_cell(config_, stations, "192.168.1.0");
+
+  std::vector<HostAttachment> attachments;
+  for (std::size_t i = 0; i < stations; ++i) {
+    hosts_.push_back(cell_.stations.Get(static_cast<std::uint32_t>(i)));
+    addresses_.push_back(cell_.station_addresses[i]);
+    attachments.push_back(HostAttachment{cell_.station_devices.Get(static_cast<std::uint32_t>(i)),
+                                         cell_.ap_device, true, cell_.station_addresses[i]});
+  }
+  if (config_.server == "ap") {
+    hosts_.push_back(cell_.ap);
+    addresses_.push_back(cell_.ap_address);
+    attachments.push_back(HostAttachment{cell_.ap_device, nullptr, false, cell_.ap_address});
+  } else if (config_.server == "wired") {
+    auto server = ns3::CreateObject<ns3::Node>();
+    ns3::InternetStackHelper stack;
+    stack.SetIpv6StackInstall(false);  // no IPv6 router solicitations on the air
+    stack.Install(server);
+    const WiredLink link = connect_p2p(cell_.ap, server, config_.backhaul_rate_bps,
+                                       config_.backhaul_delay_s, 1500, "192.168.200.0");
+    add_default_route(server, link.a_address, link.b_interface);
+    hosts_.push_back(server);
+    addresses_.push_back(link.b_address);
+    attachments.push_back(HostAttachment{link.b_device, link.a_device, false, link.b_address});
+  }
+  netems_ = apply_impairments(config_.impairments, attachments);
+
+  for (std::size_t i = 0; i < config_.impairments.background.size(); ++i) {
+    const auto& flow = config_.impairments.background[i];
+    const long target = flow.target < 0 ? static_cast<long>(hosts_.size()) + flow.target : flow.target;
+    if (target < 0 || target >= static_cast<long>(hosts_.size())) {
+      throw ConfigError("network.impairments.background[" + std::to_string(i) + "].target",
+                        "expected a host index in [-" + std::to_string(hosts_.size()) + ", " +
+                            std::to_string(hosts_.size() - 1) + "]");
+    }
+    auto extra = cell_.stations.Get(static_cast<std::uint32_t>(stations + i));
+    const ns3::Ipv4Address extra_address = cell_.station_addresses[stations + i];
+    if (flow.direction == "uplink") {
+      start_background_flow(flow, extra, hosts_[target], addresses_[target]);
+    } else {
+      start_background_flow(flow, hosts_[target], extra, extra_address);
+    }
+  }
+}
+
+std::string WifiNetwork::describe() const {
+  std::ostringstream out;
+  out << "wifi 802.11" << config_.standard << " " << config_.band << " " << config_.width_mhz
+      << " MHz x" << config_.spatial_streams << " SS, " << cell_.stations.GetN()
+      << " stations (" << config_.impairments.background.size() << " background), rate "
+      << config_.rate_control << ", server " << config_.server;
+  if (config_.impairments.shapes_packets()) out << ", impaired";
+  return out.str();
+}
+
+}  // namespace gradwire

@@ -1,0 +1,665 @@
+// The quantisation family (issue 4): exact payload sizes, unbiasedness with a stated bound,
+// QSGD's variance bound, majority vote, scaler-shared TernGrad aggregation, compose, round
+// trips, corrupt payloads, and a small distributed optimisation run through every codec.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "codecs/BitPacking.h"
+#include "codecs/Codec.h"
+#include "codecs/CodecRegistry.h"
+#include "codecs/ComposedCodec.h"
+#include "codecs/ConfigError.h"
+#include "codecs/ErrorFeedback.h"
+#include "codecs/HalfPrecisionCodec.h"
+#include "codecs/LevelQuantizer.h"
+#include "codecs/NaturalCompression.h"
+#include "codecs/OneBitCodec.h"
+#include "codecs/ScaledSignCodec.h"
+#include "codecs/SignCodec.h"
+#include "codecs/TernGradCodec.h"
+#include "codecs/WireFormat.h"
+
+namespace gradwire {
+namespace {
+
+using nlohmann::json;
+
+torch::Tensor random_gradient(std::int64_t n, std::uint64_t seed, double scale = 1.0) {
+  at::manual_seed(seed);
+  return torch::randn({n}, torch::kFloat) * scale;
+}
+
+CodecContext context(int rank = 0, std::int64_t numel = 0, std::vector<LayerSlice> layers = {}) {
+  CodecContext ctx;
+  ctx.rank = rank;
+  ctx.workers = 4;
+  ctx.seed = 7;
+  ctx.numel = numel;
+  ctx.layers = std::move(layers);
+  return ctx;
+}
+
+std::unique_ptr<Codec> make(const json& object, const CodecContext& ctx = context()) {
+  return CodecRegistry::builtin().create(object, ctx);
+}
+
+/// A small CNN-like layout: conv weight [6,1,5,5], bias [6], fc weight [10,24], bias [10].
+std::vector<LayerSlice> small_layout() {
+  std::vector<LayerSlice> layers;
+  std::int64_t at = 0;
+  for (const auto& shape : std::vector<std::vector<std::int64_t>>{{6, 1, 5, 5}, {6}, {10, 24}, {10}}) {
+    LayerSlice s;
+    s.name = "l" + std::to_string(layers.size());
+    s.offset = at;
+    s.shape = shape;
+    at += s.numel();
+    layers.push_back(s);
+  }
+  return layers;  // 150 + 6 + 240 + 10 = 406 elements
+}
+
+const char* const kAllQuantizers[] = {"qsgd",   "natural_dithering", "natural", "terngrad",
+                                      "onebit", "signsgd",           "signum",  "efsignsgd",
+                                      "fp16",   "bf16",              "compose", "topk_natural"};
+
+// ------------------------------------------------------------------------------------------
+// Bit packing
+
+TEST(BitPacking, RoundTripsEveryWidthAndZeroesPadding) {
+  std::mt19937 rng(3);
+  for (unsigned w = 1; w <= 20; ++w) {
+    for (std::size_t n : {0, 1, 7, 8, 9, 63, 100}) {
+      std::vector<std::uint32_t> codes(n), back(n);
+      for (auto& c : codes) c = rng() & ((1u << w) - 1u);
+      std::vector<std::uint8_t> bytes(bits::packed_size(n, w) + 1, 0xAB);
+      bits::pack(codes.data(), n, w, bytes.data());
+      EXPECT_EQ(bytes.back(), 0xAB) << "wrote past packed_size";
+      bits::unpack(bytes.data(), n, w, back.data());
+      EXPECT_EQ(codes, back) << "w=" << w << " n=" << n;
+      EXPECT_TRUE(bits::padding_is_zero(bytes.data(), n, w));
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Exact payload sizes (the formats in codecs/README.md)
+
+TEST(PayloadSizes, AreExactlyWhatTheFormatsPromise) {
+  for (std::int64_t n : {0, 1, 5, 8, 513, 1000, 4099}) {
+    const auto g = random_gradient(n, 1);
+    const auto un = static_cast<std::uint64_t>(n);
+    const auto ceil_div = [](std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; };
+    // qsgd, s = 7, bucket 512: 12 + 4 (s) + 4 (bucket) + 4 per bucket + 4 bits per element.
+    EXPECT_EQ(make({{"kind", "qsgd"}})->encode(g).size(), 12 + 8 + 4 * ceil_div(un, 512) + ceil_div(4 * un, 8));
+    // qsgd s = 255: 9-bit codes.
+    EXPECT_EQ(make({{"kind", "qsgd"}, {"levels", 255}, {"bucket", 100}})->encode(g).size(),
+              12 + 8 + 4 * ceil_div(un, 100) + ceil_div(9 * un, 8));
+    // natural dithering s = 8: index 0..8 -> 4 bits + sign.
+    EXPECT_EQ(make({{"kind", "natural_dithering"}})->encode(g).size(),
+              12 + 8 + 4 * ceil_div(un, 512) + ceil_div(5 * un, 8));
+    // natural: 9 bits per element = n exponent bytes + ceil(n/8) sign bytes.
+    EXPECT_EQ(make({{"kind", "natural"}})->encode(g).size(), 12 + un + ceil_div(un, 8));
+    // signSGD: ceil(n/8) bytes of signs.
+    EXPECT_EQ(make({{"kind", "signsgd"}})->encode(g).size(), 12 + ceil_div(un, 8));
+    EXPECT_EQ(make({{"kind", "signum"}})->encode(g).size(), 12 + ceil_div(un, 8));
+    // 1-bit SGD without layout: one segment (u64 length, u32 groups, two floats) + signs.
+    const std::uint64_t segs = n > 0 ? 1 : 0;
+    EXPECT_EQ(make({{"kind", "onebit"}})->encode(g).size(), 12 + 4 + 20 * segs + ceil_div(un, 8));
+    EXPECT_EQ(make({{"kind", "efsignsgd"}})->encode(g).size(), 12 + 4 + 12 * segs + ceil_div(un, 8));
+    // terngrad: m (u32) + width (u8) + segment count (u32) + 12 per segment + 2 bits each.
+    EXPECT_EQ(make({{"kind", "terngrad"}})->encode(g).size(), 12 + 9 + 12 * segs + ceil_div(2 * un, 8));
+    EXPECT_EQ(make({{"kind", "fp16"}})->encode(g).size(), 12 + 2 * un);
+    EXPECT_EQ(make({{"kind", "bf16"}})->encode(g).size(), 12 + 2 * un);
+  }
+}
+
+TEST(PayloadSizes, OneBitColumnsFollowTheLayout) {
+  const auto layers = small_layout();
+  const auto g = random_gradient(406, 2);
+  // Groups: conv 6 rows, bias 1, fc 10 rows, bias 1.
+  const std::size_t expected = 12 + 4 + (12 + 8 * 6) + (12 + 8) + (12 + 8 * 10) + (12 + 8) + (406 + 7) / 8;
+  EXPECT_EQ(make({{"kind", "onebit"}}, context(0, 406, layers))->encode(g).size(), expected);
+  const std::size_t per_tensor = 12 + 4 + 4 * 20 + (406 + 7) / 8;
+  EXPECT_EQ(make({{"kind", "onebit"}, {"granularity", "tensor"}}, context(0, 406, layers))->encode(g).size(),
+            per_tensor);
+}
+
+TEST(PayloadSizes, ComposeIsIndicesPlusTheNestedPayload) {
+  const std::int64_t n = 10000;
+  const auto g = random_gradient(n, 3);
+  auto codec = make({{"kind", "topk_natural"}, {"ratio", 0.01}});
+  const Bytes p = codec->encode(g);
+  const std::uint64_t k = 100;
+  const unsigned w = bits::width_for(n - 1);  // 14 bits
+  EXPECT_EQ(w, 14u);
+  // Nested natural dithering of 100 values, one bucket: 12 + 8 + 4 + ceil(5 * 100 / 8).
+  const std::size_t nested = 12 + 8 + 4 + (5 * k + 7) / 8;
+  EXPECT_EQ(p.size(), 12 + 4 + 1 + (k * w + 7) / 8 + nested);
+  EXPECT_DOUBLE_EQ(codec->last_density(), 0.01);
+}
+
+// ------------------------------------------------------------------------------------------
+// Round trips and value sets
+
+TEST(RoundTrip, HalfPrecisionMatchesTorchCasts) {
+  auto g = random_gradient(1001, 4, 10.0);
+  g[3] = 1e6f;     // fp16 overflow -> inf
+  g[4] = 1e-9f;    // fp16 underflow
+  g[5] = -0.0f;
+  const auto fp16 = make({{"kind", "fp16"}});
+  const auto bf16 = make({{"kind", "bf16"}});
+  EXPECT_TRUE(torch::equal(fp16->decode(fp16->encode(g)), g.to(torch::kHalf).to(torch::kFloat)));
+  EXPECT_TRUE(torch::equal(bf16->decode(bf16->encode(g)), g.to(torch::kBFloat16).to(torch::kFloat)));
+  EXPECT_EQ(fp16->aggregation(), Aggregation::kSummable);
+}
+
+TEST(RoundTrip, HalfPrecisionAccumulateRoundsTheFloatSum) {
+  const auto a = random_gradient(999, 5);
+  const auto b = random_gradient(999, 6);
+  for (const char* kind : {"fp16", "bf16"}) {
+    const auto codec = make({{"kind", kind}});
+    Bytes acc = codec->encode(a);
+    codec->accumulate(acc, codec->encode(b));
+    const auto dtype = std::string(kind) == "fp16" ? torch::kHalf : torch::kBFloat16;
+    const auto expected =
+        (a.to(dtype).to(torch::kFloat) + b.to(dtype).to(torch::kFloat)).to(dtype).to(torch::kFloat);
+    EXPECT_TRUE(torch::equal(codec->decode(acc), expected)) << kind;
+    EXPECT_THROW(codec->accumulate(acc, codec->encode(random_gradient(998, 1))), DecodeError);
+  }
+}
+
+TEST(RoundTrip, DecodedValuesLieOnEachSchemesLevels) {
+  const auto g = random_gradient(2000, 7);
+  {  // QSGD: multiples of norm / s within each bucket.
+    auto codec = make({{"kind", "qsgd"}, {"levels", 4}, {"bucket", 100}});
+    const auto d = codec->decode(codec->encode(g));
+    for (int b = 0; b < 20; ++b) {
+      const auto slice = g.narrow(0, b * 100, 100);
+      const float norm = slice.norm().item<float>();
+      const auto q = d.narrow(0, b * 100, 100) / norm * 4;
+      EXPECT_LT((q - q.round()).abs().max().item<float>(), 1e-4);
+      EXPECT_LE(q.abs().max().item<float>(), 4.0f + 1e-4f);
+    }
+  }
+  {  // natural compression: powers of two with the input's sign, and within a factor 2.
+    auto codec = make({{"kind", "natural"}});
+    const auto d = codec->decode(codec->encode(g));
+    const auto e = d.abs().log2();
+    EXPECT_TRUE(torch::equal(e, e.round()));
+    EXPECT_TRUE(torch::equal(d.sign(), g.sign()));
+    EXPECT_TRUE((d.abs() >= g.abs() / 2).all().item<bool>());
+    EXPECT_TRUE((d.abs() <= g.abs() * 2).all().item<bool>());
+    // Powers of two are kept exactly.
+    const auto p = torch::tensor({0.25f, -8.0f, 1.0f, 0.0f, -0.0f});
+    EXPECT_TRUE(torch::equal(codec->decode(codec->encode(p)), p));
+  }
+  {  // signSGD: +-1 with the input's sign.
+    auto codec = make({{"kind", "signsgd"}});
+    const auto d = codec->decode(codec->encode(g));
+    EXPECT_TRUE(torch::equal(d, torch::where(g >= 0, torch::ones_like(g), -torch::ones_like(g))));
+  }
+  {  // EF-signSGD (no layout): +-||g||_1 / d.
+    auto codec = make({{"kind", "efsignsgd"}});
+    const auto d = codec->decode(codec->encode(g));
+    const float scale = g.abs().mean().item<float>();
+    EXPECT_NEAR(d.abs().max().item<float>(), scale, 1e-6);
+    EXPECT_NEAR(d.abs().min().item<float>(), scale, 1e-6);
+  }
+  {  // 1-bit SGD: each part decodes to its mean, so each group's sum is kept.
+    OneBitCodec codec(true, context());
+    const auto d = codec.decode(codec.encode(g));
+    EXPECT_NEAR(d.sum().item<float>(), g.sum().item<float>(), 1e-2);
+    const auto pos = g >= 0;
+    EXPECT_NEAR(d.masked_select(pos)[0].item<float>(), g.masked_select(pos).mean().item<float>(), 1e-5);
+    EXPECT_NEAR(d.masked_select(~pos)[0].item<float>(), g.masked_select(~pos).mean().item<float>(), 1e-5);
+  }
+  {  // TernGrad: {-s, 0, s} per layer, s = min(max|g|, 2.5 sigma).
+    const auto layers = small_layout();
+    const auto h = random_gradient(406, 8);
+    auto codec = make({{"kind", "terngrad"}}, context(0, 406, layers));
+    const auto d = codec->decode(codec->encode(h));
+    for (const auto& layer : layers) {
+      const auto x = h.narrow(0, layer.offset, layer.numel());
+      const float sigma = x.std(/*unbiased=*/false).item<float>();
+      const float s = std::min(x.abs().max().item<float>(), 2.5f * sigma);
+      const auto y = d.narrow(0, layer.offset, layer.numel()).abs();
+      EXPECT_TRUE(((y == 0) | ((y - s).abs() < 1e-6 * s)).all().item<bool>()) << layer.name;
+    }
+  }
+}
+
+TEST(RoundTrip, EncodingIsSeededPerRank) {
+  const auto g = random_gradient(5000, 9);
+  for (const char* kind : {"qsgd", "natural", "natural_dithering", "terngrad"}) {
+    EXPECT_EQ(make({{"kind", kind}}, context(0))->encode(g), make({{"kind", kind}}, context(0))->encode(g)) << kind;
+    EXPECT_NE(make({{"kind", kind}}, context(0))->encode(g), make({{"kind", kind}}, context(1))->encode(g)) << kind;
+    auto codec = make({{"kind", kind}});
+    EXPECT_NE(codec->encode(g), codec->encode(g)) << kind << ": each call draws fresh roundings";
+  }
+}
+
+TEST(RoundTrip, StateCarriesAcrossCodecObjects) {
+  // What `gradwire codec --state` relies on: a fresh object given the saved state continues
+  // exactly as the original would have.
+  const auto g = random_gradient(600, 16);
+  for (const json& object : {json{{"kind", "qsgd"}}, json{{"kind", "natural"}}, json{{"kind", "terngrad"}},
+                             json{{"kind", "natural_dithering"}}, json{{"kind", "signum"}},
+                             json{{"kind", "topk_natural"}}, json{{"kind", "onebit"}}}) {
+    auto a = make(object);
+    a->encode(g);
+    a->encode(g * 0.5);
+    const Bytes state = a->save_state();
+    auto b = make(object);
+    b->load_state(state);
+    const auto g2 = random_gradient(600, 17);
+    EXPECT_EQ(a->encode(g2), b->encode(g2)) << object.dump();
+    auto c = make(object);
+    Bytes corrupt = state;
+    if (!corrupt.empty()) {
+      corrupt[0] ^= 0xff;
+      EXPECT_THROW(c->load_state(corrupt), DecodeError) << object.dump();
+    }
+  }
+  EXPECT_TRUE(make({{"kind", "signsgd"}})->save_state().empty());
+  EXPECT_TRUE(make({{"kind", "fp16"}})->save_state().empty());
+}
+
+// ------------------------------------------------------------------------------------------
+// Unbiasedness and variance
+
+// For each unbiased quantiser: the mean of N independent encodings of a fixed vector v is
+// within 5 standard errors of v in every coordinate. Stochastic rounding between two levels
+// a <= v_i <= b has variance (b - v_i)(v_i - a) <= (b - a)^2 / 4, so the standard error of
+// the mean is at most (b - a) / (2 sqrt(N)), with (b - a) bounded per scheme below. With 256
+// coordinates x 6 codecs, a 5-sigma excursion anywhere has probability < 1e-3 for a fair
+// quantiser (and the seeds are fixed, so the test is deterministic).
+TEST(Unbiased, MeanOfManyEncodingsConvergesToTheInput) {
+  const int kSamples = 4000;
+  const std::int64_t d = 256;
+  const auto v = random_gradient(d, 10) * 0.1;
+  const float l2 = v.norm().item<float>();
+  const float linf = v.abs().max().item<float>();
+  struct Case {
+    json object;
+    std::function<torch::Tensor()> step;  // an upper bound on (b - a) per coordinate
+  };
+  const std::vector<Case> cases = {
+      {{{"kind", "qsgd"}, {"levels", 3}, {"bucket", 0}}, [&] { return torch::full({d}, l2 / 3); }},
+      {{{"kind", "natural"}}, [&] { return v.abs(); }},
+      {{{"kind", "natural_dithering"}, {"levels", 4}, {"bucket", 0}},
+       [&] { return torch::clamp_min(v.abs(), l2 / 8); }},
+      {{{"kind", "natural_dithering"}, {"levels", 3}, {"bucket", 0}, {"norm", "linf"}},
+       [&] { return torch::clamp_min(v.abs(), linf / 4); }},
+      // TernGrad without clipping: unbiased for g itself, step = s = max|g|.
+      {{{"kind", "terngrad"}, {"clip", 0}}, [&] { return torch::full({d}, linf); }},
+      // Shared scale above every |g|: unbiased, step = S.
+      {{{"kind", "terngrad"}, {"scaler_sharing", true}, {"shared_scale", 0.5}},
+       [&] { return torch::full({d}, 0.5f); }},
+  };
+  for (const auto& c : cases) {
+    auto codec = make(c.object);
+    auto sum = torch::zeros({d}, torch::kDouble);
+    for (int i = 0; i < kSamples; ++i) sum += codec->decode(codec->encode(v)).to(torch::kDouble);
+    const auto mean = sum / kSamples;
+    const auto bound = c.step().to(torch::kDouble) * (5.0 / (2.0 * std::sqrt(double(kSamples)))) + 1e-6;
+    const auto err = (mean - v.to(torch::kDouble)).abs();
+    EXPECT_TRUE((err <= bound).all().item<bool>())
+        << c.object.dump() << ": worst error / bound = " << (err / bound).max().item<double>();
+  }
+}
+
+// QSGD (Lemma 3.1): E||Q(v) - v||^2 <= min(d / s^2, sqrt(d) / s) ||v||^2 per bucket of d.
+// The empirical mean over 2000 encodings must stay within the bound; vectors with equal
+// magnitudes (the worst case for the rounding) and Gaussian ones, several s.
+TEST(Unbiased, QsgdVarianceStaysWithinTheBound) {
+  const int kSamples = 2000;
+  for (std::int64_t d : {16, 512}) {
+    for (std::uint32_t s : {1u, 2u, 7u, 31u}) {
+      for (int kind = 0; kind < 2; ++kind) {
+        const auto v = kind == 0 ? torch::full({d}, 0.3f) * torch::randn({d}).sign() : random_gradient(d, 11);
+        auto codec = make({{"kind", "qsgd"}, {"levels", s}, {"bucket", d}});
+        double total = 0;
+        for (int i = 0; i < kSamples; ++i) total += (codec->decode(codec->encode(v)) - v).pow(2).sum().item<double>();
+        const double variance = total / kSamples;
+        const double dd = static_cast<double>(d);
+        const double bound = std::min(dd / (s * s), std::sqrt(dd) / s) * v.pow(2).sum().item<double>();
+        EXPECT_LE(variance, bound) << "d=" << d << " s=" << s << " kind=" << kind;
+        EXPECT_GT(variance, 0.0);
+      }
+    }
+  }
+}
+
+// Natural compression's second moment: E|C(x)|^2 <= 9/8 |x|^2 (Horvath et al., Theorem 1).
+TEST(Unbiased, NaturalCompressionSecondMomentIsAtMostNineEighths) {
+  const auto v = random_gradient(4096, 12);
+  auto codec = make({{"kind", "natural"}});
+  double total = 0;
+  for (int i = 0; i < 500; ++i) total += codec->decode(codec->encode(v)).pow(2).sum().item<double>();
+  EXPECT_LE(total / 500, 9.0 / 8.0 * v.pow(2).sum().item<double>());
+}
+
+// ------------------------------------------------------------------------------------------
+// Aggregation semantics
+
+TEST(Aggregation, MajorityVoteIsTheSignOfTheSumOfSigns) {
+  auto codec = make({{"kind", "signsgd"}});
+  EXPECT_EQ(codec->aggregation(), Aggregation::kDecodeThenSum);
+  EXPECT_TRUE(codec->applies_momentum());
+  // Three workers: element 0 votes +,+,- -> +; element 1 -,-,+ -> -; element 2 +,-,- -> -.
+  const std::vector<torch::Tensor> grads = {torch::tensor({1.0f, -2.0f, 5.0f, 0.0f}),
+                                            torch::tensor({0.1f, -0.1f, -1.0f, 1.0f}),
+                                            torch::tensor({-100.0f, 100.0f, -1.0f, -1.0f})};
+  auto sum = torch::zeros({4});
+  for (const auto& g : grads) sum += codec->decode(codec->encode(g));
+  EXPECT_TRUE(torch::equal(codec->finalize(sum, 3), torch::tensor({1.0f, -1.0f, -1.0f, 1.0f})));
+  // A 2-2 tie among four workers gives 0 (no move).
+  EXPECT_TRUE(torch::equal(codec->finalize(torch::tensor({0.0f, 2.0f}), 4), torch::tensor({0.0f, 1.0f})));
+}
+
+TEST(Aggregation, SignumVotesOnItsMomentum) {
+  auto codec = make({{"kind", "signum"}, {"momentum", 0.9}});
+  EXPECT_TRUE(codec->applies_momentum());
+  // Momentum m = 0.1 g1 = 0.1 * (1, -1); then m = 0.09 * (1, -1) + 0.1 * (-0.5, -0.5)
+  // = (0.04, -0.14): the first element keeps its sign although g2 is negative.
+  EXPECT_TRUE(torch::equal(codec->decode(codec->encode(torch::tensor({1.0f, -1.0f}))), torch::tensor({1.0f, -1.0f})));
+  EXPECT_TRUE(torch::equal(codec->decode(codec->encode(torch::tensor({-0.5f, -0.5f}))), torch::tensor({1.0f, -1.0f})));
+  EXPECT_THROW(codec->encode(torch::zeros({3})), std::invalid_argument);
+}
+
+TEST(Aggregation, ScalerSharedTernGradSumsCodesInTheCompressedDomain) {
+  const json object = {{"kind", "terngrad"}, {"scaler_sharing", true}, {"shared_scale", 0.05}};
+  const std::int64_t n = 1003;
+  const int workers = 9;  // crosses the 2 -> 4 -> 8-bit widenings
+  std::vector<std::unique_ptr<Codec>> codecs;
+  std::vector<Bytes> payloads;
+  auto expected = torch::zeros({n});
+  for (int r = 0; r < workers; ++r) {
+    codecs.push_back(make(object, context(r, n)));
+    payloads.push_back(codecs.back()->encode(random_gradient(n, 20 + r, 0.03)));
+    expected += codecs.back()->decode(payloads.back());
+  }
+  EXPECT_EQ(codecs[0]->aggregation(), Aggregation::kSummable);
+  Bytes acc = payloads[0];
+  for (int r = 1; r < workers; ++r) {
+    codecs[0]->accumulate(acc, payloads[r]);
+    // 1 + 4 + 4 + 1 + 4 + 4 header/table bytes: widths 4 bits (<= 7 contributors), 8 above.
+    const unsigned width = r + 1 <= 7 ? 4 : 8;
+    EXPECT_EQ(acc.size(), TernGradCodec::payload_size(n, 1, r + 1)) << r;
+    EXPECT_EQ(acc.size(), 12 + 9 + 12 + (n * width + 7) / 8) << r;
+  }
+  const auto sum = codecs[0]->decode(acc);
+  EXPECT_TRUE(torch::allclose(sum, expected, 0, 1e-6));
+  // Every value is S times an integer in [-workers, workers].
+  const auto q = sum / 0.05f;
+  EXPECT_LT((q - q.round()).abs().max().item<float>(), 1e-4);
+  EXPECT_LE(q.abs().max().item<float>(), workers + 1e-4);
+  // The default mean finalize.
+  EXPECT_TRUE(torch::allclose(codecs[0]->finalize(sum.clone(), workers), expected / workers, 0, 1e-6));
+
+  // Ring chunks: encode_chunks gives one payload per chunk that adds chunk-wise.
+  const std::vector<std::int64_t> bounds = {0, 250, 251, 700, n};
+  auto c0 = codecs[0]->encode_chunks(random_gradient(n, 40, 0.03), bounds);
+  const auto c1 = codecs[1]->encode_chunks(random_gradient(n, 41, 0.03), bounds);
+  for (std::size_t i = 0; i < c0.size(); ++i) {
+    const auto want = codecs[0]->decode(c0[i]) + codecs[1]->decode(c1[i]);
+    codecs[0]->accumulate(c0[i], c1[i]);
+    EXPECT_TRUE(torch::allclose(codecs[0]->decode(c0[i]), want, 0, 1e-6));
+  }
+}
+
+TEST(Aggregation, TernGradRefusesToAddPayloadsWithDifferentScales) {
+  auto a = make({{"kind", "terngrad"}}, context(0));
+  auto b = make({{"kind", "terngrad"}}, context(1));
+  EXPECT_EQ(a->aggregation(), Aggregation::kDecodeThenSum);
+  Bytes pa = a->encode(random_gradient(100, 1));
+  EXPECT_THROW(a->accumulate(pa, b->encode(random_gradient(100, 2))), DecodeError);
+  auto s1 = make({{"kind", "terngrad"}, {"scaler_sharing", true}, {"shared_scale", 0.1}});
+  auto s2 = make({{"kind", "terngrad"}, {"scaler_sharing", true}, {"shared_scale", 0.2}});
+  Bytes p1 = s1->encode(random_gradient(100, 1));
+  EXPECT_THROW(s1->accumulate(p1, s2->encode(random_gradient(100, 2))), DecodeError);
+}
+
+TEST(Aggregation, SummabilityIsDeclaredPerCodec) {
+  for (const char* kind : kAllQuantizers) {
+    const auto codec = make({{"kind", kind}});
+    const bool summable = std::string(kind) == "fp16" || std::string(kind) == "bf16";
+    EXPECT_EQ(codec->aggregation() == Aggregation::kSummable, summable) << kind;
+    EXPECT_EQ(codec->name(), kind);
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Error feedback is part of 1-bit SGD, EF-signSGD and top-k + natural dithering
+
+TEST(ErrorFeedbackMethods, AlwaysHaveExactlyOneResidual) {
+  for (const char* kind : {"onebit", "efsignsgd", "topk_natural"}) {
+    for (bool flag : {false, true}) {
+      auto codec = make({{"kind", kind}, {"error_feedback", flag}});
+      const auto* ef = dynamic_cast<const ErrorFeedback*>(codec.get());
+      ASSERT_NE(ef, nullptr) << kind;
+      EXPECT_EQ(dynamic_cast<const ErrorFeedback*>(&ef->inner()), nullptr) << kind;
+    }
+  }
+  for (const char* kind : {"qsgd", "signsgd", "fp16"}) {
+    EXPECT_EQ(dynamic_cast<const ErrorFeedback*>(make({{"kind", kind}}).get()), nullptr);
+  }
+}
+
+TEST(ErrorFeedbackMethods, NothingIsLost) {
+  // sum of decoded outputs + residual == sum of inputs, for each EF method.
+  for (const char* kind : {"onebit", "efsignsgd", "topk_natural"}) {
+    json object = {{"kind", kind}};
+    if (std::string(kind) == "topk_natural") object["ratio"] = 0.05;
+    auto codec = make(object);
+    auto in = torch::zeros({500});
+    auto out = torch::zeros({500});
+    for (int step = 0; step < 30; ++step) {
+      const auto g = random_gradient(500, 100 + step);
+      in += g;
+      out += codec->decode(codec->encode(g));
+    }
+    const auto& residual = dynamic_cast<const ErrorFeedback&>(*codec).residual();
+    EXPECT_TRUE(torch::allclose(out + residual, in, 1e-4, 1e-3)) << kind;
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Compose
+
+TEST(Compose, AnySelectionWithAnyValueQuantiser) {
+  const auto g = random_gradient(3000, 13);
+  for (const json& quantize : {json{{"kind", "fp16"}}, json{{"kind", "qsgd"}, {"bucket", 0}},
+                               json{{"kind", "natural"}}, json{{"kind", "none"}}}) {
+    auto codec = make({{"kind", "compose"}, {"select", {{"kind", "topk"}, {"ratio", 0.02}}}, {"quantize", quantize}});
+    const auto d = codec->decode(codec->encode(g));
+    // Exactly the top-k positions carry values.
+    const auto top = std::get<1>(g.abs().topk(60));
+    auto mask = torch::zeros({3000}, torch::kBool);
+    mask.index_put_({top}, true);
+    EXPECT_EQ((d != 0).logical_and(mask.logical_not()).sum().item<int64_t>(), 0) << quantize.dump();
+    if (quantize["kind"] == "none") {
+      EXPECT_TRUE(torch::equal(d, torch::where(mask, g, torch::zeros_like(g))));
+    }
+    if (quantize["kind"] == "fp16") {
+      EXPECT_TRUE(torch::equal(d, torch::where(mask, g.to(torch::kHalf).to(torch::kFloat), torch::zeros_like(g))));
+    }
+  }
+}
+
+TEST(Compose, WorksWithTheOtherRegisteredSparsifiers) {
+  // Whatever sparsifiers the registry holds (issue 3's family when built in): their selection
+  // goes through natural dithering and decodes to a tensor carrying values only where the
+  // selection decoded to non-zeros.
+  const std::int64_t n = 406;
+  int tried = 0;
+  for (const char* select : {"topk", "randomk", "dgc", "gradient_dropping", "sdagc", "adacomp"}) {
+    if (CodecRegistry::builtin().find(select) == nullptr) continue;
+    ++tried;
+    auto codec = make({{"kind", "compose"}, {"select", {{"kind", select}}}, {"error_feedback", true}},
+                      context(0, n, small_layout()));
+    for (int step = 0; step < 5; ++step) {
+      const auto g = random_gradient(n, 300 + step);
+      const Bytes p = codec->encode(g);
+      const auto d = codec->decode(p);
+      ASSERT_EQ(d.numel(), n) << select;
+      EXPECT_TRUE(torch::isfinite(d).all().item<bool>()) << select;
+      EXPECT_GT(codec->last_density(), 0.0) << select;
+      EXPECT_LE(codec->last_density(), 1.0) << select;
+    }
+  }
+  EXPECT_GE(tried, 1);
+}
+
+TEST(Compose, RegistryResolvesNestedObjectsWithPaths) {
+  const auto& reg = CodecRegistry::builtin();
+  const json r = reg.resolve(json{{"kind", "compose"}}, "codec");
+  EXPECT_EQ(r["select"]["kind"], "topk");
+  EXPECT_EQ(r["select"]["ratio"], 0.01);
+  EXPECT_EQ(r["select"]["error_feedback"], false);
+  EXPECT_EQ(r["quantize"]["kind"], "natural_dithering");
+  EXPECT_EQ(r["quantize"]["levels"], 8);
+  try {
+    reg.resolve(json{{"kind", "compose"}, {"select", {{"kind", "topk"}, {"ratio", 2}}}}, "codec");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "codec.select.ratio");
+  }
+  try {
+    reg.resolve(json{{"kind", "compose"}, {"quantize", "fp16"}}, "codec");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "codec.quantize");
+  }
+  try {
+    make({{"kind", "compose"}, {"quantize", {{"kind", "qsgd"}, {"error_feedback", true}}}});
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "codec.quantize.error_feedback");
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Corrupt payloads: every truncation is rejected, and thousands of random corruptions of valid
+// payloads give DecodeError or a well-formed tensor -- never a crash or another exception.
+
+std::unique_ptr<Codec> make_for_corruption(const char* kind) {
+  const auto layers = small_layout();
+  if (std::string(kind) == "terngrad_shared") {
+    return make({{"kind", "terngrad"}, {"scaler_sharing", true}, {"shared_scale", 0.5}}, context(0, 406, layers));
+  }
+  if (std::string(kind) == "compose") {
+    return make({{"kind", "compose"}, {"select", {{"kind", "topk"}, {"ratio", 0.1}}}}, context(0, 406, layers));
+  }
+  return make({{"kind", kind}}, context(0, 406, layers));
+}
+
+TEST(CorruptPayloads, EveryTruncationAndExtensionIsRejected) {
+  const auto g = random_gradient(406, 14);
+  for (const char* kind : {"qsgd", "natural_dithering", "natural", "terngrad", "terngrad_shared", "onebit",
+                           "signsgd", "efsignsgd", "fp16", "bf16", "compose", "topk_natural"}) {
+    auto codec = make_for_corruption(kind);
+    const Bytes p = codec->encode(g);
+    for (std::size_t len = 0; len < p.size(); ++len) {
+      EXPECT_THROW(codec->decode(ByteSpan(p.data(), len)), DecodeError) << kind << " len " << len;
+    }
+    Bytes longer = p;
+    longer.push_back(0);
+    EXPECT_THROW(codec->decode(longer), DecodeError) << kind;
+    EXPECT_NO_THROW(codec->decode(p)) << kind;
+  }
+}
+
+TEST(CorruptPayloads, RandomCorruptionsNeverCrash) {
+  const auto g = random_gradient(406, 15);
+  std::mt19937_64 rng(99);
+  int rejected = 0, decoded = 0;
+  for (const char* kind : {"qsgd", "natural_dithering", "natural", "terngrad", "terngrad_shared", "onebit",
+                           "signsgd", "efsignsgd", "fp16", "bf16", "compose", "topk_natural"}) {
+    auto codec = make_for_corruption(kind);
+    const Bytes valid = codec->encode(g);
+    for (int trial = 0; trial < 3000; ++trial) {
+      Bytes p = valid;
+      const int mode = trial % 4;
+      if (mode == 0) {  // flip 1-4 random bits anywhere
+        for (int f = 0, flips = 1 + rng() % 4; f < flips; ++f) p[rng() % p.size()] ^= 1u << (rng() % 8);
+      } else if (mode == 1) {  // random bytes in the first 48 (header, tables, counts)
+        for (int f = 0, flips = 1 + rng() % 3; f < flips; ++f) p[rng() % std::min<std::size_t>(48, p.size())] = rng();
+      } else if (mode == 2) {  // truncate or extend, then flip
+        p.resize(rng() % (p.size() + 16), static_cast<std::uint8_t>(rng()));
+        if (!p.empty()) p[rng() % p.size()] ^= 0xff;
+      } else {  // overwrite a random 4-byte window with an extreme value
+        const std::uint32_t values[] = {0, 1, 0xffffffffu, 0x7fffffffu, 0x80000000u, 406, 407};
+        if (p.size() >= 4) store_u32_le(p.data() + rng() % (p.size() - 3), values[rng() % 7]);
+      }
+      try {
+        const auto d = codec->decode(p);
+        ASSERT_EQ(d.dim(), 1);
+        ASSERT_EQ(d.scalar_type(), torch::kFloat);
+        ++decoded;
+      } catch (const DecodeError&) {
+        ++rejected;
+      }
+      if (codec->aggregation() == Aggregation::kSummable) {
+        Bytes acc = valid;
+        try {
+          codec->accumulate(acc, p);
+        } catch (const DecodeError&) {
+        }
+      }
+    }
+  }
+  EXPECT_GT(rejected, 1000);
+  EXPECT_GT(decoded, 100);  // flips in value bytes are legitimately decodable
+}
+
+// ------------------------------------------------------------------------------------------
+// A short distributed optimisation through each codec: 4 workers with independent noisy
+// gradients of f(x) = 1/2 ||x - c||^2 (the i.i.d. setting the sign methods' majority vote
+// assumes; with different optima per worker the vote finds a coordinate-wise median instead);
+// the aggregate is finalize(sum of decoded payloads), as the collectives compute it. Every
+// method must end within 10% of the starting distance.
+
+TEST(Training, EveryQuantiserConvergesOnADistributedQuadratic) {
+  const std::int64_t d = 200;
+  const int workers = 4;
+  const auto optimum = random_gradient(d, 200);
+  for (const char* kind : kAllQuantizers) {
+    const bool sign = std::string(kind) == "signsgd" || std::string(kind) == "signum";
+    json object = {{"kind", kind}};
+    if (std::string(kind) == "compose" || std::string(kind) == "topk_natural") {
+      object = {{"kind", kind}, {"error_feedback", true}};
+      if (std::string(kind) == "compose") object["select"] = {{"kind", "topk"}, {"ratio", 0.1}};
+      else object["ratio"] = 0.1;
+    }
+    std::vector<std::unique_ptr<Codec>> codecs;
+    for (int w = 0; w < workers; ++w) codecs.push_back(make(object, context(w, d)));
+    auto x = torch::zeros({d});
+    const double start = (x - optimum).norm().item<double>();
+    at::manual_seed(5);
+    for (int step = 0; step < 300; ++step) {
+      auto sum = torch::zeros({d});
+      for (int w = 0; w < workers; ++w) {
+        const auto g = x - optimum + 0.3 * torch::randn({d});
+        sum += codecs[w]->decode(codecs[w]->encode(g));
+      }
+      const auto update = codecs[0]->finalize(sum, workers);
+      const double lr = (sign ? 0.05 : 0.2) * std::pow(0.99, step);
+      x -= lr * update;
+    }
+    const double end = (x - optimum).norm().item<double>();
+    EXPECT_LT(end, 0.1 * start) << kind << ": distance " << start << " -> " << end;
+  }
+}
+
+}  // namespace
+}  // namespace gradwire
