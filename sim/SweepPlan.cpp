@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
@@ -70,24 +71,45 @@ std::vector<Axis> read_axes(const JsonFields& f, const std::string& key) {
 
 }  // namespace
 
+// FNV-1a: a stable short fingerprint for values too long to spell out in a folder name.
+static std::string fingerprint(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%08llx", static_cast<unsigned long long>(h & 0xffffffffull));
+  return buf;
+}
+
+static std::string spelled_slug(const nlohmann::json& value);
+
 std::string axis_value_slug(const nlohmann::json& value) {
+  // Long values (a whole network object) keep a readable head and a fingerprint, so names stay
+  // short, distinct and stable across reruns.
+  constexpr std::size_t kMax = 40;
+  const std::string full = spelled_slug(value);
+  if (full.size() <= kMax) return full;
+  return full.substr(0, kMax - 9) + "-" + fingerprint(value.dump());
+}
+
+static std::string spelled_slug(const nlohmann::json& value) {
   if (value.is_string()) return sanitize(value.get<std::string>());
   if (value.is_object()) {
-    std::string out = value.contains("kind") ? axis_value_slug(value.at("kind")) : "obj";
+    const char* name_key = value.contains("kind") ? "kind" : value.contains("family") ? "family" : nullptr;
+    std::string out = name_key ? spelled_slug(value.at(name_key)) : "obj";
     for (auto it = value.begin(); it != value.end(); ++it) {
-      if (it.key() == "kind") continue;
+      if (name_key && it.key() == name_key) continue;
       if (it.value().is_boolean()) {
         if (it.value().get<bool>()) out += "-" + sanitize(it.key());
         continue;
       }
       // Strings speak for themselves ("async"); numbers need their key ("ratio0.01").
-      out += "-" + (it.value().is_string() ? "" : sanitize(it.key())) + axis_value_slug(it.value());
+      out += "-" + (it.value().is_string() ? "" : sanitize(it.key())) + spelled_slug(it.value());
     }
     return out;
   }
   if (value.is_array()) {
     std::string out;
-    for (const auto& v : value) out += (out.empty() ? "" : "+") + axis_value_slug(v);
+    for (const auto& v : value) out += (out.empty() ? "" : "+") + spelled_slug(v);
     return out.empty() ? "empty" : out;
   }
   return sanitize(value.dump());
@@ -211,7 +233,7 @@ SweepPlan SweepPlan::expand(const nlohmann::json& sweep, const std::string& base
         name += (name.empty() ? "" : "__") + std::string("seed=") + std::to_string(seed);
         run.axis_values.push_back(std::to_string(seed));
         run.seed = seed;
-        run.name = name.size() > 200 ? name.substr(0, 200) : name;
+        run.name = name.size() > 128 ? name.substr(0, 119) + "-" + fingerprint(name) : name;
         if (!names.insert(run.name).second) {
           throw ConfigError("grid", "two runs would share the folder name " + run.name +
                                         "; make the axis values distinguishable");

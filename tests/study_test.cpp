@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "codecs/ConfigError.h"
+#include "sim/ScenarioLoader.h"
 #include "sim/SweepPlan.h"
 
 namespace gradwire {
@@ -240,6 +241,28 @@ TEST_F(Study, EmitSlurmWritesAnArrayJobAndRunsNothing) {
   for (const auto& e : fs::directory_iterator(dir_ / "out" / "tiny")) {
     EXPECT_FALSE(fs::exists(e.path() / "summary.json")) << "a run was executed: " << e.path();
   }
+}
+
+TEST(ShippedScenarios, EveryScenarioAndStudyValidates) {
+  int scenarios = 0, sweeps = 0;
+  for (const auto& entry :
+       fs::recursive_directory_iterator(fs::path(GRADWIRE_SOURCE_DIR) / "scenarios")) {
+    if (entry.path().extension() != ".json") continue;
+    const nlohmann::json doc = read_scenario_file(entry.path().string());
+    try {
+      if (doc.contains("gradwire_sweep")) {
+        EXPECT_FALSE(SweepPlan::load(entry.path().string()).runs.empty()) << entry.path();
+        ++sweeps;
+      } else {
+        load_scenario(doc);
+        ++scenarios;
+      }
+    } catch (const ConfigError& e) {
+      ADD_FAILURE() << entry.path() << ": " << e.what();
+    }
+  }
+  EXPECT_GT(scenarios, 10);
+  EXPECT_GE(sweeps, 4);
 }
 
 TEST_F(Study, ReportRejectsFoldersWithoutRuns) {
