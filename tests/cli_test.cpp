@@ -5,24 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include "RunGradwire.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string output;
-};
+using Result = gradwire::testing::CommandResult;
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(GRADWIRE_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+Result run(const std::string& args) { return gradwire::testing::run_gradwire(args); }
 
 class Cli : public ::testing::Test {
  protected:

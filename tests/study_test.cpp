@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "RunGradwire.h"
+
 #include "codecs/ConfigError.h"
 #include "sim/ScenarioLoader.h"
 #include "sim/SweepPlan.h"
@@ -77,20 +79,9 @@ TEST(SweepPlan, RejectsBadSweepsWithPaths) {
   expect_path(doc, "grid.network.rate");
 }
 
-struct Result {
-  int code;
-  std::string output;
-};
+using Result = gradwire::testing::CommandResult;
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(GRADWIRE_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+Result run(const std::string& args) { return gradwire::testing::run_gradwire(args); }
 
 std::vector<std::vector<std::string>> read_csv(const fs::path& path) {
   std::ifstream in(path);
