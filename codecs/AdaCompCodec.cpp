@@ -39,11 +39,7 @@ Bytes AdaCompCodec::encode(const torch::Tensor& grad) {
   if (static_cast<std::uint64_t>(n) > kMaxAddressable) {
     throw std::invalid_argument("adacomp encode: more than 2^32 elements");
   }
-  if (!residual_->defined()) {
-    *residual_ = torch::zeros({n}, torch::kFloat);
-  } else if (residual_->numel() != n) {
-    throw std::invalid_argument("adacomp: gradient length changed");
-  }
+  ensure_state(*residual_, n, "adacomp");
   float* r = residual_->data_ptr<float>();  // becomes G, then G - sent
   const float* g = grad.data_ptr<float>();
 

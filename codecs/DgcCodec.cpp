@@ -77,14 +77,8 @@ Bytes DgcCodec::encode(const torch::Tensor& grad) {
   if (static_cast<std::uint64_t>(n) > (std::uint64_t{1} << 32)) {
     throw std::invalid_argument("dgc encode: more than 2^32 elements do not fit u32 indices");
   }
-  if (!v_->defined()) {
-    *u_ = torch::zeros({n}, torch::kFloat);
-    *v_ = torch::zeros({n}, torch::kFloat);
-  } else if (v_->numel() != n) {
-    throw std::invalid_argument("dgc: gradient has " + std::to_string(n) +
-                                " elements but the codec's state has " +
-                                std::to_string(v_->numel()) + "; one object per flat gradient");
-  }
+  ensure_state(*u_, n, "dgc");
+  ensure_state(*v_, n, "dgc");
   const double density = density_at(step_);
   ++step_;
   const float* g = grad.data_ptr<float>();

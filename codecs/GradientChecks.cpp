@@ -42,4 +42,14 @@ void check_chunk_bounds(std::int64_t numel, const std::vector<std::int64_t>& bou
   }
 }
 
+void ensure_state(torch::Tensor& state, std::int64_t n, const std::string& who) {
+  if (!state.defined()) {
+    state = torch::zeros({n}, torch::kFloat);
+  } else if (state.numel() != n) {
+    throw std::invalid_argument(who + ": gradient has " + std::to_string(n) +
+                                " elements but the codec's state has " +
+                                std::to_string(state.numel()) + "; one object per flat gradient");
+  }
+}
+
 }  // namespace gradwire

@@ -19,4 +19,9 @@ void check_gradient(const torch::Tensor& grad, const std::string& who);
 /// Equal neighbours (empty chunks) are allowed: a ring with more workers than elements has them.
 void check_chunk_bounds(std::int64_t numel, const std::vector<std::int64_t>& bounds);
 
+/// Per-worker codec state over the flat gradient (residual, momentum, ...): created as zeros of
+/// length n on first use; afterwards a gradient of another length is a caller error (one codec
+/// object serves one flat gradient).
+void ensure_state(torch::Tensor& state, std::int64_t n, const std::string& who);
+
 }  // namespace gradwire

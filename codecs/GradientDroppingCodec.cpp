@@ -36,11 +36,7 @@ Bytes GradientDroppingCodec::encode(const torch::Tensor& grad) {
   if (static_cast<std::uint64_t>(n) > (std::uint64_t{1} << 32)) {
     throw std::invalid_argument("gradient_dropping encode: more than 2^32 elements");
   }
-  if (!residual_->defined()) {
-    *residual_ = torch::zeros({n}, torch::kFloat);
-  } else if (residual_->numel() != n) {
-    throw std::invalid_argument("gradient_dropping: gradient length changed");
-  }
+  ensure_state(*residual_, n, "gradient_dropping");
   float* r = residual_->data_ptr<float>();
   const float* g = grad.data_ptr<float>();
   for (std::int64_t i = 0; i < n; ++i) r[i] += g[i];

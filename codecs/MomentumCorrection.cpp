@@ -51,13 +51,8 @@ const torch::Tensor& MomentumCorrection::velocity() const { return *v_; }
 Bytes MomentumCorrection::encode(const torch::Tensor& grad) {
   check_gradient(grad, name() + " (momentum correction) encode");
   const std::int64_t n = grad.numel();
-  if (!v_->defined()) {
-    *u_ = torch::zeros({n}, torch::kFloat);
-    *v_ = torch::zeros({n}, torch::kFloat);
-  } else if (v_->numel() != n) {
-    throw std::invalid_argument("momentum correction: gradient has " + std::to_string(n) +
-                                " elements but the state has " + std::to_string(v_->numel()));
-  }
+  ensure_state(*u_, n, "momentum correction");
+  ensure_state(*v_, n, "momentum correction");
   float* u = u_->data_ptr<float>();
   float* v = v_->data_ptr<float>();
   momentum_accumulate(u, v, grad.data_ptr<float>(), n, static_cast<float>(momentum_), nesterov_);

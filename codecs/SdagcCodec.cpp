@@ -35,12 +35,8 @@ Bytes SdagcCodec::encode(const torch::Tensor& grad) {
   if (static_cast<std::uint64_t>(n) > (std::uint64_t{1} << 32)) {
     throw std::invalid_argument("sdagc encode: more than 2^32 elements");
   }
-  if (!v_->defined()) {
-    *u_ = torch::zeros({n}, torch::kFloat);
-    *v_ = torch::zeros({n}, torch::kFloat);
-  } else if (v_->numel() != n) {
-    throw std::invalid_argument("sdagc: gradient length changed");
-  }
+  ensure_state(*u_, n, "sdagc");
+  ensure_state(*v_, n, "sdagc");
   const float* g = grad.data_ptr<float>();
   float* u = u_->data_ptr<float>();
   float* v = v_->data_ptr<float>();

@@ -9,6 +9,8 @@
 #include <ns3/simulator.h>
 #include <ns3/tcp-socket-factory.h>
 
+#include "netmodels/Network.h"
+
 namespace gradwire {
 
 namespace {
@@ -23,6 +25,21 @@ ns3::TypeId Messenger::GetTypeId() {
                                .SetGroupName("gradwire")
                                .AddConstructor<Messenger>();
   return tid;
+}
+
+std::vector<ns3::Ptr<Messenger>> Messenger::InstallOnHosts(const Network& network,
+                                                           std::uint16_t port, double start_s) {
+  std::vector<ns3::Ipv4Address> addresses;
+  for (std::size_t h = 0; h < network.host_count(); ++h) addresses.push_back(network.address(h));
+  std::vector<ns3::Ptr<Messenger>> messengers;
+  for (std::size_t h = 0; h < network.host_count(); ++h) {
+    auto m = ns3::CreateObject<Messenger>();
+    m->Configure(static_cast<std::uint32_t>(h), addresses, port);
+    m->SetStartTime(ns3::Seconds(start_s));
+    network.host(h)->AddApplication(m);
+    messengers.push_back(m);
+  }
+  return messengers;
 }
 
 Messenger::Messenger() = default;

@@ -24,6 +24,8 @@
 
 namespace gradwire {
 
+class Network;
+
 class Messenger : public ns3::Application {
  public:
   using Handler = std::function<void(Message&&)>;
@@ -50,6 +52,12 @@ class Messenger : public ns3::Application {
   std::uint64_t bytes_received() const { return bytes_received_; }
   /// True when every queued byte has been accepted by the sockets.
   bool idle() const;
+
+  /// Installs one Messenger on every host of `network` (host i listens on `port` and knows
+  /// every other host's address), starting at `start_s`. Index i of the result is host i.
+  static std::vector<ns3::Ptr<Messenger>> InstallOnHosts(const Network& network,
+                                                         std::uint16_t port = 9000,
+                                                         double start_s = 0.0);
 
  private:
   struct Connection {

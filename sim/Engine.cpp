@@ -98,16 +98,8 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   const std::size_t hosts = static_cast<std::size_t>(n) + (with_server ? 1 : 0);
   std::unique_ptr<Network> network = build_network(sc.network, hosts);
 
-  std::vector<ns3::Ipv4Address> addresses;
-  for (std::size_t h = 0; h < hosts; ++h) addresses.push_back(network->address(h));
-  std::vector<ns3::Ptr<Messenger>> messengers;
-  for (std::size_t h = 0; h < hosts; ++h) {
-    auto m = ns3::CreateObject<Messenger>();
-    m->Configure(static_cast<std::uint32_t>(h), addresses, kMessengerPort);
-    m->SetStartTime(ns3::Seconds(0));
-    network->host(h)->AddApplication(m);
-    messengers.push_back(m);
-  }
+  const std::vector<ns3::Ptr<Messenger>> messengers =
+      Messenger::InstallOnHosts(*network, kMessengerPort);
 
   // Replicas start identical: the same torch seed before each model is built.
   std::vector<std::shared_ptr<Model>> models;

@@ -18,15 +18,7 @@ struct StarWithMessengers {
   StarWithMessengers(const EthernetConfig& config, std::size_t hosts) {
     ns3::Simulator::Destroy();
     network = std::make_unique<EthernetNetwork>(config, hosts);
-    std::vector<ns3::Ipv4Address> addresses;
-    for (std::size_t h = 0; h < hosts; ++h) addresses.push_back(network->address(h));
-    for (std::size_t h = 0; h < hosts; ++h) {
-      auto m = ns3::CreateObject<Messenger>();
-      m->Configure(static_cast<std::uint32_t>(h), addresses, 9000);
-      m->SetStartTime(ns3::Seconds(0));
-      network->host(h)->AddApplication(m);
-      messengers.push_back(m);
-    }
+    messengers = Messenger::InstallOnHosts(*network);
   }
   ~StarWithMessengers() { ns3::Simulator::Destroy(); }
 

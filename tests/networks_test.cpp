@@ -35,15 +35,7 @@ struct Rig {
     ns3::RngSeedManager::SetSeed(seed);
     ns3::RngSeedManager::SetRun(1);
     network = build_network(resolve_network(object, "network"), hosts);
-    std::vector<ns3::Ipv4Address> addresses;
-    for (std::size_t h = 0; h < hosts; ++h) addresses.push_back(network->address(h));
-    for (std::size_t h = 0; h < hosts; ++h) {
-      auto m = ns3::CreateObject<Messenger>();
-      m->Configure(static_cast<std::uint32_t>(h), addresses, 9000);
-      m->SetStartTime(ns3::Seconds(0));
-      network->host(h)->AddApplication(m);
-      messengers.push_back(m);
-    }
+    messengers = Messenger::InstallOnHosts(*network);
   }
   ~Rig() { ns3::Simulator::Destroy(); }
 

@@ -25,17 +25,9 @@ double simulate(bool ring, int n, std::int64_t numel, std::uint32_t mtu, double 
   config.rate_bps = rate_bps;
   const int hosts = n + (ring ? 0 : 1);
   EthernetNetwork network(config, static_cast<std::size_t>(hosts));
-  std::vector<ns3::Ipv4Address> addresses;
-  for (int h = 0; h < hosts; ++h) addresses.push_back(network.address(h));
-  std::vector<ns3::Ptr<Messenger>> messengers;
+  const auto messengers = Messenger::InstallOnHosts(network);
   std::vector<Messenger*> raw;
-  for (int h = 0; h < hosts; ++h) {
-    auto m = ns3::CreateObject<Messenger>();
-    m->Configure(static_cast<std::uint32_t>(h), addresses, 9000);
-    network.host(h)->AddApplication(m);
-    messengers.push_back(m);
-    raw.push_back(ns3::PeekPointer(m));
-  }
+  for (const auto& m : messengers) raw.push_back(ns3::PeekPointer(m));
   const auto spec = CodecRegistry::builtin().resolve({{"kind", "none"}}, "codec");
   std::vector<std::unique_ptr<Codec>> codecs;
   std::vector<Codec*> codec_ptrs;
