@@ -9,7 +9,7 @@
 #include <ns3/simulator.h>
 
 #include "codecs/DenseCodec.h"
-#include "nodes/Messenger.h"
+#include "nodes/Endpoint.h"
 #include "nodes/WallClockAccount.h"
 #include "nodes/Worker.h"
 
@@ -31,7 +31,7 @@ struct AsyncParameterServer::State {
   std::uint64_t staleness_count = 0;
 };
 
-AsyncParameterServer::AsyncParameterServer(std::vector<Messenger*> workers, Messenger* server,
+AsyncParameterServer::AsyncParameterServer(std::vector<Endpoint*> workers, Endpoint* server,
                                            std::vector<Codec*> codecs, Codec* server_codec,
                                            AsyncServerOptions options,
                                            std::function<void(const StalenessEvent&)> on_update)

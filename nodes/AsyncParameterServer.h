@@ -27,7 +27,7 @@
 
 namespace gradwire {
 
-class Messenger;
+class Endpoint;
 
 struct AsyncServerOptions {
   double momentum = 0.0;
@@ -50,7 +50,7 @@ class AsyncParameterServer : public TrainingScheme {
   /// Hosts: `workers[r]` for rank r, `server` for the server. `codecs[r]` encodes worker r's
   /// gradients; `server_codec` decodes. All must outlive the scheme. `on_update` (may be empty)
   /// is called for every applied update.
-  AsyncParameterServer(std::vector<Messenger*> workers, Messenger* server,
+  AsyncParameterServer(std::vector<Endpoint*> workers, Endpoint* server,
                        std::vector<Codec*> codecs, Codec* server_codec, AsyncServerOptions options,
                        std::function<void(const StalenessEvent&)> on_update);
   ~AsyncParameterServer() override;
@@ -68,8 +68,8 @@ class AsyncParameterServer : public TrainingScheme {
   void on_pull(int rank, Message&& message);
   void release_replies();
 
-  std::vector<Messenger*> workers_;
-  Messenger* server_;
+  std::vector<Endpoint*> workers_;
+  Endpoint* server_;
   std::vector<Codec*> codecs_;
   Codec* server_codec_;
   AsyncServerOptions options_;

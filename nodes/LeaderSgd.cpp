@@ -7,7 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "codecs/DenseCodec.h"
-#include "nodes/Messenger.h"
+#include "nodes/Endpoint.h"
 #include "nodes/WallClockAccount.h"
 #include "nodes/Worker.h"
 
@@ -31,7 +31,7 @@ struct LeaderSgd::Node {
   std::map<std::tuple<std::int64_t, std::uint32_t, std::uint32_t>, Message> inbox;  // (step, kind, source)
 };
 
-LeaderSgd::LeaderSgd(std::vector<Messenger*> messengers, LeaderOptions options)
+LeaderSgd::LeaderSgd(std::vector<Endpoint*> messengers, LeaderOptions options)
     : messengers_(std::move(messengers)), options_(options) {
   if (options_.l_comm < 1 || options_.g_comm < 1 || options_.group_size < 1) {
     throw std::invalid_argument("LeaderSgd: l_comm, g_comm and group_size must be >= 1");

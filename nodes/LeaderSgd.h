@@ -17,7 +17,7 @@
 
 namespace gradwire {
 
-class Messenger;
+class Endpoint;
 
 struct LeaderOptions {
   std::int64_t l_comm = 16;  ///< steps between pulls towards the group leader
@@ -32,7 +32,7 @@ at::Tensor leader_pull(const at::Tensor& x, const at::Tensor& leader, double c);
 
 class LeaderSgd : public TrainingScheme {
  public:
-  LeaderSgd(std::vector<Messenger*> messengers, LeaderOptions options);
+  LeaderSgd(std::vector<Endpoint*> messengers, LeaderOptions options);
   ~LeaderSgd() override;
 
   void on_start(Worker& worker) override;
@@ -46,7 +46,7 @@ class LeaderSgd : public TrainingScheme {
   void advance(int rank);
   std::vector<int> participants(int rank, bool global) const;
 
-  std::vector<Messenger*> messengers_;
+  std::vector<Endpoint*> messengers_;
   LeaderOptions options_;
   std::vector<std::unique_ptr<Node>> nodes_;
 };

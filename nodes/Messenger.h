@@ -19,6 +19,7 @@
 #include <ns3/ipv4-address.h>
 #include <ns3/socket.h>
 
+#include "nodes/Endpoint.h"
 #include "nodes/FrameReader.h"
 #include "nodes/Message.h"
 
@@ -26,9 +27,8 @@ namespace gradwire {
 
 class Network;
 
-class Messenger : public ns3::Application {
+class Messenger : public ns3::Application, public Endpoint {
  public:
-  using Handler = std::function<void(Message&&)>;
 
   static ns3::TypeId GetTypeId();
   Messenger();
@@ -40,15 +40,15 @@ class Messenger : public ns3::Application {
                  std::uint16_t port);
 
   /// Called for every complete message received, in arrival order per connection.
-  void SetHandler(Handler handler);
+  void SetHandler(Handler handler) override;
 
   /// Queues `message` for host `destination` (message.source is set to this host). The bytes
   /// leave as TCP allows; returns immediately. Sending to oneself is a logic error.
-  void Send(std::uint32_t destination, Message message);
+  void Send(std::uint32_t destination, Message message) override;
 
-  std::uint32_t self() const { return self_; }
+  std::uint32_t self() const override { return self_; }
   /// Frame bytes (header + payload) handed to TCP so far, and received complete.
-  std::uint64_t bytes_sent() const { return bytes_sent_; }
+  std::uint64_t bytes_sent() const override { return bytes_sent_; }
   std::uint64_t bytes_received() const { return bytes_received_; }
   /// True when every queued byte has been accepted by the sockets.
   bool idle() const;

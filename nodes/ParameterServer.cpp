@@ -6,7 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "codecs/ExactEncoding.h"
-#include "nodes/Messenger.h"
+#include "nodes/Endpoint.h"
 
 namespace gradwire {
 
@@ -21,7 +21,7 @@ struct ParameterServer::StepState {
   at::Tensor sum;        // other codecs: running sum of decoded tensors
 };
 
-ParameterServer::ParameterServer(std::vector<Messenger*> workers, Messenger* server,
+ParameterServer::ParameterServer(std::vector<Endpoint*> workers, Endpoint* server,
                                  std::vector<Codec*> codecs, Codec* server_codec)
     : workers_(std::move(workers)),
       server_(server),

@@ -17,14 +17,14 @@
 
 namespace gradwire {
 
-class Messenger;
+class Endpoint;
 
 class ParameterServer : public Collective {
  public:
   /// `workers[r]`: worker r's messenger; `server`: the server host's messenger; `codecs[r]`:
   /// worker r's codec; `server_codec`: a codec of the same kind the server decodes with. All
   /// must outlive the collective.
-  ParameterServer(std::vector<Messenger*> workers, Messenger* server, std::vector<Codec*> codecs,
+  ParameterServer(std::vector<Endpoint*> workers, Endpoint* server, std::vector<Codec*> codecs,
                   Codec* server_codec);
   ~ParameterServer() override;
 
@@ -37,8 +37,8 @@ class ParameterServer : public Collective {
   void on_push(Message&& message);
   void on_pull(int rank, Message&& message);
 
-  std::vector<Messenger*> workers_;
-  Messenger* server_;
+  std::vector<Endpoint*> workers_;
+  Endpoint* server_;
   std::vector<Codec*> codecs_;
   Codec* server_codec_;
   std::vector<Done> pending_;                 // per rank: callback waiting for the pull

@@ -6,7 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "codecs/DenseCodec.h"
-#include "nodes/Messenger.h"
+#include "nodes/Endpoint.h"
 #include "nodes/PushSumState.h"
 #include "nodes/WallClockAccount.h"
 #include "nodes/Worker.h"
@@ -25,7 +25,7 @@ struct PushSumGossip::Node {
   std::map<std::int64_t, std::vector<Message>> inbox;  // by step
 };
 
-PushSumGossip::PushSumGossip(std::vector<Messenger*> messengers, PushSumOptions options)
+PushSumGossip::PushSumGossip(std::vector<Endpoint*> messengers, PushSumOptions options)
     : messengers_(std::move(messengers)),
       options_(options),
       graph_(static_cast<int>(messengers_.size()), options.peers) {

@@ -20,7 +20,7 @@
 
 namespace gradwire {
 
-class Messenger;
+class Endpoint;
 
 struct PushSumOptions {
   int peers = 1;  ///< out-peers per step
@@ -33,7 +33,7 @@ struct PushSumOptions {
 class PushSumGossip : public TrainingScheme {
  public:
   /// `messengers[r]` is worker r's messenger (must outlive the scheme).
-  PushSumGossip(std::vector<Messenger*> messengers, PushSumOptions options);
+  PushSumGossip(std::vector<Endpoint*> messengers, PushSumOptions options);
   ~PushSumGossip() override;
 
   void on_start(Worker& worker) override;
@@ -49,7 +49,7 @@ class PushSumGossip : public TrainingScheme {
   void on_message(int rank, Message&& message);
   void try_mix(int rank);
 
-  std::vector<Messenger*> messengers_;
+  std::vector<Endpoint*> messengers_;
   PushSumOptions options_;
   ExponentialGraph graph_;
   std::vector<std::unique_ptr<Node>> nodes_;

@@ -5,7 +5,7 @@
 
 #include <ATen/ATen.h>
 
-#include "nodes/Messenger.h"
+#include "nodes/Endpoint.h"
 
 namespace gradwire {
 
@@ -28,7 +28,7 @@ struct RingAllReduce::RankState {
   std::map<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>, Message> inbox;
 };
 
-RingAllReduce::RingAllReduce(std::vector<Messenger*> messengers, std::vector<Codec*> codecs)
+RingAllReduce::RingAllReduce(std::vector<Endpoint*> messengers, std::vector<Codec*> codecs)
     : messengers_(std::move(messengers)), codecs_(std::move(codecs)) {
   if (messengers_.size() != codecs_.size() || messengers_.empty()) {
     throw std::invalid_argument("RingAllReduce: need one messenger and one codec per worker");

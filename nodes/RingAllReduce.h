@@ -25,13 +25,13 @@
 
 namespace gradwire {
 
-class Messenger;
+class Endpoint;
 
 class RingAllReduce : public Collective {
  public:
   /// `messengers[r]` is worker r's host messenger; `codecs[r]` its codec. Both must outlive the
   /// collective. Installs message handlers on the messengers.
-  RingAllReduce(std::vector<Messenger*> messengers, std::vector<Codec*> codecs);
+  RingAllReduce(std::vector<Endpoint*> messengers, std::vector<Codec*> codecs);
   ~RingAllReduce() override;
 
   void contribute(int rank, std::int64_t step, const at::Tensor& gradient, Done done) override;
@@ -43,7 +43,7 @@ class RingAllReduce : public Collective {
   void advance(int rank);
   void finish(int rank);
 
-  std::vector<Messenger*> messengers_;
+  std::vector<Endpoint*> messengers_;
   std::vector<Codec*> codecs_;
   std::vector<std::unique_ptr<RankState>> ranks_;
 };

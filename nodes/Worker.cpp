@@ -7,7 +7,7 @@
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
-#include "nodes/Messenger.h"
+#include "nodes/Endpoint.h"
 #include "nodes/Model.h"
 #include "nodes/ShardLoader.h"
 #include "nodes/TrainingScheme.h"
@@ -28,7 +28,7 @@ Worker::~Worker() = default;
 
 void Worker::Setup(const WorkerOptions& options, std::shared_ptr<Model> model,
                    std::unique_ptr<ShardLoader> loader, TrainingScheme* scheme,
-                   Messenger* messenger, ComputeTimeModel compute_time, torch::Device device,
+                   Endpoint* messenger, ComputeTimeModel compute_time, torch::Device device,
                    WallClockAccount* account, std::function<void(const StepRecord&)> on_step,
                    std::function<void(int)> on_finished) {
   options_ = options;

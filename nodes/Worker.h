@@ -25,7 +25,7 @@ class SGD;
 
 namespace gradwire {
 
-class Messenger;
+class Endpoint;
 class Model;
 class ShardLoader;
 class TrainingScheme;
@@ -67,7 +67,7 @@ class Worker : public ns3::Application {
   /// Everything must outlive the simulation run. `on_step` is called after each update;
   /// `on_finished` after the last.
   void Setup(const WorkerOptions& options, std::shared_ptr<Model> model,
-             std::unique_ptr<ShardLoader> loader, TrainingScheme* scheme, Messenger* messenger,
+             std::unique_ptr<ShardLoader> loader, TrainingScheme* scheme, Endpoint* messenger,
              ComputeTimeModel compute_time, torch::Device device, WallClockAccount* account,
              std::function<void(const StepRecord&)> on_step, std::function<void(int)> on_finished);
 
@@ -79,7 +79,7 @@ class Worker : public ns3::Application {
   std::int64_t total_steps() const { return options_.steps; }
   /// Training loss of the step in progress (the latest forward pass).
   double last_loss() const { return current_.loss; }
-  Messenger& messenger() { return *messenger_; }
+  Endpoint& messenger() { return *messenger_; }
 
   // --- for training schemes ---
   /// Applies `update` (flat, same layout as the gradient) with the worker's optimizer
@@ -106,7 +106,7 @@ class Worker : public ns3::Application {
   std::unique_ptr<ShardLoader> loader_;
   std::unique_ptr<torch::optim::SGD> optimizer_;
   TrainingScheme* scheme_ = nullptr;
-  Messenger* messenger_ = nullptr;
+  Endpoint* messenger_ = nullptr;
   ComputeTimeModel compute_time_;
   torch::Device device_{torch::kCPU};
   WallClockAccount* account_ = nullptr;

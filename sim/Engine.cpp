@@ -132,9 +132,9 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
 
   WallClockAccount torch_account;  // LibTorch training and codec work inside the event loop
   WallClockAccount eval_account;
-  std::vector<Messenger*> worker_messengers;
+  std::vector<Endpoint*> worker_messengers;
   for (int r = 0; r < n; ++r) worker_messengers.push_back(ns3::PeekPointer(messengers[r]));
-  Messenger* server_messenger = with_server ? ns3::PeekPointer(messengers[n]) : nullptr;
+  Endpoint* server_messenger = with_server ? ns3::PeekPointer(messengers[n]) : nullptr;
   MetricsRecorder recorder(sc, numel, progress, wall_start);
 
   // The training scheme: a synchronous collective, or a scheme with its own protocol.

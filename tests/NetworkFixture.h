@@ -22,8 +22,8 @@ struct StarWithMessengers {
   }
   ~StarWithMessengers() { ns3::Simulator::Destroy(); }
 
-  std::vector<Messenger*> raw(std::size_t first, std::size_t count) const {
-    std::vector<Messenger*> out;
+  std::vector<Endpoint*> raw(std::size_t first, std::size_t count) const {
+    std::vector<Endpoint*> out;
     for (std::size_t i = first; i < first + count; ++i) out.push_back(ns3::PeekPointer(messengers[i]));
     return out;
   }

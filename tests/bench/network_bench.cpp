@@ -26,7 +26,7 @@ double simulate(bool ring, int n, std::int64_t numel, std::uint32_t mtu, double 
   const int hosts = n + (ring ? 0 : 1);
   EthernetNetwork network(config, static_cast<std::size_t>(hosts));
   const auto messengers = Messenger::InstallOnHosts(network);
-  std::vector<Messenger*> raw;
+  std::vector<Endpoint*> raw;
   for (const auto& m : messengers) raw.push_back(ns3::PeekPointer(m));
   const auto spec = CodecRegistry::builtin().resolve({{"kind", "none"}}, "codec");
   std::vector<std::unique_ptr<Codec>> codecs;
@@ -39,7 +39,7 @@ double simulate(bool ring, int n, std::int64_t numel, std::uint32_t mtu, double 
   if (ring) {
     collective = std::make_unique<RingAllReduce>(raw, codec_ptrs);
   } else {
-    std::vector<Messenger*> workers(raw.begin(), raw.begin() + n);
+    std::vector<Endpoint*> workers(raw.begin(), raw.begin() + n);
     collective = std::make_unique<ParameterServer>(workers, raw[n], codec_ptrs, codecs[n].get());
   }
   const at::Tensor grad = torch::ones({numel});
