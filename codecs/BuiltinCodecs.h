@@ -13,4 +13,10 @@ void register_sparsifiers(CodecRegistry& registry);
 /// topk_natural / compose, fp16, bf16 (codecs/Quantizers.cpp).
 void register_quantizers(CodecRegistry& registry);
 
+/// powersgd, gradiveq: codecs that exploit correlation (codecs/CorrelationCodecs.cpp).
+void register_correlation_codecs(CodecRegistry& registry);
+
+/// lgc_ps, lgc_ring: Learned Gradient Compression (codecs/LearnedCodecs.cpp).
+void register_learned_codecs(CodecRegistry& registry);
+
 }  // namespace gradwire

@@ -114,6 +114,12 @@ class Codec {
   virtual std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
                                            const std::vector<std::int64_t>& bounds);
 
+  /// Called with the update every worker applies at the end of each synchronous step (and on
+  /// the server's instance of a parameter server). Codecs that learn from aggregated
+  /// gradients (GradiVeQ fits its basis on them) keep what they need; all workers see the
+  /// same update, so what they learn stays identical without extra traffic.
+  virtual void observe_aggregate(const torch::Tensor& /*update*/) {}
+
   /// Serialises this worker's codec state (residual, momentum, step counter, ...) so a tool
   /// can carry it across processes (`gradwire codec encode --state FILE`). Stateless codecs
   /// return no bytes. The format is the codec's own (see codecs/CodecState.h).

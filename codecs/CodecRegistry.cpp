@@ -160,6 +160,8 @@ CodecRegistry make_builtin() {
       }});
   register_sparsifiers(r);
   register_quantizers(r);
+  register_correlation_codecs(r);
+  register_learned_codecs(r);
   return r;
 }
 
@@ -255,12 +257,22 @@ nlohmann::json CodecRegistry::resolve(const nlohmann::json& object,
   ef.name = kErrorFeedbackKey;
   ef.type = CodecParam::Type::kBool;
   const auto ef_value = object.find(kErrorFeedbackKey);
-  out[kErrorFeedbackKey] =
-      ef_value == object.end() ? json(false) : check_param(ef, *ef_value, at(kErrorFeedbackKey));
+  out[kErrorFeedbackKey] = ef_value == object.end()
+                               ? json(info->own_error_feedback && info->error_feedback_default)
+                               : check_param(ef, *ef_value, at(kErrorFeedbackKey));
   // `zstd` appears in the resolved object only when given (absent = off), so resolved
   // scenarios written before the stage existed stay unchanged.
   const auto zstd_value = object.find(kZstdKey);
   if (zstd_value != object.end()) out[kZstdKey] = check_param(ef, *zstd_value, at(kZstdKey));
+  if (info->multi_round && out.value(kZstdKey, false)) {
+    throw ConfigError(at(kZstdKey), "\"" + name + "\" exchanges several rounds per step; the zstd "
+                                    "stage can only wrap single-payload codecs");
+  }
+  if (info->multi_round && !info->own_error_feedback && out.at(kErrorFeedbackKey).get<bool>()) {
+    throw ConfigError(at(kErrorFeedbackKey),
+                      "\"" + name + "\" exchanges several rounds per step and cannot be wrapped "
+                      "in error feedback");
+  }
   return out;
 }
 
@@ -271,7 +283,7 @@ std::unique_ptr<Codec> CodecRegistry::create(const nlohmann::json& resolved,
   const json r = resolve(resolved, "codec");
   const CodecInfo* info = find(r.at(kKindKey).get<std::string>());
   std::unique_ptr<Codec> codec = info->make(r, ctx);
-  if (r.at(kErrorFeedbackKey).get<bool>()) {
+  if (!info->own_error_feedback && r.at(kErrorFeedbackKey).get<bool>()) {
     codec = std::make_unique<ErrorFeedback>(std::move(codec));
   }
   if (r.value(kZstdKey, false)) {

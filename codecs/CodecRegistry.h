@@ -58,6 +58,13 @@ struct CodecInfo {
   std::vector<CodecParam> params;
   /// Builds a codec from a fully resolved parameter object (all params present, validated).
   std::function<std::unique_ptr<Codec>(const nlohmann::json& params, const CodecContext&)> make;
+  /// True for MultiRoundCodec implementations: the collectives drive their rounds, so they
+  /// cannot sit inside the error-feedback or zstd wrappers (which would hide the rounds).
+  bool multi_round = false;
+  /// The codec reads the `error_feedback` key itself (keeping its own error buffer, as
+  /// PowerSGD does) instead of being wrapped; `error_feedback_default` is then its default.
+  bool own_error_feedback = false;
+  bool error_feedback_default = false;
 };
 
 class CodecRegistry {

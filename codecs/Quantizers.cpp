@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codecs/BuiltinCodecs.h"
+#include "codecs/CodecParams.h"
 #include "codecs/CodecRegistry.h"
 #include "codecs/ComposedCodec.h"
 #include "codecs/ConfigError.h"
@@ -25,57 +26,11 @@ namespace {
 
 using nlohmann::json;
 
-CodecParam number(std::string name, double value, double min, double max, std::string help,
-                  bool min_exclusive = false) {
-  CodecParam p;
-  p.name = std::move(name);
-  p.type = CodecParam::Type::kNumber;
-  p.default_value = value;
-  p.min = min;
-  p.max = max;
-  p.min_exclusive = min_exclusive;
-  p.help = std::move(help);
-  return p;
-}
-
-CodecParam integer(std::string name, std::int64_t value, double min, double max, std::string help) {
-  CodecParam p;
-  p.name = std::move(name);
-  p.type = CodecParam::Type::kInteger;
-  p.default_value = value;
-  p.min = min;
-  p.max = max;
-  p.help = std::move(help);
-  return p;
-}
-
-CodecParam choice(std::string name, std::string value, std::vector<std::string> choices, std::string help) {
-  CodecParam p;
-  p.name = std::move(name);
-  p.type = CodecParam::Type::kString;
-  p.default_value = std::move(value);
-  p.choices = std::move(choices);
-  p.help = std::move(help);
-  return p;
-}
-
-CodecParam boolean(std::string name, bool value, std::string help) {
-  CodecParam p;
-  p.name = std::move(name);
-  p.type = CodecParam::Type::kBool;
-  p.default_value = value;
-  p.help = std::move(help);
-  return p;
-}
-
-CodecParam codec(std::string name, json value, std::string help) {
-  CodecParam p;
-  p.name = std::move(name);
-  p.type = CodecParam::Type::kCodec;
-  p.default_value = std::move(value);
-  p.help = std::move(help);
-  return p;
-}
+using params::boolean;
+using params::choice;
+using params::codec;
+using params::integer;
+using params::number;
 
 /// Methods whose definition includes error feedback (1-bit SGD, EF-signSGD, top-k + natural
 /// dithering) always get exactly one ErrorFeedback: here when the object says

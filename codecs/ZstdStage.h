@@ -31,6 +31,7 @@ class ZstdStage : public Codec {
   torch::Tensor finalize(torch::Tensor sum, int workers) const override;
   double last_density() const override { return inner_->last_density(); }
   bool applies_momentum() const override { return inner_->applies_momentum(); }
+  void observe_aggregate(const torch::Tensor& update) override { inner_->observe_aggregate(update); }
   std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
                                    const std::vector<std::int64_t>& bounds) override;
   Bytes save_state() const override { return inner_->save_state(); }

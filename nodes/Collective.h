@@ -39,7 +39,7 @@ class Collective {
   /// figure a compression ratio is computed from.
   std::uint64_t encoded_bytes() const { return encoded_bytes_; }
 
-  /// Size of the payload(s) worker `rank` encoded for its latest contribution.
+  /// Size of the payload(s) worker `rank` encoded for its latest contribution (all rounds).
   std::uint64_t last_payload_bytes(int rank) const {
     return rank >= 0 && static_cast<std::size_t>(rank) < last_payload_.size() ? last_payload_[rank] : 0;
   }
@@ -49,9 +49,15 @@ class Collective {
   std::uint64_t encoded_bytes_ = 0;
   std::vector<std::uint64_t> last_payload_;  // per rank; collectives size it
 
+  /// Starts worker `rank`'s count for a new step.
+  void reset_payload(int rank) {
+    if (static_cast<std::size_t>(rank) >= last_payload_.size()) last_payload_.resize(rank + 1, 0);
+    last_payload_[rank] = 0;
+  }
+  /// Adds one round's encoded bytes (multi-round codecs call this once per round).
   void count_payload(int rank, std::uint64_t bytes) {
     if (static_cast<std::size_t>(rank) >= last_payload_.size()) last_payload_.resize(rank + 1, 0);
-    last_payload_[rank] = bytes;
+    last_payload_[rank] += bytes;
     encoded_bytes_ += bytes;
   }
 };
