@@ -5,6 +5,7 @@
 
 #include "codecs/AdaCompCodec.h"
 #include "codecs/BuiltinCodecs.h"
+#include "codecs/CodecParams.h"
 #include "codecs/CodecRegistry.h"
 #include "codecs/ConfigError.h"
 #include "codecs/DgcCodec.h"
@@ -18,49 +19,10 @@ namespace gradwire {
 namespace {
 
 using nlohmann::json;
-
-CodecParam number(const std::string& name, double def, double min, double max, bool min_excl,
-                  const std::string& help) {
-  CodecParam p;
-  p.name = name;
-  p.type = CodecParam::Type::kNumber;
-  p.default_value = def;
-  p.min = min;
-  p.max = max;
-  p.min_exclusive = min_excl;
-  p.help = help;
-  return p;
-}
-
-CodecParam integer(const std::string& name, std::int64_t def, double min, const std::string& help) {
-  CodecParam p;
-  p.name = name;
-  p.type = CodecParam::Type::kInteger;
-  p.default_value = def;
-  p.min = min;
-  p.help = help;
-  return p;
-}
-
-CodecParam boolean(const std::string& name, bool def, const std::string& help) {
-  CodecParam p;
-  p.name = name;
-  p.type = CodecParam::Type::kBool;
-  p.default_value = def;
-  p.help = help;
-  return p;
-}
-
-CodecParam choice(const std::string& name, const std::string& def,
-                  std::vector<std::string> choices, const std::string& help) {
-  CodecParam p;
-  p.name = name;
-  p.type = CodecParam::Type::kString;
-  p.default_value = def;
-  p.choices = std::move(choices);
-  p.help = help;
-  return p;
-}
+using params::boolean;
+using params::choice;
+using params::integer;
+using params::number;
 
 CodecParam values_param() {
   return choice("values", "fp32", {"fp32", "fp16"}, "value precision on the wire (fp16 halves it)");
@@ -79,17 +41,17 @@ void register_sparsifiers(CodecRegistry& registry) {
       "Deep Gradient Compression (Lin et al. 2018): momentum correction, local clipping, "
       "momentum factor masking, warm-up density schedule; sampled threshold with exact top-k "
       "fallback; 1-D params dense. Compact sparse wire. Runs SGD without optimizer momentum.",
-      {number("density", 0.001, 0.0, 1.0, true, "steady-state fraction sent per tensor (paper: 0.1%)"),
+      {number("density", 0.001, 0.0, 1.0, "steady-state fraction sent per tensor (paper: 0.1%)", true),
        boolean("momentum_correction", true, "accumulate velocity u = m u + g, v += u (and drop optimizer momentum)"),
-       number("momentum", 0.9, 0.0, 0.999, false, "momentum m used by the correction (the training momentum)"),
+       number("momentum", 0.9, 0.0, 0.999, "momentum m used by the correction (the training momentum)", false),
        boolean("nesterov", false, "Nesterov momentum correction: u = (u + g) m; v += u + g"),
        boolean("momentum_masking", true, "zero u (and v) where values were sent"),
-       number("clip_norm", 0.0, 0.0, 1e30, false, "local gradient clipping at clip_norm * N^-1/2 (0: off)"),
+       number("clip_norm", 0.0, 0.0, 1e30, "local gradient clipping at clip_norm * N^-1/2 (0: off)", false),
        boolean("warmup", true, "warm-up: one density of warmup_densities per stage, then density"),
        choice("warmup_densities", "0.25,0.0625,0.015625,0.004", {},
               "comma-separated warm-up densities, one per stage (paper: 25%, 6.25%, 1.5625%, 0.4%)"),
-       integer("warmup_stage_steps", 0, 0, "steps per warm-up stage (0: one epoch of the worker's shard)"),
-       number("sample_ratio", 0.01, 0.0, 1.0, true, "fraction of each tensor sampled for the threshold (reference code: 1%)"),
+       integer("warmup_stage_steps", 0, 0, 1e300, "steps per warm-up stage (0: one epoch of the worker's shard)"),
+       number("sample_ratio", 0.01, 0.0, 1.0, "fraction of each tensor sampled for the threshold (reference code: 1%)", true),
        boolean("dense_1d", true, "send biases and normalisation parameters dense"),
        values_param()},
       [](const json& p, const CodecContext& ctx) -> std::unique_ptr<Codec> {
@@ -118,8 +80,8 @@ void register_sparsifiers(CodecRegistry& registry) {
       "Gradient Dropping (Aji & Heafield 2017): residual accumulation, drop the drop_ratio "
       "smallest magnitudes using a threshold from a 0.1% sample, per layer or global. Compact "
       "sparse wire.",
-      {number("drop_ratio", 0.99, 0.0, 1.0, false, "fraction dropped (paper: 99%); must be < 1"),
-       number("sample_ratio", 0.001, 0.0, 1.0, true, "fraction sampled for the threshold (paper: 0.1%)"),
+      {number("drop_ratio", 0.99, 0.0, 1.0, "fraction dropped (paper: 99%); must be < 1", false),
+       number("sample_ratio", 0.001, 0.0, 1.0, "fraction sampled for the threshold (paper: 0.1%)", true),
        choice("scope", "layer", {"layer", "global"}, "one threshold per parameter tensor, or one for all"),
        values_param()},
       [](const json& p, const CodecContext& ctx) -> std::unique_ptr<Codec> {
@@ -137,10 +99,10 @@ void register_sparsifiers(CodecRegistry& registry) {
       "SDAGC (Chen et al. 2020): per-layer threshold lambda * std of the accumulated gradient, "
       "residual accumulation, local clipping, momentum compensation, optional learning-rate "
       "revision. Compact sparse wire. Runs SGD without optimizer momentum.",
-      {number("lambda", 3.0, 0.0, 1e6, true, "threshold in standard deviations of the layer's accumulated gradient"),
+      {number("lambda", 3.0, 0.0, 1e6, "threshold in standard deviations of the layer's accumulated gradient", true),
        boolean("momentum_compensation", true, "momentum inside the codec (u = m u + g; v += u), masked where sent"),
-       number("momentum", 0.9, 0.0, 0.999, false, "momentum used by the compensation"),
-       number("clip_norm", 0.0, 0.0, 1e30, false, "local gradient clipping at clip_norm * N^-1/2 (0: off)"),
+       number("momentum", 0.9, 0.0, 0.999, "momentum used by the compensation", false),
+       number("clip_norm", 0.0, 0.0, 1e30, "local gradient clipping at clip_norm * N^-1/2 (0: off)", false),
        boolean("lr_revision", false, "cap each layer's sent step at its dense momentum step; rest stays in the residual"),
        values_param()},
       [](const json& p, const CodecContext& ctx) -> std::unique_ptr<Codec> {
@@ -158,8 +120,8 @@ void register_sparsifiers(CodecRegistry& registry) {
       "adacomp",
       "AdaComp (Chen et al. 2018): bin-local residue selection (|G + g| >= bin max |G|), sign + "
       "one scale per tensor on the wire, self-adjusting rate. Not summable.",
-      {integer("bin_conv", 50, 1, "bin length L_T for convolutional (4-D) weights (paper: 50)"),
-       integer("bin_fc", 500, 1, "bin length L_T for other parameters: fully connected, recurrent (paper: 500)")},
+      {integer("bin_conv", 50, 1, 1e300, "bin length L_T for convolutional (4-D) weights (paper: 50)"),
+       integer("bin_fc", 500, 1, 1e300, "bin length L_T for other parameters: fully connected, recurrent (paper: 500)")},
       [](const json& p, const CodecContext& ctx) -> std::unique_ptr<Codec> {
         AdaCompOptions o;
         o.bin_conv = p.at("bin_conv").get<std::int64_t>();
@@ -172,7 +134,7 @@ void register_sparsifiers(CodecRegistry& registry) {
       "random-k: positions from a seed shared by all workers (same step and slice, same "
       "positions), values only on the wire (12 + 12 + 4k bytes), summable in ring all-reduce. "
       "Use with error_feedback or scale.",
-      {number("ratio", 0.01, 0.0, 1.0, true, "fraction of elements sent: k = max(1, round(ratio * n))"),
+      {number("ratio", 0.01, 0.0, 1.0, "fraction of elements sent: k = max(1, round(ratio * n))", true),
        boolean("scale", false, "send (n/k) * values: unbiased without error feedback")},
       [](const json& p, const CodecContext& ctx) -> std::unique_ptr<Codec> {
         return std::make_unique<RandomKCodec>(p.at("ratio").get<double>(), p.at("scale").get<bool>(), ctx);

@@ -8,7 +8,9 @@
 #include "codecs/ConfigError.h"
 #include "sim/CodecCommand.h"
 #include "sim/Engine.h"
+#include "sim/ProcessRun.h"
 #include "sim/ScenarioLoader.h"
+#include "sim/ServiceCommands.h"
 #include "sim/StudyCommands.h"
 
 namespace gradwire {
@@ -73,6 +75,10 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   run->add_option("--out", out_dir, "parent folder for the run folder (default: output.dir)");
   run->add_option("--set", overrides, "override a scenario value: path.to.key=value (repeatable)");
   run->add_flag("--quiet,-q", quiet, "no progress lines on stderr");
+  bool processes = false;
+  run->add_flag("--processes", processes,
+                "one `gradwire worker` process per worker (and server), the network served to "
+                "them over ZeroMQ on loopback; same results as in-process");
 
   std::string validate_file;
   std::vector<std::string> validate_overrides;
@@ -94,6 +100,13 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   ReportCommandOptions report_options;
   CLI::App* report_command = add_report_command(app, report_options);
 
+  ServeCommandOptions serve_options;
+  CLI::App* serve_command = add_serve_command(app, serve_options);
+  WorkerProcessOptions worker_options;
+  CLI::App* worker_command = add_worker_command(app, worker_options);
+  KeygenCommandOptions keygen_options;
+  CLI::App* keygen_command = add_keygen_command(app, keygen_options);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -105,6 +118,11 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (*run) {
       Scenario scenario = load(file, overrides);
       const std::string parent = out_dir.empty() ? scenario.output_dir : out_dir;
+      if (processes) {
+        RunResult result = run_with_processes(scenario, parent, quiet ? nullptr : &err, err);
+        out << "results: " << result.directory << "\n";
+        return kExitOk;
+      }
       Engine engine(scenario);
       RunResult result = engine.run(parent, quiet ? nullptr : &err);
       out << "results: " << result.directory << "\n";
@@ -125,6 +143,9 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (*codec_command) return run_codec_command(codec_options, out, err);
     if (*sweep_command) return run_sweep_command(sweep_options, out, err);
     if (*report_command) return run_report_command(report_options, out, err);
+    if (*serve_command) return run_serve_command(serve_options, out, err);
+    if (*worker_command) return run_worker_process(worker_options, err);
+    if (*keygen_command) return run_keygen_command(keygen_options, out);
     if (*codecs) {
       list_codecs(out, codecs_json);
       return kExitOk;

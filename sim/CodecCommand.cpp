@@ -167,10 +167,31 @@ CLI::App* add_codec_command(CLI::App& app, CodecCommandOptions& o) {
   sub->add_option("--rank", o.rank, "worker rank the codec acts for, default 0");
   sub->add_option("--workers", o.workers, "number of workers (DGC's clipping), default 1")
       ->check(CLI::PositiveNumber);
+  sub->add_option("--shape", o.shape,
+                  "tensor shape for layout-aware codecs such as powersgd, e.g. --shape 64 128 "
+                  "(give the same shape to encode and decode)");
   sub->add_option("--max-elements", o.max_elements,
                   "largest element count decode accepts, default 2^28");
   return sub;
 }
+
+namespace {
+/// One layer of `shape` (no layout for 1-D shapes, as before shapes were read: layout-aware
+/// codecs would otherwise treat a plain vector as a bias); its size must be the array's.
+std::vector<LayerSlice> layout_of(const std::vector<std::int64_t>& shape, std::int64_t numel) {
+  if (shape.size() < 2) return {};
+  std::int64_t count = 1;
+  for (auto d : shape) {
+    if (d < 1) throw InputError("--shape: dimensions must be >= 1");
+    count *= d;
+  }
+  if (count != numel) {
+    throw InputError("--shape describes " + std::to_string(count) + " elements, the data has " +
+                     std::to_string(numel));
+  }
+  return {LayerSlice{"array", 0, shape}};
+}
+}  // namespace
 
 int run_codec_command(const CodecCommandOptions& o, std::ostream& out, std::ostream& err) {
   try {
@@ -184,6 +205,7 @@ int run_codec_command(const CodecCommandOptions& o, std::ostream& out, std::ostr
       std::vector<std::int64_t> shape;
       std::vector<float> values = read_npy_f32(o.in, &shape);
       ctx.numel = static_cast<std::int64_t>(values.size());
+      ctx.layers = layout_of(o.shape, ctx.numel);
       std::unique_ptr<Codec> codec = registry.create(resolved, ctx);
       if (!o.state.empty()) {
         std::ifstream probe(o.state, std::ios::binary);
@@ -208,10 +230,12 @@ int run_codec_command(const CodecCommandOptions& o, std::ostream& out, std::ostr
                         " elements, more than --max-elements " + std::to_string(o.max_elements));
     }
     ctx.numel = static_cast<std::int64_t>(h.numel);
+    ctx.layers = layout_of(o.shape, ctx.numel);
     std::unique_ptr<Codec> codec = registry.create(resolved, ctx);
     const torch::Tensor t = codec->decode(ByteSpan(payload)).contiguous();
     const float* p = t.data_ptr<float>();
-    write_npy_f32(o.out, std::vector<float>(p, p + t.numel()), {t.numel()});
+    write_npy_f32(o.out, std::vector<float>(p, p + t.numel()),
+                  o.shape.empty() ? std::vector<std::int64_t>{t.numel()} : o.shape);
     out << "decoded " << t.numel() << " elements\n";
     return kExitOk;
   } catch (const ConfigError& e) {

@@ -36,6 +36,9 @@ struct CodecCommandOptions {
   int rank = 0;
   int workers = 1;
   std::uint64_t max_elements = std::uint64_t{1} << 28;  ///< decode allocation bound
+  /// Tensor shape for layout-aware codecs (powersgd views [n, ...] as n x m); payloads carry
+  /// only the element count, so encode and decode take the same --shape. Empty: no layout.
+  std::vector<std::int64_t> shape;
 };
 
 /// Registers the `codec` subcommand on `app`, storing what it parses in `options` (which must

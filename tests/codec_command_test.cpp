@@ -83,6 +83,30 @@ TEST_F(CodecCommand, EncodeDecodeMatchesTheLibraryAndCarriesState) {
   EXPECT_TRUE(torch::equal(torch::from_blob(const_cast<float*>(back.data()), {static_cast<std::int64_t>(n)}), t));
 }
 
+TEST_F(CodecCommand, PowerSgdUsesTheGivenShape) {
+  // A rank-2 matrix: PowerSGD with rank 2 reconstructs it (nearly) exactly in one call.
+  torch::manual_seed(4);
+  const torch::Tensor m = torch::randn({60, 2}).mm(torch::randn({2, 80})).contiguous();
+  const std::vector<float> g(m.data_ptr<float>(), m.data_ptr<float>() + m.numel());
+  write_npy_f32(path("m.npy"), g, {60, 80});
+  const Result e = cli({"codec", "encode", "--codec", "powersgd", "--shape", "60", "80", "--in",
+                        path("m.npy"), "--out", path("p.bin")});
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_EQ(slurp(path("p.bin")).size(), 12u + 4u + 4u * (60u + 80u) * 2u);
+  const Result d = cli({"codec", "decode", "--codec", "powersgd", "--shape", "60", "80", "--in",
+                        path("p.bin"), "--out", path("d.npy")});
+  ASSERT_EQ(d.code, 0) << d.err;
+  std::vector<std::int64_t> shape;
+  const std::vector<float> back = read_npy_f32(path("d.npy"), &shape);
+  EXPECT_EQ(shape, (std::vector<std::int64_t>{60, 80}));
+  EXPECT_TRUE(torch::allclose(torch::from_blob(const_cast<float*>(back.data()), {60, 80}), m, 1e-3, 1e-3));
+  // A shape that does not match the data is bad input.
+  const Result bad = cli({"codec", "encode", "--codec", "powersgd", "--shape", "7", "7", "--in",
+                          path("m.npy"), "--out", path("p.bin")});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--shape"), std::string::npos) << bad.err;
+}
+
 TEST_F(CodecCommand, TopKWithErrorFeedbackAndZstd) {
   std::vector<float> g = random_values(5000, 3);
   write_npy_f32(path("g.npy"), g, {5000});
