@@ -111,6 +111,8 @@ class Codec {
   /// Encodes `grad` cut at `bounds` (bounds.front() == 0, bounds.back() == numel, ascending)
   /// into one payload per chunk, as ring reduce-scatter needs. The default encodes each slice
   /// independently; stateful wrappers override it so their state covers the whole gradient.
+  /// A codec may move the cuts (GradiVeQ cuts at whole slices) but must return
+  /// bounds.size() - 1 payloads that decode to consecutive ranges covering the gradient.
   virtual std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
                                            const std::vector<std::int64_t>& bounds);
 

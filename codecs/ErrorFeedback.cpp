@@ -51,11 +51,21 @@ std::vector<Bytes> ErrorFeedback::encode_chunks(const torch::Tensor& grad,
   // The inner codec's own chunking (its encode per slice by default).
   std::vector<Bytes> payloads = inner_->encode_chunks(acc, bounds);
   torch::Tensor& e = *residual_;
-  for (std::size_t i = 0; i + 1 < bounds.size(); ++i) {
-    const std::int64_t begin = bounds[i];
-    const std::int64_t len = bounds[i + 1] - begin;
+  // Chunks are consecutive, but a codec may cut them elsewhere than `bounds` (GradiVeQ cuts
+  // at whole slices): each chunk covers as many elements as it decodes to.
+  std::int64_t begin = 0;
+  for (const Bytes& payload : payloads) {
+    const torch::Tensor decoded = inner_->decode(payload);
+    const std::int64_t len = decoded.numel();
+    if (begin + len > grad.numel()) {
+      throw std::logic_error(name() + " encode_chunks: chunks cover more than the gradient");
+    }
     // e's slice is a view: copy_ writes the new residual in place, chunk by chunk.
-    e.narrow(0, begin, len).copy_(acc.narrow(0, begin, len) - inner_->decode(payloads[i]));
+    e.narrow(0, begin, len).copy_(acc.narrow(0, begin, len) - decoded);
+    begin += len;
+  }
+  if (begin != grad.numel()) {
+    throw std::logic_error(name() + " encode_chunks: chunks do not cover the gradient");
   }
   return payloads;
 }

@@ -351,6 +351,9 @@ TEST(EndToEnd, PowerSgdAndGradiVeQTrainWithinAFewPointsOfNone) {
       {{{"kind", "powersgd"}, {"rank", 2}}, "ring"},
       {{{"kind", "powersgd"}, {"rank", 2}}, "ps"},
       {{{"kind", "gradiveq"}, {"slice", 32}, {"components", 8}, {"warmup_steps", 30}}, "ring"},
+      // Error feedback around slice-aligned ring chunks.
+      {{{"kind", "gradiveq"}, {"slice", 32}, {"components", 4}, {"warmup_steps", 30},
+        {"error_feedback", true}}, "ring"},
       {{{"kind", "gradiveq"}, {"slice", 32}, {"components", 8}, {"warmup_steps", 30},
         {"qsgd_levels", 16}}, "ps"}};
   for (const auto& [codec, topology] : cases) {
