@@ -5,11 +5,13 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <ATen/Parallel.h>
 #include <torch/types.h>
 
 #include "codecs/CodecState.h"
 #include "codecs/GradientChecks.h"
 #include "codecs/MomentumCorrection.h"
+#include "codecs/TopKCodec.h"
 
 namespace gradwire {
 
@@ -71,6 +73,19 @@ double DgcCodec::density_at(std::int64_t step) const {
   return options_.density;
 }
 
+namespace {
+
+/// How many contiguous pieces a pass over n elements is split into: one per intra-op thread
+/// (at::get_num_threads(): compute.threads in a run), at least kMinPieceElements each, so
+/// small tensors stay on the calling thread. The result never depends on it.
+constexpr std::int64_t kMinPieceElements = std::int64_t{1} << 20;
+int pieces_for(std::int64_t n) {
+  const std::int64_t by_size = std::max<std::int64_t>(1, n / kMinPieceElements);
+  return static_cast<int>(std::min<std::int64_t>(at::get_num_threads(), by_size));
+}
+
+}  // namespace
+
 Bytes DgcCodec::encode(const torch::Tensor& grad) {
   check_gradient(grad, "dgc encode");
   const std::int64_t n = grad.numel();
@@ -85,34 +100,95 @@ Bytes DgcCodec::encode(const torch::Tensor& grad) {
   float* u = u_->data_ptr<float>();
   float* v = v_->data_ptr<float>();
 
-  // Local gradient clipping with the threshold scaled by N^-1/2 (paper section 3.2).
+  // Local gradient clipping with the threshold scaled by N^-1/2 (paper section 3.2). Four
+  // independent double accumulators: the sum vectorises instead of waiting on one chain.
   float scale = 1.0f;
   if (options_.clip_norm > 0.0) {
-    double sq = 0.0;
-    for (std::int64_t i = 0; i < n; ++i) sq += static_cast<double>(g[i]) * g[i];
-    const double norm = std::sqrt(sq);
+    double acc[4] = {0.0, 0.0, 0.0, 0.0};
+    std::int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      for (int j = 0; j < 4; ++j) acc[j] += static_cast<double>(g[i + j]) * g[i + j];
+    }
+    for (; i < n; ++i) acc[0] += static_cast<double>(g[i]) * g[i];
+    const double norm = std::sqrt((acc[0] + acc[1]) + (acc[2] + acc[3]));
     const double limit = options_.clip_norm / std::sqrt(static_cast<double>(workers_));
     if (norm > limit) scale = static_cast<float>(limit / norm);
   }
   const float m = options_.momentum_correction ? static_cast<float>(options_.momentum) : 0.0f;
-  momentum_accumulate(u, v, g, n, m, options_.nesterov, scale);
+  const bool nesterov = options_.nesterov;
 
+  // Per segment, one pass over g, u, v: the momentum-corrected update fused with the selection
+  // scan. The threshold is estimated first from a sample of the *updated* v, computed at the
+  // sampled positions only (momentum_preview: the same arithmetic as the pass). The result is
+  // what momentum_accumulate over everything followed by dgc_select per segment gives.
   const std::vector<Segment> segments = plan_segments(layers_, n, options_.dense_1d);
   indices_.clear();
   values_.clear();
   stats_.clear();
   for (const Segment& s : segments) {
+    if (s.length <= 0) continue;
+    float* us = u + s.offset;
+    float* vs = v + s.offset;
+    const float* gs = g + s.offset;
+    const auto base = static_cast<std::uint32_t>(s.offset);
     const std::size_t first = indices_.size();
     if (s.dense) {
+      momentum_accumulate(us, vs, gs, s.length, m, nesterov, scale);
       for (std::int64_t i = 0; i < s.length; ++i) {
-        indices_.push_back(static_cast<std::uint32_t>(s.offset + i));
+        indices_.push_back(base + static_cast<std::uint32_t>(i));
       }
     } else {
       auto k = static_cast<std::int64_t>(std::llround(density * static_cast<double>(s.length)));
       k = std::clamp<std::int64_t>(k, 1, s.length);
       DgcSelectStats st;
-      dgc_select(v + s.offset, s.length, k, options_.sample_ratio, rng_,
-                 static_cast<std::uint32_t>(s.offset), indices_, &st);
+      if (dgc_exact_only(s.length, k, options_.sample_ratio)) {
+        momentum_accumulate(us, vs, gs, s.length, m, nesterov, scale);
+        st.exact_only = true;
+        st.count_before_fallback = k;
+        for (const std::uint32_t i : TopKCodec::select_largest(vs, s.length, k)) {
+          indices_.push_back(base + i);
+        }
+      } else {
+        const SamplePlan plan = plan_threshold_sample(s.length, options_.sample_ratio,
+                                                      kMinSamplesPerKept * k, rng_);
+        sample_keys_.resize(static_cast<std::size_t>(plan.count));
+        std::uint32_t* keys = sample_keys_.data();
+        const int pieces = pieces_for(plan.count * plan.stride);
+        at::parallel_for(0, pieces, 1, [&](std::int64_t b, std::int64_t e) {
+          for (std::int64_t p = b; p < e; ++p) {
+            for (std::int64_t j = plan.count * p / pieces; j < plan.count * (p + 1) / pieces; ++j) {
+              const std::int64_t i = plan.start + j * plan.stride;
+              keys[j] = magnitude_key(momentum_preview(us[i], vs[i], gs[i], m, nesterov, scale));
+            }
+          }
+        });
+        const std::uint32_t key = sample_threshold_key(sample_keys_, k, s.length);
+        // The pass, in up to `pieces` contiguous ranges (one per intra-op thread; the same
+        // result for any count): each appends its candidates to its own list, in order.
+        const int ranges = pieces_for(s.length);
+        if (piece_candidates_.size() < static_cast<std::size_t>(ranges)) {
+          piece_candidates_.resize(static_cast<std::size_t>(ranges));
+        }
+        const auto bound = [&](std::int64_t p) {
+          return p == ranges ? s.length : (s.length * p / ranges) / kScanBlock * kScanBlock;
+        };
+        at::parallel_for(0, ranges, 1, [&](std::int64_t b, std::int64_t e) {
+          for (std::int64_t p = b; p < e; ++p) {
+            const std::int64_t lo = bound(p);
+            std::vector<std::uint32_t>& out = piece_candidates_[static_cast<std::size_t>(p)];
+            out.clear();
+            momentum_accumulate_collect(us + lo, vs + lo, gs + lo, bound(p + 1) - lo, m,
+                                        nesterov, scale, key, static_cast<std::uint32_t>(lo),
+                                        out);
+          }
+        });
+        candidates_.clear();
+        for (int p = 0; p < ranges; ++p) {
+          const auto& part = piece_candidates_[static_cast<std::size_t>(p)];
+          candidates_.insert(candidates_.end(), part.begin(), part.end());
+        }
+        dgc_finish_rounds(vs, s.length, k, key, candidates_, base, indices_, st);
+      }
       stats_.push_back(st);
     }
     // Send v at the chosen indices; what the wire format rounds away stays in v (exactly 0

@@ -12,7 +12,12 @@
 //    the stage length is one epoch (CodecContext::steps_per_epoch) unless
 //    warmup_stage_steps says otherwise.
 // Per parameter tensor, the threshold is estimated from a sample with the exact top-k fallback
-// (ThresholdSampling.h). Biases and normalisation parameters (tensors with one dimension) travel
+// (ThresholdSampling.h). Speed: encode makes one pass over g, u, v per tensor (read g, u, v;
+// write u, v): the sample is taken first from the *updated* v at the sampled positions only
+// (momentum_preview), then the momentum update and the |v| >= threshold scan run fused
+// (momentum_accumulate_collect), split over the intra-op threads for tensors of millions of
+// elements; only the rare retry rounds rescan v, and scratch buffers live in the codec. The
+// result is bit for bit that of the unfused two-pass algorithm (tested). Biases and normalisation parameters (tensors with one dimension) travel
 // dense: for them v = u is sent every step and u is not masked, i.e. plain momentum SGD.
 //
 // Wire: the compact sparse format (CodecId::kCompactSparse, SparseWire.h), fp32 or fp16
@@ -90,6 +95,9 @@ class DgcCodec : public Codec {
   std::vector<std::uint32_t> indices_;
   std::vector<float> values_;
   std::vector<DgcSelectStats> stats_;
+  std::vector<std::uint32_t> sample_keys_;  ///< scratch, kept so encode does not allocate
+  std::vector<std::uint32_t> candidates_;   ///< scratch: entries over the threshold
+  std::vector<std::vector<std::uint32_t>> piece_candidates_;  ///< per parallel piece
 };
 
 }  // namespace gradwire

@@ -1,31 +1,95 @@
 #include "codecs/MomentumCorrection.h"
 
+#include <cstring>
 #include <stdexcept>
 
 #include <torch/types.h>
 
 #include "codecs/CodecState.h"
 #include "codecs/GradientChecks.h"
+#include "codecs/ThresholdSampling.h"
 
 namespace gradwire {
+
+namespace {
+
+/// One element of momentum_accumulate; Variant 0: momentum == 0, 1: plain, 2: Nesterov. Must
+/// stay the same arithmetic as momentum_preview (and momentum_accumulate).
+template <int Variant>
+inline float update_one(float& u, float& v, float g, float momentum, float g_scale) {
+  if constexpr (Variant == 0) {
+    v += g_scale * g;
+  } else if constexpr (Variant == 1) {
+    const float ui = momentum * u + g_scale * g;
+    u = ui;
+    v += ui;
+  } else {
+    const float gi = g_scale * g;
+    const float ui = (u + gi) * momentum;
+    u = ui;
+    v += ui + gi;
+  }
+  return v;
+}
+
+template <int Variant>
+void accumulate(float* __restrict u, float* __restrict v, const float* __restrict g,
+                std::int64_t n, float momentum, float g_scale) {
+  for (std::int64_t i = 0; i < n; ++i) update_one<Variant>(u[i], v[i], g[i], momentum, g_scale);
+}
+
+/// Blocks of kScanBlock: update (vectorised), OR-reduce "some |v| reached key", and only in a
+/// block that holds a candidate walk it again (from L1) with a branch-free append.
+template <int Variant>
+void accumulate_collect(float* __restrict u, float* __restrict v, const float* __restrict g,
+                        std::int64_t n, float momentum, float g_scale, std::uint32_t key,
+                        std::uint32_t base, std::vector<std::uint32_t>& out) {
+  const std::int32_t below = static_cast<std::int32_t>(key) - 1;  // key <= 0x7fffffff
+  std::size_t used = out.size();
+  std::int64_t i = 0;
+  for (; i + kScanBlock <= n; i += kScanBlock) {
+    std::int32_t hit = 0;
+    for (std::int64_t j = i; j < i + kScanBlock; ++j) {
+      const float vj = update_one<Variant>(u[j], v[j], g[j], momentum, g_scale);
+      std::int32_t bits;
+      std::memcpy(&bits, &vj, sizeof bits);
+      hit |= (bits & 0x7fffffff) > below;
+    }
+    if (hit != 0) {
+      used += append_at_least(v + i, kScanBlock, key, base + static_cast<std::uint32_t>(i),
+                              room_for(out, used, kScanBlock));
+    }
+  }
+  for (std::int64_t j = i; j < n; ++j) update_one<Variant>(u[j], v[j], g[j], momentum, g_scale);
+  if (i < n) {
+    used += append_at_least(v + i, n - i, key, base + static_cast<std::uint32_t>(i),
+                            room_for(out, used, n - i));
+  }
+  out.resize(used);
+}
+
+}  // namespace
 
 void momentum_accumulate(float* u, float* v, const float* g, std::int64_t n, float momentum,
                          bool nesterov, float g_scale) {
   if (momentum == 0.0f) {
-    for (std::int64_t i = 0; i < n; ++i) v[i] += g_scale * g[i];
+    accumulate<0>(u, v, g, n, momentum, g_scale);
   } else if (nesterov) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float gi = g_scale * g[i];
-      const float ui = (u[i] + gi) * momentum;
-      u[i] = ui;
-      v[i] += ui + gi;
-    }
+    accumulate<2>(u, v, g, n, momentum, g_scale);
   } else {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float ui = momentum * u[i] + g_scale * g[i];
-      u[i] = ui;
-      v[i] += ui;
-    }
+    accumulate<1>(u, v, g, n, momentum, g_scale);
+  }
+}
+
+void momentum_accumulate_collect(float* u, float* v, const float* g, std::int64_t n,
+                                 float momentum, bool nesterov, float g_scale, std::uint32_t key,
+                                 std::uint32_t base, std::vector<std::uint32_t>& out) {
+  if (momentum == 0.0f) {
+    accumulate_collect<0>(u, v, g, n, momentum, g_scale, key, base, out);
+  } else if (nesterov) {
+    accumulate_collect<2>(u, v, g, n, momentum, g_scale, key, base, out);
+  } else {
+    accumulate_collect<1>(u, v, g, n, momentum, g_scale, key, base, out);
   }
 }
 

@@ -14,8 +14,10 @@
 // payload.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "codecs/Codec.h"
 
@@ -25,6 +27,29 @@ namespace gradwire {
 /// `g_scale`, e.g. local clipping). With momentum == 0 this is v += g_scale * g.
 void momentum_accumulate(float* u, float* v, const float* g, std::int64_t n, float momentum,
                          bool nesterov, float g_scale = 1.0f);
+
+/// momentum_accumulate fused with DGC's selection scan: in the same single pass (one read of
+/// g, u, v; one write of u, v) appends base + i to `out`, ascending, for every i whose updated
+/// v[i] has magnitude_key >= key (ThresholdSampling.h). `out` keeps its earlier entries.
+void momentum_accumulate_collect(float* u, float* v, const float* g, std::int64_t n,
+                                 float momentum, bool nesterov, float g_scale, std::uint32_t key,
+                                 std::uint32_t base, std::vector<std::uint32_t>& out);
+
+/// The value v[i] will have after momentum_accumulate, without writing anything: the same
+/// float operations in the same order (so the same bits), used to sample the updated velocity
+/// before the fused pass. (A build that contracts a * b + c into FMA must do so alike in both;
+/// tests/sparsifiers_test.cpp checks the fused encode against the two-pass one bit for bit.)
+inline float momentum_preview(float u, float v, float g, float momentum, bool nesterov,
+                              float g_scale) {
+  if (momentum == 0.0f) return v + g_scale * g;
+  if (nesterov) {
+    const float gi = g_scale * g;
+    const float ui = (u + gi) * momentum;
+    return v + (ui + gi);
+  }
+  const float ui = momentum * u + g_scale * g;
+  return v + ui;
+}
 
 class MomentumCorrection : public Codec {
  public:

@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include "codecs/AdaCompCodec.h"
@@ -306,6 +307,74 @@ TEST(Dgc, BiasesTravelDenseWithTheirMomentum) {
   const torch::Tensor g2 = randn(5100, 10);
   const torch::Tensor d2 = dgc.decode(dgc.encode(g2));
   EXPECT_TRUE(torch::allclose(d2.narrow(0, 5000, 100), (g * 0.9 + g2).narrow(0, 5000, 100)));
+}
+
+TEST(Dgc, FusedEncodeMatchesTheTwoPassReference) {
+  // DgcCodec fuses the momentum update with the selection scan, samples the threshold from a
+  // preview of the updated v and may split the pass over threads. It must give exactly what
+  // momentum_accumulate over everything followed by dgc_select per tensor gives: same
+  // indices, same values, same u and v, bit for bit, for any thread count.
+  const std::vector<LayerSlice> layers = {LayerSlice{"w1", 0, {1500, 2000}},
+                                          LayerSlice{"b1", 3000000, {100}},
+                                          LayerSlice{"w2", 3000100, {50, 40}}};
+  const std::int64_t n = 3002100;
+  const int threads_before = at::get_num_threads();
+  for (const bool nesterov : {false, true}) {
+    for (const bool correction : {true, false}) {
+      for (const int threads : {1, 3}) {
+        at::set_num_threads(threads);
+        CodecContext ctx = context(n);
+        ctx.layers = layers;
+        DgcOptions o;
+        o.warmup = false;
+        o.density = 0.002;
+        o.nesterov = nesterov;
+        o.momentum_correction = correction;
+        DgcCodec dgc(o, ctx);
+        const float m = correction ? 0.9f : 0.0f;
+        torch::Tensor u = torch::zeros({n});
+        torch::Tensor v = torch::zeros({n});
+        SplitMix64 rng(mix_seed(ctx.seed, 1, 0x646763));
+        for (int step = 0; step < 4; ++step) {
+          const torch::Tensor g = randn(n, 1000 + step) * (step + 1);
+          const torch::Tensor d = dgc.decode(dgc.encode(g));
+          float* up = u.data_ptr<float>();
+          float* vp = v.data_ptr<float>();
+          momentum_accumulate(up, vp, g.data_ptr<float>(), n, m, nesterov);
+          std::vector<std::uint32_t> expected;
+          dgc_select(vp, 3000000, 6000, o.sample_ratio, rng, 0, expected);
+          for (std::uint32_t i = 3000000; i < 3000100; ++i) expected.push_back(i);  // bias: dense
+          dgc_select(vp + 3000100, 2000, 4, o.sample_ratio, rng, 3000100, expected);
+          ASSERT_EQ(dgc.last_indices(), expected) << "step " << step << " threads " << threads;
+          torch::Tensor sent = torch::zeros({n});
+          float* sp = sent.data_ptr<float>();
+          for (const std::uint32_t i : expected) {
+            sp[i] = vp[i];
+            vp[i] -= sp[i];
+            if (correction && (i < 3000000 || i >= 3000100)) up[i] = 0.0f;
+          }
+          ASSERT_TRUE(torch::equal(d, sent)) << step;
+          ASSERT_TRUE(torch::equal(dgc.velocity(), v)) << step;
+          ASSERT_TRUE(torch::equal(dgc.momentum_buffer(), u)) << step;
+        }
+      }
+    }
+  }
+  at::set_num_threads(threads_before);
+}
+
+TEST(Selection, CollectAtLeastMatchesAPlainScan) {
+  const torch::Tensor x = randn(100003, 77);
+  const float* p = x.data_ptr<float>();
+  for (const float t : {0.0f, 0.5f, 2.0f, 3.5f, 10.0f}) {
+    std::vector<std::uint32_t> got{42};
+    collect_at_least(p, x.numel(), magnitude_key(t), 5, got);
+    std::vector<std::uint32_t> want{42};
+    for (std::int64_t i = 0; i < x.numel(); ++i) {
+      if (magnitude_key(p[i]) >= magnitude_key(t)) want.push_back(5 + static_cast<std::uint32_t>(i));
+    }
+    EXPECT_EQ(got, want) << t;
+  }
 }
 
 // --------------------------------------------------------------------------------------------
