@@ -1,14 +1,17 @@
 #include "nodes/ParameterServer.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 #include <ATen/ATen.h>
+#include <ns3/simulator.h>
 
 #include "codecs/DenseCodec.h"
 #include "codecs/ExactEncoding.h"
 #include "codecs/MultiRoundCodec.h"
 #include "nodes/Endpoint.h"
+#include "nodes/ParameterDonation.h"
 
 namespace gradwire {
 
@@ -19,7 +22,13 @@ enum Kind : std::uint32_t {
   kBroadcastUp = 3,    // root worker -> server: a kBroadcast round's payload
   kBroadcastDown = 4,  // server -> other workers: the relayed broadcast
   kPushReduce = 5,     // worker -> server: a kReduce round's payload
+  kJoin = 6,           // rejoining worker -> server
+  kJoinAccept = 7,     // server -> donor: send your parameters to worker `round` at step `step`
+  kJoinParams = 8,     // donor -> newcomer: the parameters at the start of step `step`
 };
+// A step whose missing pushes stay missing this many timeouts without anyone being down is a
+// bug, not a slow network: fail loudly instead of simulating forever.
+constexpr int kMaxQuietTimeouts = 100000;
 }  // namespace
 
 struct ParameterServer::StepState {
@@ -36,6 +45,7 @@ struct ParameterServer::WorkerState {
   MultiRoundCodec* multi = nullptr;
   std::uint32_t round = 0;        // current exchange round
   bool awaiting_broadcast = false;
+  std::vector<std::pair<int, std::int64_t>> donate;  // (newcomer, step) after a kJoinAccept
   // Replies that arrived before this worker reached their round, keyed by (step, round).
   std::map<std::pair<std::uint64_t, std::uint32_t>, Message> inbox;
 };
@@ -192,6 +202,13 @@ void ParameterServer::reply_all(std::uint64_t step, std::uint32_t round,
 void ParameterServer::on_push(Message&& message) {
   // Host indices of workers are their ranks (the engine places workers first).
   const auto rank = static_cast<int>(message.source);
+  if (faults_ && message.kind == kJoin && rank >= 0 && rank < workers()) {
+    on_join(rank);
+    return;
+  }
+  if (faults_ && static_cast<std::int64_t>(message.step) <= last_completed_) {
+    return;  // a push of an excluded worker that arrived after its step was aggregated
+  }
   const bool known_kind = message.kind == kPush || message.kind == kBroadcastUp ||
                           message.kind == kPushReduce;
   if (!known_kind || rank < 0 || rank >= workers() ||
@@ -220,7 +237,9 @@ void ParameterServer::on_push(Message&& message) {
   if (!slot) {
     slot = std::make_unique<StepState>();
     slot->seen.assign(workers_.size(), false);
+    if (faults_) watch(message.step, 0);
   }
+  if (faults_) max_pushed_ = std::max(max_pushed_, static_cast<std::int64_t>(message.step));
   StepState& s = *slot;
   if (s.seen[rank]) throw std::runtime_error("parameter server: duplicate push");
   s.seen[rank] = true;
@@ -233,7 +252,12 @@ void ParameterServer::on_push(Message&& message) {
       add_to_sum(s, std::move(message.payload));
     }
   }
-  if (++s.received < workers()) return;
+  ++s.received;
+  if (faults_) {
+    complete_ready_steps();
+    return;
+  }
+  if (s.received < workers()) return;
 
   at::Tensor result;
   {
@@ -257,6 +281,27 @@ void ParameterServer::on_push(Message&& message) {
 
 void ParameterServer::on_pull(int rank, Message&& message) {
   WorkerState& w = *states_[rank];
+  if (faults_) {
+    if (down_[rank]) return;  // the host is gone: what reaches it is lost
+    if (message.kind == kJoinAccept) {
+      w.donate.emplace_back(static_cast<int>(message.round),
+                            static_cast<std::int64_t>(message.step));
+      return;
+    }
+    if (message.kind == kJoinParams) {
+      if (!resume_[rank]) return;
+      at::Tensor parameters;
+      {
+        WallClockAccount::Charge charge(account_);
+        parameters = DenseCodec::decode_dense(message.payload);
+      }
+      Resume resume = std::move(resume_[rank]);
+      resume_[rank] = nullptr;
+      resume(static_cast<std::int64_t>(message.step), parameters);
+      return;
+    }
+    if (!w.done) return;  // a reply for a step this worker abandoned when it left
+  }
   const auto unexpected = [&] {
     return std::runtime_error("parameter server: unexpected reply (kind " +
                               std::to_string(message.kind) + ", step " +
@@ -321,7 +366,162 @@ void ParameterServer::finish(int rank, const at::Tensor& update) {
   WorkerState& w = *states_[rank];
   Done done = std::move(w.done);
   w.done = nullptr;
+  const std::int64_t next = w.step + 1;
   done(update);
+  if (!faults_ || w.donate.empty()) return;
+  // The replica now holds the parameters of step `next`: hand them to newcomers admitted then.
+  donate_parameters(*workers_[rank], w.donate, next, kJoinParams,
+                    [&] { return parameters_of_(rank); }, account_);
+}
+
+// --- faults ---------------------------------------------------------------------------------
+
+void ParameterServer::enable_faults(double timeout_s, FaultLog log) {
+  if (server_multi_) {
+    throw std::invalid_argument("ParameterServer: faults need a single-round codec");
+  }
+  faults_ = true;
+  timeout_s_ = timeout_s;
+  log_ = std::move(log);
+  down_.assign(workers_.size(), false);
+  live_.assign(workers_.size(), true);
+  member_from_.assign(workers_.size(), 0);
+  resume_.assign(workers_.size(), nullptr);
+}
+
+void ParameterServer::leave(int rank) {
+  WorkerState& w = *states_.at(static_cast<std::size_t>(rank));
+  down_[rank] = true;
+  w.done = nullptr;
+  w.inbox.clear();
+  w.donate.clear();
+  resume_[rank] = nullptr;
+}
+
+void ParameterServer::rejoin(int rank, Resume resume) {
+  down_[rank] = false;
+  resume_[rank] = std::move(resume);
+  Message m;
+  m.kind = kJoin;
+  workers_[rank]->Send(server_->self(), std::move(m));
+}
+
+bool ParameterServer::expected(int rank, std::uint64_t step) const {
+  return live_[rank] && member_from_[rank] <= static_cast<std::int64_t>(step);
+}
+
+bool ParameterServer::step_complete(const StepState& s, std::uint64_t step) const {
+  if (s.received == 0) return false;
+  for (int r = 0; r < workers(); ++r) {
+    if (expected(r, step) && !s.seen[r]) return false;
+  }
+  return true;
+}
+
+void ParameterServer::complete_ready_steps() {
+  // Steps complete in order: a worker pushes step k + 1 only after step k's reply.
+  while (!steps_.empty()) {
+    const auto it = steps_.begin();
+    const std::uint64_t step = it->first.first;
+    if (static_cast<std::int64_t>(step) != last_completed_ + 1 ||
+        !step_complete(*it->second, step)) {
+      return;
+    }
+    complete_step(step);
+  }
+}
+
+void ParameterServer::complete_step(std::uint64_t step) {
+  const auto key = std::make_pair(step, std::uint32_t{0});
+  StepState& s = *steps_.at(key);
+  at::Tensor result;
+  {
+    WallClockAccount::Charge charge(account_);
+    result = server_codec_->aggregation() == Aggregation::kSummable
+                 ? server_codec_->decode(s.compressed_sum)
+                 : s.sum;
+    result = server_codec_->finalize(result, s.received);  // mean over the contributors
+    server_codec_->observe_aggregate(result);
+  }
+  const std::vector<bool> seen = s.seen;
+  steps_.erase(key);
+  last_completed_ = static_cast<std::int64_t>(step);
+  Bytes downlink;
+  {
+    WallClockAccount::Charge charge(account_);
+    downlink = encode_exact(result);
+  }
+  // Newcomers admitted from the next step get the parameters from a contributor that is
+  // live; the request goes first on the same connection as the donor's reply.
+  const auto joins = joins_.find(static_cast<std::int64_t>(step) + 1);
+  if (joins != joins_.end()) {
+    for (int newcomer : joins->second) {
+      for (int r = 0; r < workers(); ++r) {
+        if (r == newcomer || !seen[r] || !expected(r, step)) continue;
+        Message accept;
+        accept.kind = kJoinAccept;
+        accept.step = step + 1;
+        accept.round = static_cast<std::uint32_t>(newcomer);
+        server_->Send(static_cast<std::uint32_t>(r), std::move(accept));
+        break;
+      }
+    }
+    joins_.erase(joins);
+  }
+  for (int r = 0; r < workers(); ++r) {
+    if (!seen[r] || !expected(r, step)) continue;
+    Message out;
+    out.kind = kPull;
+    out.step = step;
+    out.payload = downlink;
+    server_->Send(static_cast<std::uint32_t>(r), std::move(out));
+  }
+}
+
+void ParameterServer::exclude(int rank, std::uint64_t step) {
+  live_[rank] = false;
+  if (log_) {
+    log_(FaultEvent{"detected", rank, ns3::Simulator::Now().GetSeconds(),
+                    static_cast<std::int64_t>(step)});
+  }
+}
+
+void ParameterServer::watch(std::uint64_t step, int quiet_periods) {
+  ns3::Simulator::Schedule(ns3::Seconds(timeout_s_), [this, step, quiet_periods] {
+    const auto it = steps_.find({step, 0});
+    if (it == steps_.end()) return;  // aggregated meanwhile
+    bool excluded = false;
+    for (int r = 0; r < workers(); ++r) {
+      // Ping the missing: exclude those whose host is down.
+      if (expected(r, step) && !it->second->seen[r] && down_[r]) {
+        exclude(r, step);
+        excluded = true;
+      }
+    }
+    if (excluded) {
+      complete_ready_steps();
+      return;
+    }
+    if (quiet_periods >= kMaxQuietTimeouts) {
+      throw std::runtime_error("parameter server: step " + std::to_string(step) +
+                               " stalled although every missing worker is up");
+    }
+    watch(step, quiet_periods + 1);
+  });
+}
+
+void ParameterServer::on_join(int rank) {
+  // A worker that comes back before anyone missed it lost its step all the same.
+  if (live_[rank]) {
+    exclude(rank, static_cast<std::uint64_t>(last_completed_ + 1));
+    complete_ready_steps();
+  }
+  // No worker can have pushed max_pushed_ + 2 yet (each is at most one step past the highest
+  // push), and step s - 1 will be aggregated without the newcomer.
+  const std::int64_t s = std::max(max_pushed_ + 2, last_completed_ + 2);
+  live_[rank] = true;
+  member_from_[rank] = s;
+  joins_[s].push_back(rank);
 }
 
 }  // namespace gradwire

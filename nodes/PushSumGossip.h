@@ -6,6 +6,17 @@
 // sets z = x / w and continues. The sum of weights stays n and the nodes reach consensus.
 //
 // What travels: each push is a `none`-codec payload of the n_params + 1 floats (p*x, p*w).
+//
+// Faults (nodes/Faults.h): a node waiting `timeout` for an in-peer's share pings it; a peer
+// that is down is marked gone for everyone (simplification: the notice spreads instantly, no
+// bytes simulated), after which nobody sends to it or waits for it, and a sender's mixing
+// weight becomes 1/(live out-peers + 1). Mass a sender pushed to the peer before the notice is
+// lost with it; both x and w lose the same shares, so the de-biased z = x / w stays a convex
+// combination of the nodes' models and training goes on (the sum of weights drops below n).
+// A share that arrives after its step was mixed is absorbed at the next mix (never lost).
+// A rejoining node asks the lowest live node (the donor), which admits it from step
+// s = (highest step of any node) + 2 and hands it half its (x, w) over the network, so the
+// sum of weights is unchanged by a rejoin; the newcomer resumes at z = x / w of the donor.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +25,7 @@
 #include <vector>
 
 #include "nodes/ExponentialGraph.h"
+#include "nodes/Faults.h"
 #include "nodes/LearningRateSchedule.h"
 #include "nodes/Message.h"
 #include "nodes/TrainingScheme.h"
@@ -30,7 +42,7 @@ struct PushSumOptions {
   LearningRateSchedule lr;
 };
 
-class PushSumGossip : public TrainingScheme {
+class PushSumGossip : public TrainingScheme, public FaultTolerant {
  public:
   /// `messengers[r]` is worker r's messenger (must outlive the scheme).
   PushSumGossip(std::vector<Endpoint*> messengers, PushSumOptions options);
@@ -40,6 +52,11 @@ class PushSumGossip : public TrainingScheme {
   void on_gradient(Worker& worker, const at::Tensor& gradient) override;
   at::Tensor evaluation_parameters() const override;
   double consensus_distance() const override;
+  FaultTolerant* faults() override { return this; }
+
+  void enable_faults(double timeout_s, FaultLog log) override;
+  void leave(int rank) override;
+  void rejoin(int rank, Resume resume) override;
 
   /// Sum of the push-sum weights held by the workers (stays n, up to messages in flight).
   double total_weight() const;
@@ -48,11 +65,24 @@ class PushSumGossip : public TrainingScheme {
   struct Node;
   void on_message(int rank, Message&& message);
   void try_mix(int rank);
+  bool live_at(int rank, std::int64_t step) const;
+  std::vector<int> live(std::vector<int> ranks, std::int64_t step) const;
+  bool counts(int rank) const;  // in evaluation: up and not waiting to rejoin
+  void watch(int rank, std::int64_t step, int quiet_periods);
+  void on_join(int donor, int newcomer);
 
   std::vector<Endpoint*> messengers_;
   PushSumOptions options_;
   ExponentialGraph graph_;
   std::vector<std::unique_ptr<Node>> nodes_;
+
+  bool faults_ = false;
+  double timeout_s_ = 0;
+  FaultLog log_;
+  std::vector<bool> down_;                   // ground truth
+  std::vector<bool> gone_;                   // known to be gone (from some step on)
+  std::vector<std::int64_t> rejoined_from_;  // first step it takes part in again
+  std::vector<Resume> resume_;
 };
 
 }  // namespace gradwire

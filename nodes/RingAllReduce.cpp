@@ -1,13 +1,18 @@
 #include "nodes/RingAllReduce.h"
 
+#include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
 #include <ATen/ATen.h>
+#include <ns3/simulator.h>
 
 #include "codecs/DenseCodec.h"
+#include "codecs/ExactEncoding.h"
 #include "codecs/MultiRoundCodec.h"
 #include "nodes/Endpoint.h"
+#include "nodes/ParameterDonation.h"
 
 namespace gradwire {
 
@@ -15,13 +20,22 @@ namespace {
 // Message kinds: the phase in the low 4 bits, the codec's exchange round above them, so
 // messages of different rounds of one step never meet in the inbox.
 enum Phase : std::uint32_t { kReduceScatter = 1, kAllGather = 2, kBroadcastHop = 3 };
+// Fault control messages (never tagged with an epoch).
+enum Control : std::uint32_t {
+  kJoin = 4,        // rejoining rank -> donor
+  kRecover = 5,     // survivor that completed `step` -> survivor still in it: the aggregate
+  kJoinParams = 6,  // donor -> newcomer: the parameters at the start of `step`
+};
+constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+constexpr int kMaxQuietTimeouts = 100000;  // see ParameterServer.cpp
 // What the current operation does with the slots.
 enum class Operation { kChunkSum, kGather, kBroadcast };
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
-std::uint32_t kind_of(std::uint32_t phase, int exchange_round) {
-  return phase | (static_cast<std::uint32_t>(exchange_round) << 4);
+// Phase in bits 0-3, the codec's exchange round in bits 4-15, the membership epoch above.
+std::uint32_t kind_of(std::uint32_t phase, int exchange_round, std::uint32_t epoch = 0) {
+  return phase | (static_cast<std::uint32_t>(exchange_round) << 4) | (epoch << 16);
 }
 
 std::vector<std::int64_t> chunk_bounds(std::int64_t numel, int n) {
@@ -42,8 +56,22 @@ struct RingAllReduce::RankState {
   std::uint32_t phase = kReduceScatter;
   int hop = 0;                // next hop to receive in the current phase
   std::int64_t numel = 0;     // elements of what is being reduced
-  std::vector<Bytes> slots;   // chunk payloads, payload per origin rank, or the broadcast
+  std::vector<Bytes> slots;   // chunk payloads, payload per ring position, or the broadcast
   Done done;
+  // The ring of this step: members in order, this rank's position, their count, the epoch.
+  std::vector<int> members;
+  int pos = 0;
+  int n = 0;
+  std::uint32_t epoch = 0;
+  // Faults only.
+  at::Tensor own_dense;       // this rank's contribution, dense, to restart a summed step
+  Bytes own_payload;          // ... or its payload, to restart a gathered step
+  std::int64_t next_step = 0;       // the step this rank is in (contributed or computing)
+  std::int64_t completed_step = -1;
+  at::Tensor last_update;           // the aggregate of completed_step
+  std::uint64_t progress = 0;       // messages consumed and restarts: what a timeout watches
+  bool watching = false;
+  std::vector<std::pair<int, std::int64_t>> donate;  // (newcomer, step) to send parameters to
   // Messages that arrived before this rank reached them, keyed by (step, kind, hop).
   std::map<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>, Message> inbox;
 };
@@ -65,15 +93,34 @@ RingAllReduce::RingAllReduce(std::vector<Endpoint*> messengers, std::vector<Code
 
 RingAllReduce::~RingAllReduce() = default;
 
+void RingAllReduce::join_ring(int rank) {
+  RankState& s = *ranks_[rank];
+  s.members.clear();
+  for (int r = 0; r < workers(); ++r) {
+    if (member(r, s.step)) s.members.push_back(r);
+  }
+  const auto it = std::find(s.members.begin(), s.members.end(), rank);
+  if (it == s.members.end()) {
+    throw std::logic_error("RingAllReduce: rank " + std::to_string(rank) +
+                           " contributed to step " + std::to_string(s.step) +
+                           " without being a member");
+  }
+  s.pos = static_cast<int>(it - s.members.begin());
+  s.n = static_cast<int>(s.members.size());
+  s.epoch = epoch(s.step);
+}
+
 void RingAllReduce::contribute(int rank, std::int64_t step, const at::Tensor& gradient,
                                Done done) {
   RankState& s = *ranks_.at(static_cast<std::size_t>(rank));
   if (s.active) throw std::logic_error("RingAllReduce: rank contributed twice");
-  const int n = workers();
   s.active = true;
   s.step = step;
+  s.next_step = step;
   s.done = std::move(done);
   s.exchange_round = 0;
+  join_ring(rank);
+  const int n = s.n;
   reset_payload(rank);
   if (s.multi) {
     Round first;
@@ -92,20 +139,28 @@ void RingAllReduce::contribute(int rank, std::int64_t step, const at::Tensor& gr
       std::uint64_t bytes = 0;
       for (const Bytes& chunk : s.slots) bytes += chunk.size();
       count_payload(rank, bytes);
+      if (faults_) {
+        // What this rank contributes, as the codec encoded it, for a restart on a new ring.
+        std::vector<at::Tensor> parts;
+        for (const Bytes& chunk : s.slots) parts.push_back(s.summing->decode(chunk));
+        s.own_dense = at::cat(parts);
+      }
     } else {
       s.op = Operation::kGather;
       s.slots.assign(n, Bytes());
-      s.slots[rank] = codecs_[rank]->encode(gradient);
-      count_payload(rank, s.slots[rank].size());
+      s.slots[s.pos] = codecs_[rank]->encode(gradient);
+      count_payload(rank, s.slots[s.pos].size());
+      if (faults_) s.own_payload = s.slots[s.pos];
     }
     start_operation(rank);
   }
+  if (faults_) watch(rank);
   advance(rank);
 }
 
 void RingAllReduce::start_round(int rank, Round&& round) {
   RankState& s = *ranks_[rank];
-  const int n = workers();
+  const int n = s.n;
   switch (round.op) {
     case RoundOp::kSum: {
       if (!round.values.defined() || round.values.dim() != 1) {
@@ -126,7 +181,7 @@ void RingAllReduce::start_round(int rank, Round&& round) {
       s.op = Operation::kGather;
       s.slots.assign(n, Bytes());
       count_payload(rank, round.payload.size());
-      s.slots[rank] = std::move(round.payload);
+      s.slots[s.pos] = std::move(round.payload);
       break;
     case RoundOp::kBroadcast:
       if (round.root < 0 || round.root >= n) {
@@ -134,9 +189,9 @@ void RingAllReduce::start_round(int rank, Round&& round) {
                                std::to_string(round.root) + " is not a worker");
       }
       s.op = Operation::kBroadcast;
-      s.root = round.root;
+      s.root = round.root;  // multi-round codecs run without faults: positions are ranks
       s.slots.assign(1, Bytes());
-      if (rank == round.root) {
+      if (s.pos == round.root) {
         count_payload(rank, round.payload.size());
         s.slots[0] = std::move(round.payload);
       }
@@ -149,16 +204,17 @@ void RingAllReduce::send_next(int rank, std::uint32_t phase, std::uint32_t hop,
                               const Bytes& payload) {
   RankState& s = *ranks_[rank];
   Message m;
-  m.kind = kind_of(phase, s.exchange_round);
+  m.kind = kind_of(phase, s.exchange_round, s.epoch);
   m.round = hop;
   m.step = static_cast<std::uint64_t>(s.step);
   m.payload = payload;
-  messengers_[rank]->Send(static_cast<std::uint32_t>(mod(rank + 1, workers())), std::move(m));
+  messengers_[rank]->Send(static_cast<std::uint32_t>(s.members[mod(s.pos + 1, s.n)]),
+                          std::move(m));
 }
 
 void RingAllReduce::start_operation(int rank) {
   RankState& s = *ranks_[rank];
-  const int n = workers();
+  const int n = s.n;
   s.hop = 0;
   if (s.op == Operation::kChunkSum) {
     s.phase = kReduceScatter;
@@ -167,50 +223,63 @@ void RingAllReduce::start_operation(int rank) {
   } else {
     s.phase = kBroadcastHop;
     // The root's message reaches this rank on hop (distance from the root - 1).
-    s.hop = mod(rank - s.root, n) - 1;
+    s.hop = mod(s.pos - s.root, n) - 1;
   }
   if (n == 1) {
     complete_operation(rank);
     return;
   }
   if (s.op == Operation::kBroadcast) {
-    if (rank != s.root) return;  // wait for the predecessor
+    if (s.pos != s.root) return;  // wait for the predecessor
     send_next(rank, kBroadcastHop, 0, s.slots[0]);
     complete_operation(rank);    // the root has its own payload already
     return;
   }
-  // First hop: reduce-scatter sends chunk `rank`; all-gather sends our own payload.
-  send_next(rank, s.phase, 0, s.slots[rank]);
+  // First hop: reduce-scatter sends chunk `pos`; all-gather sends our own payload.
+  send_next(rank, s.phase, 0, s.slots[s.pos]);
 }
 
 void RingAllReduce::on_message(int rank, Message&& message) {
   RankState& s = *ranks_.at(static_cast<std::size_t>(rank));
+  if (faults_) {
+    if (down_[rank]) return;  // the host is gone: what reaches it is lost
+    const std::uint32_t phase = message.kind & 0xF;
+    if (phase == kJoin || phase == kRecover || phase == kJoinParams) {
+      on_control(rank, std::move(message));
+      return;
+    }
+    // A message of an older ring of its step: the step was restarted without its sender.
+    if ((message.kind >> 16) < epoch(static_cast<std::int64_t>(message.step))) return;
+    if (static_cast<std::int64_t>(message.step) <= s.completed_step) return;
+  }
   s.inbox.emplace(std::make_tuple(message.step, message.kind, message.round), std::move(message));
   advance(rank);
 }
 
 void RingAllReduce::advance(int rank) {
   RankState& s = *ranks_[rank];
-  const int n = workers();
   while (s.active) {
+    const int n = s.n;
     auto it = s.inbox.find(std::make_tuple(static_cast<std::uint64_t>(s.step),
-                                           kind_of(s.phase, s.exchange_round),
+                                           kind_of(s.phase, s.exchange_round, s.epoch),
                                            static_cast<std::uint32_t>(s.hop)));
     if (it == s.inbox.end()) return;
     Message m = std::move(it->second);
     s.inbox.erase(it);
+    ++s.progress;
     if (s.phase == kBroadcastHop) {
       s.slots[0] = std::move(m.payload);
       // Forward along the ring until the root's predecessor has it.
-      if (mod(rank + 1, n) != s.root) send_next(rank, kBroadcastHop, s.hop + 1, s.slots[0]);
+      if (mod(s.pos + 1, n) != s.root) send_next(rank, kBroadcastHop, s.hop + 1, s.slots[0]);
       if (complete_operation(rank)) return;
       continue;
     }
     const bool summing = s.op == Operation::kChunkSum;
-    // Predecessor's hop h carries the chunk (or origin payload) with index (rank - 1 - h).
-    const int index = s.phase == kReduceScatter ? mod(rank - 1 - s.hop, n)
-                      : summing                 ? mod(rank - s.hop, n)
-                                                : mod(rank - 1 - s.hop, n);
+    const int pos = s.pos;
+    // Predecessor's hop h carries the chunk (or origin payload) with index (pos - 1 - h).
+    const int index = s.phase == kReduceScatter ? mod(pos - 1 - s.hop, n)
+                      : summing                 ? mod(pos - s.hop, n)
+                                                : mod(pos - 1 - s.hop, n);
     if (s.phase == kReduceScatter) {
       WallClockAccount::Charge charge(account_);
       s.summing->accumulate(s.slots[index], m.payload);
@@ -224,11 +293,11 @@ void RingAllReduce::advance(int rank) {
       continue;
     }
     if (phase_over) {
-      // Reduce-scatter done: this rank owns the fully reduced chunk (rank + 1); start the
+      // Reduce-scatter done: this rank owns the fully reduced chunk (pos + 1); start the
       // all-gather by sending it on.
       s.phase = kAllGather;
       s.hop = 0;
-      send_next(rank, kAllGather, 0, s.slots[mod(rank + 1, n)]);
+      send_next(rank, kAllGather, 0, s.slots[mod(pos + 1, n)]);
     } else {
       send_next(rank, s.phase, static_cast<std::uint32_t>(s.hop), s.slots[index]);
     }
@@ -237,7 +306,7 @@ void RingAllReduce::advance(int rank) {
 
 bool RingAllReduce::complete_operation(int rank) {
   RankState& s = *ranks_[rank];
-  const int n = workers();
+  const int n = s.n;
   at::Tensor update;
   std::optional<Round> next;
   {
@@ -277,7 +346,7 @@ bool RingAllReduce::complete_operation(int rank) {
       next = s.multi->continue_exchange(s.exchange_round, std::move(outcome));
       if (!next) update = s.multi->exchange_result();
     } else {
-      update = codecs_[rank]->finalize(total, n);
+      update = codecs_[rank]->finalize(total, n);  // the mean over this ring's members
       codecs_[rank]->observe_aggregate(update);
     }
   }
@@ -288,10 +357,239 @@ bool RingAllReduce::complete_operation(int rank) {
   }
   s.active = false;
   s.slots.clear();
+  if (faults_) {
+    s.completed_step = s.step;
+    s.next_step = s.step + 1;
+    s.last_update = update.clone();
+    s.own_dense = at::Tensor();
+    s.own_payload.clear();
+  }
   Done done = std::move(s.done);
   s.done = nullptr;
   done(update);
+  if (faults_ && !s.donate.empty()) {
+    // The replica now holds the parameters of step + 1: hand them to newcomers admitted then.
+    donate_parameters(*messengers_[rank], s.donate, s.completed_step + 1, kJoinParams,
+                      [&] { return parameters_of_(rank); }, account_);
+  }
   return true;
+}
+
+// --- faults ---------------------------------------------------------------------------------
+
+void RingAllReduce::enable_faults(double timeout_s, FaultLog log) {
+  for (const auto& s : ranks_) {
+    if (s->multi) throw std::invalid_argument("RingAllReduce: faults need a single-round codec");
+  }
+  faults_ = true;
+  timeout_s_ = timeout_s;
+  log_ = std::move(log);
+  down_.assign(ranks_.size(), false);
+  excluded_from_.assign(ranks_.size(), kNever);
+  rejoined_from_.assign(ranks_.size(), kNever);
+  resume_.assign(ranks_.size(), nullptr);
+}
+
+bool RingAllReduce::member(int rank, std::int64_t step) const {
+  if (!faults_) return true;
+  return step < excluded_from_[rank] || step >= rejoined_from_[rank];
+}
+
+std::uint32_t RingAllReduce::epoch(std::int64_t step) const {
+  if (!faults_) return 0;
+  std::uint32_t e = 0;
+  for (std::size_t r = 0; r < ranks_.size(); ++r) {
+    e += (excluded_from_[r] <= step) + (rejoined_from_[r] <= step);
+  }
+  return e;
+}
+
+std::int64_t RingAllReduce::current_step(int rank) const {
+  const RankState& s = *ranks_[rank];
+  return s.active ? s.step : s.next_step;
+}
+
+void RingAllReduce::leave(int rank) {
+  RankState& s = *ranks_.at(static_cast<std::size_t>(rank));
+  down_[rank] = true;
+  s.active = false;
+  s.done = nullptr;
+  s.slots.clear();
+  s.inbox.clear();
+  s.donate.clear();
+  resume_[rank] = nullptr;
+}
+
+void RingAllReduce::rejoin(int rank, Resume resume) {
+  down_[rank] = false;
+  resume_[rank] = std::move(resume);
+  // The newcomer knows a contact: the lowest rank that is up.
+  for (int r = 0; r < workers(); ++r) {
+    if (r == rank || down_[r]) continue;
+    Message m;
+    m.kind = kJoin;
+    messengers_[rank]->Send(static_cast<std::uint32_t>(r), std::move(m));
+    return;
+  }
+}
+
+void RingAllReduce::watch(int rank) {
+  RankState& s = *ranks_[rank];
+  if (s.watching) return;
+  s.watching = true;
+  const std::uint64_t progress = s.progress;
+  ns3::Simulator::Schedule(ns3::Seconds(timeout_s_),
+                           [this, rank, progress] { on_quiet(rank, progress, 0); });
+}
+
+void RingAllReduce::on_quiet(int rank, std::uint64_t progress, int quiet_periods) {
+  RankState& s = *ranks_[rank];
+  if (!s.active || down_[rank]) {
+    s.watching = false;
+    return;
+  }
+  int quiet = quiet_periods;
+  if (s.progress == progress) {
+    // No message for `timeout`: ping the ring's members.
+    std::vector<int> gone;
+    for (int r : s.members) {
+      if (down_[r] && member(r, s.step)) gone.push_back(r);
+    }
+    if (!gone.empty()) {
+      exclude(gone);
+      quiet = 0;
+    } else if (++quiet >= kMaxQuietTimeouts) {
+      throw std::runtime_error("ring all-reduce: rank " + std::to_string(rank) +
+                               " stalled although every member is up");
+    }
+  } else {
+    quiet = 0;
+  }
+  if (!s.active) {
+    s.watching = false;
+    return;
+  }
+  const std::uint64_t now_progress = s.progress;
+  ns3::Simulator::Schedule(ns3::Seconds(timeout_s_), [this, rank, now_progress, quiet] {
+    on_quiet(rank, now_progress, quiet);
+  });
+}
+
+void RingAllReduce::exclude(const std::vector<int>& gone) {
+  // The oldest step a survivor is in, and whether some survivor already completed it.
+  std::int64_t oldest = kNever;
+  std::vector<int> survivors;
+  for (int r = 0; r < workers(); ++r) {
+    if (down_[r] || !member(r, current_step(r))) continue;
+    survivors.push_back(r);
+    oldest = std::min(oldest, current_step(r));
+  }
+  int donor = -1;
+  for (int r : survivors) {
+    if (ranks_[r]->completed_step >= oldest) {
+      donor = r;
+      break;
+    }
+  }
+  const std::int64_t from = donor >= 0 ? oldest + 1 : oldest;
+  for (int r : gone) {
+    excluded_from_[r] = std::max<std::int64_t>(from, 0);
+    if (log_) log_(FaultEvent{"detected", r, ns3::Simulator::Now().GetSeconds(), from});
+  }
+  for (int r : survivors) {
+    RankState& s = *ranks_[r];
+    if (!s.active) continue;
+    if (s.step >= from) {
+      restart(r);
+    } else if (donor >= 0) {
+      // Still in the step the donor completed: it sends the aggregate over the network.
+      Message m;
+      m.kind = kRecover;
+      m.step = static_cast<std::uint64_t>(s.step);
+      {
+        WallClockAccount::Charge charge(account_);
+        m.payload = encode_exact(ranks_[donor]->last_update);
+      }
+      messengers_[donor]->Send(static_cast<std::uint32_t>(r), std::move(m));
+    }
+  }
+}
+
+void RingAllReduce::restart(int rank) {
+  RankState& s = *ranks_[rank];
+  // Drop what the old ring of this step delivered early.
+  for (auto it = s.inbox.begin(); it != s.inbox.end();) {
+    const auto step = static_cast<std::int64_t>(std::get<0>(it->first));
+    if ((std::get<1>(it->first) >> 16) < epoch(step)) {
+      it = s.inbox.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  join_ring(rank);
+  ++s.progress;
+  if (s.op == Operation::kChunkSum) {
+    WallClockAccount::Charge charge(account_);
+    s.summing = dense_.get();
+    s.slots = dense_->encode_chunks(s.own_dense, chunk_bounds(s.numel, s.n));
+  } else {
+    s.slots.assign(static_cast<std::size_t>(s.n), Bytes());
+    s.slots[s.pos] = s.own_payload;
+  }
+  start_operation(rank);
+  advance(rank);
+}
+
+void RingAllReduce::on_control(int rank, Message&& message) {
+  RankState& s = *ranks_[rank];
+  const std::uint32_t phase = message.kind & 0xF;
+  const auto source = static_cast<int>(message.source);
+  if (phase == kRecover) {
+    if (!s.active || static_cast<std::int64_t>(message.step) != s.step) return;
+    at::Tensor update;
+    {
+      WallClockAccount::Charge charge(account_);
+      update = decode_any(message.payload);
+      codecs_[rank]->observe_aggregate(update);
+    }
+    s.active = false;
+    s.slots.clear();
+    s.completed_step = s.step;
+    s.next_step = s.step + 1;
+    s.last_update = update.clone();
+    ++s.progress;
+    Done done = std::move(s.done);
+    s.done = nullptr;
+    done(update);
+    return;
+  }
+  if (phase == kJoin) {
+    // A newcomer lost its state: if nobody missed it yet, it is excluded now.
+    if (member(source, current_step(source)) && excluded_from_[source] == kNever) {
+      exclude({source});
+    }
+    // No survivor is past our step + 1 (a ring step needs everyone), so s is still ahead of
+    // all of them; step s - 1 runs without the newcomer.
+    const std::int64_t excluded = std::min(excluded_from_[source], current_step(rank));
+    const std::int64_t s_join = std::max(current_step(rank) + 2, excluded + 1);
+    rejoined_from_[source] = s_join;
+    s.donate.emplace_back(source, s_join);
+    return;
+  }
+  // kJoinParams: this rank is the newcomer.
+  if (!resume_[rank]) return;
+  at::Tensor parameters;
+  {
+    WallClockAccount::Charge charge(account_);
+    parameters = DenseCodec::decode_dense(message.payload);
+  }
+  RankState& me = *ranks_[rank];
+  me.inbox.clear();
+  me.completed_step = static_cast<std::int64_t>(message.step) - 1;
+  me.next_step = static_cast<std::int64_t>(message.step);
+  Resume resume = std::move(resume_[rank]);
+  resume_[rank] = nullptr;
+  resume(static_cast<std::int64_t>(message.step), parameters);
 }
 
 }  // namespace gradwire

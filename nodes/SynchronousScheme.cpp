@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "nodes/Collective.h"
+#include "nodes/Faults.h"
 #include "nodes/Worker.h"
 
 namespace gradwire {
@@ -14,6 +15,22 @@ void SynchronousScheme::on_gradient(Worker& worker, const at::Tensor& gradient) 
                             w->ApplyGradient(aggregate);
                             w->FinishStep();
                           });
+}
+
+void SynchronousScheme::on_start(Worker& worker) {
+  const auto rank = static_cast<std::size_t>(worker.rank());
+  if (workers_.size() <= rank) workers_.resize(rank + 1, nullptr);
+  workers_[rank] = &worker;
+}
+
+FaultTolerant* SynchronousScheme::faults() {
+  auto* f = dynamic_cast<FaultTolerant*>(collective_);
+  if (f) {
+    f->set_parameter_source([this](int rank) {
+      return workers_.at(static_cast<std::size_t>(rank))->Parameters();
+    });
+  }
+  return f;
 }
 
 }  // namespace gradwire

@@ -3,6 +3,8 @@
 // replica when it arrives. Replicas stay identical.
 #pragma once
 
+#include <vector>
+
 #include "nodes/TrainingScheme.h"
 
 namespace gradwire {
@@ -14,9 +16,14 @@ class SynchronousScheme : public TrainingScheme {
   /// `collective` must outlive the scheme.
   explicit SynchronousScheme(Collective* collective) : collective_(collective) {}
   void on_gradient(Worker& worker, const at::Tensor& gradient) override;
+  void on_start(Worker& worker) override;
+  /// The collective's fault handling (ring and PS have it); it reads a donor's parameters
+  /// from the workers registered in on_start.
+  FaultTolerant* faults() override;
 
  private:
   Collective* collective_;
+  std::vector<Worker*> workers_;
 };
 
 }  // namespace gradwire

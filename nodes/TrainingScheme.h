@@ -16,6 +16,7 @@ namespace gradwire {
 
 class Worker;
 class WallClockAccount;
+class FaultTolerant;
 
 class TrainingScheme {
  public:
@@ -40,6 +41,10 @@ class TrainingScheme {
 
   /// Per-update staleness statistics (async schemes): mean over updates so far; NaN otherwise.
   virtual double mean_staleness() const;
+
+  /// Fault handling (workers leaving and rejoining, nodes/Faults.h), or null when the scheme
+  /// has none.
+  virtual FaultTolerant* faults() { return nullptr; }
 
   void set_wall_account(WallClockAccount* account) { account_ = account; }
 

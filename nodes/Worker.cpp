@@ -42,6 +42,10 @@ void Worker::Setup(const WorkerOptions& options, std::shared_ptr<Model> model,
   on_step_ = std::move(on_step);
   on_finished_ = std::move(on_finished);
   model_->to(device_);
+  MakeOptimizer();
+}
+
+void Worker::MakeOptimizer() {
   optimizer_ = std::make_unique<torch::optim::SGD>(
       model_->parameters(), torch::optim::SGDOptions(options_.lr.at(0))
                                 .momentum(options_.momentum)
@@ -93,10 +97,31 @@ void Worker::StartStep() {
   current_.compute_wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   current_.compute_s = compute_time_(current_.compute_wall_s, step_);
-  ns3::Simulator::Schedule(ns3::Seconds(current_.compute_s), &Worker::ComputeDone, this, flat);
+  ns3::Simulator::Schedule(ns3::Seconds(current_.compute_s), &Worker::ComputeDone, this,
+                           generation_, flat);
 }
 
-void Worker::ComputeDone(at::Tensor gradient) { scheme_->on_gradient(*this, gradient); }
+void Worker::ComputeDone(std::uint64_t generation, at::Tensor gradient) {
+  if (generation != generation_ || !alive_) return;  // the worker left while computing
+  scheme_->on_gradient(*this, gradient);
+}
+
+void Worker::Leave() {
+  alive_ = false;
+  ++generation_;
+}
+
+void Worker::Resume(std::int64_t step, const at::Tensor& parameters) {
+  SetParameters(parameters);
+  MakeOptimizer();
+  alive_ = true;
+  step_ = step;
+  if (step_ < options_.steps) {
+    StartStep();
+  } else if (on_finished_) {
+    on_finished_(options_.rank);
+  }
+}
 
 double Worker::learning_rate() const { return options_.lr.at(step_); }
 
@@ -135,6 +160,7 @@ void Worker::SetParameters(const at::Tensor& flat) {
 }
 
 void Worker::FinishStep() {
+  if (!alive_) return;  // schemes drop a departed worker's callbacks; be safe
   const double now = ns3::Simulator::Now().GetSeconds();
   current_.end_s = now;
   current_.comm_s = now - current_.start_s - current_.compute_s;

@@ -93,13 +93,22 @@ class Worker : public ns3::Application {
   double learning_rate() const;
   /// Ends the step in progress: records it and starts the next one (or finishes).
   void FinishStep();
+
+  // --- faults (nodes/Faults.h) ---
+  /// The host goes down now: the step in progress is abandoned and no further step starts.
+  void Leave();
+  /// The host is back and has the group's parameters: it resumes at `step` with fresh
+  /// optimizer state (what it had was lost when it left).
+  void Resume(std::int64_t step, const at::Tensor& parameters);
+  bool alive() const { return alive_; }
  private:
   void StartApplication() override;
   void StopApplication() override;
   void DoDispose() override;
 
   void StartStep();
-  void ComputeDone(at::Tensor gradient);
+  void ComputeDone(std::uint64_t generation, at::Tensor gradient);
+  void MakeOptimizer();
 
   WorkerOptions options_;
   std::shared_ptr<Model> model_;
@@ -114,6 +123,8 @@ class Worker : public ns3::Application {
   std::function<void(int)> on_finished_;
 
   std::int64_t step_ = 0;
+  bool alive_ = true;
+  std::uint64_t generation_ = 0;  // bumped on Leave: a pending ComputeDone is then void
   StepRecord current_;
   std::uint64_t bytes_at_step_start_ = 0;
 };

@@ -13,6 +13,8 @@
 
 #include "netmodels/NetworkFactory.h"
 #include "nodes/AsyncParameterServer.h"
+#include "nodes/Faults.h"
+#include "nodes/TrainingScheme.h"
 #include "nodes/Messenger.h"
 #include "nodes/WallClockAccount.h"
 #include "nodes/Worker.h"
@@ -78,25 +80,66 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
 
   std::vector<ns3::Ptr<Worker>> workers;
   int finished = 0;
+  int departed = 0;  // workers that left and have not resumed: nobody waits for them to finish
+  const auto check_done = [&] {
+    if (finished + departed == n) ns3::Simulator::Stop();
+  };
+  // A step is complete when every worker taking part reported it (for sync schemes the
+  // replicas then agree): evaluate at the configured interval.
+  const auto step_complete = [&](std::int64_t step) {
+    const std::int64_t done = step + 1;
+    if (done % sc.training.eval_every == 0 || done == sc.training.steps) {
+      WallClockAccount::Charge charge(&eval_account);
+      recorder.evaluation(done, ns3::Simulator::Now().GetSeconds(), setup.evaluate(),
+                          setup.consensus_distance());
+    }
+  };
   for (int r = 0; r < n; ++r) {
     auto w = setup.make_worker(
         r, worker_messengers[r],
         [&](const StepRecord& record) {
-          if (!recorder.record(record, n)) return;
-          // Every worker has completed this step (for sync schemes the replicas then agree).
-          const std::int64_t done = record.step + 1;
-          if (done % sc.training.eval_every == 0 || done == sc.training.steps) {
-            WallClockAccount::Charge charge(&eval_account);
-            recorder.evaluation(done, ns3::Simulator::Now().GetSeconds(), setup.evaluate(),
-                                setup.consensus_distance());
-          }
+          if (recorder.record(record, n)) step_complete(record.step);
         },
         [&](int) {
-          if (++finished == n) ns3::Simulator::Stop();
+          ++finished;
+          check_done();
         });
     w->SetStartTime(ns3::Seconds(network->ready_time_s()));
     network->host(static_cast<std::size_t>(r))->AddApplication(w);
     workers.push_back(w);
+  }
+
+  // Faults: each listed worker leaves at its time (unless it already finished) and may rejoin.
+  if (!sc.faults.empty()) {
+    FaultTolerant* faults = setup.scheme().faults();
+    if (!faults) throw std::logic_error("scheme " + sc.topology.kind + " has no fault handling");
+    faults->enable_faults(sc.topology.timeout_s,
+                          [&recorder](const FaultEvent& e) { recorder.event(e); });
+    for (const FaultSpec& f : sc.faults) {
+      Worker* w = ns3::PeekPointer(workers[static_cast<std::size_t>(f.rank)]);
+      const int rank = f.rank;
+      ns3::Simulator::Schedule(ns3::Seconds(f.leave_at_s), [&, w, rank, faults] {
+        if (w->finished() || !w->alive()) return;
+        recorder.event(FaultEvent{"leave", rank, ns3::Simulator::Now().GetSeconds(),
+                                  w->steps_done()});
+        w->Leave();
+        faults->leave(rank);
+        ++departed;
+        for (std::int64_t step : recorder.leave(rank, n)) step_complete(step);
+        check_done();
+      });
+      if (f.rejoin_at_s < 0) continue;
+      ns3::Simulator::Schedule(ns3::Seconds(f.rejoin_at_s), [&, w, rank, faults] {
+        if (w->alive() || w->finished()) return;  // never left (it had finished)
+        recorder.event(FaultEvent{"rejoin", rank, ns3::Simulator::Now().GetSeconds(), -1});
+        faults->rejoin(rank, [&, w, rank](std::int64_t step, const at::Tensor& parameters) {
+          recorder.event(FaultEvent{"resume", rank, ns3::Simulator::Now().GetSeconds(), step});
+          recorder.resume(rank, step);
+          --departed;
+          w->Resume(step, parameters);
+        });
+      });
+    }
   }
 
   if (progress) {
@@ -113,11 +156,13 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
 
   std::uint64_t bytes_on_wire = 0;
   for (const auto& m : messengers) bytes_on_wire += m->bytes_sent();
-  const bool complete = finished == n;
+  const bool complete = finished + departed == n;
   ns3::Simulator::Destroy();
   if (!complete) {
     throw std::runtime_error("simulation ended before every worker finished (" +
-                             std::to_string(finished) + " of " + std::to_string(n) + ")");
+                             std::to_string(finished) + " of " + std::to_string(n) +
+                             (departed ? ", " + std::to_string(departed) + " departed" : "") +
+                             ")");
   }
 
   RunResult result;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <ostream>
 
 #include "sim/Scenario.h"
@@ -17,18 +18,72 @@ double MetricsRecorder::wall_now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
 }
 
+bool MetricsRecorder::complete(std::int64_t step, int workers) {
+  const auto it = pending_.find(step);
+  if (it == pending_.end() || it->second.empty()) return false;
+  if (member_from_.empty()) return static_cast<int>(it->second.size()) >= workers;
+  for (int r = 0; r < workers; ++r) {
+    if (member_from_[r] > step) continue;  // not taking part in this step
+    if (std::none_of(it->second.begin(), it->second.end(),
+                     [r](const StepRecord& x) { return x.rank == r; })) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool MetricsRecorder::record(const StepRecord& record, int workers) {
-  auto& records = pending_[record.step];
-  records.push_back(record);
-  if (static_cast<int>(records.size()) < workers) return false;
+  pending_[record.step].push_back(record);
+  if (!complete(record.step, workers)) return false;
+  write_step(record.step, workers);
+  return true;
+}
+
+std::vector<std::int64_t> MetricsRecorder::leave(int rank, int workers) {
+  if (member_from_.empty()) member_from_.assign(static_cast<std::size_t>(workers), 0);
+  member_from_[rank] = std::numeric_limits<std::int64_t>::max();
+  std::vector<std::int64_t> done;
+  while (!pending_.empty() && complete(pending_.begin()->first, workers)) {
+    const std::int64_t step = pending_.begin()->first;
+    write_step(step, workers);
+    done.push_back(step);
+  }
+  return done;
+}
+
+void MetricsRecorder::resume(int rank, std::int64_t step) { member_from_.at(rank) = step; }
+
+void MetricsRecorder::event(const FaultEvent& e) {
+  const nlohmann::json line = {{"type", "event"}, {"event", e.kind},
+                               {"rank", e.rank},  {"step", e.step},
+                               {"sim_time_s", e.sim_time_s}};
+  lines_ += line.dump() + "\n";
+  ++event_counts_[e.kind];
+}
+
+void MetricsRecorder::write_step(std::int64_t step, int workers) {
+  auto& records = pending_[step];
+  const StepRecord record = records.front();
   std::sort(records.begin(), records.end(),
             [](const StepRecord& a, const StepRecord& b) { return a.rank < b.rank; });
   double loss = 0, compute = 0, comm = 0, comm_max = 0, end = 0;
   nlohmann::json bytes = nlohmann::json::array();
   nlohmann::json payload = nlohmann::json::array();
   double density = 0;
+  const bool gaps = static_cast<int>(records.size()) != workers;
+  if (gaps) {
+    for (int r = 0; r < workers; ++r) {
+      bytes.push_back(0);
+      payload.push_back(0);
+    }
+  }
   for (const auto& r : records) {
-    payload.push_back(r.payload_bytes);
+    if (gaps) {
+      payload[static_cast<std::size_t>(r.rank)] = r.payload_bytes;
+      bytes[static_cast<std::size_t>(r.rank)] = r.bytes_sent;
+    } else {
+      payload.push_back(r.payload_bytes);
+    }
     payload_bytes_ += r.payload_bytes;
     density += r.density;
     loss += r.loss;
@@ -36,9 +91,9 @@ bool MetricsRecorder::record(const StepRecord& record, int workers) {
     comm += r.comm_s;
     comm_max = std::max(comm_max, r.comm_s);
     end = std::max(end, r.end_s);
-    bytes.push_back(r.bytes_sent);
+    if (!gaps) bytes.push_back(r.bytes_sent);
   }
-  const double w = static_cast<double>(workers);
+  const double w = static_cast<double>(records.size());
   nlohmann::json line = {{"type", "step"},
                          {"step", record.step + 1},
                          {"sim_time_s", end},
@@ -58,7 +113,6 @@ bool MetricsRecorder::record(const StepRecord& record, int workers) {
   ++steps_recorded_;
   pending_.erase(record.step);
   progress_line(record.step + 1, end, false);
-  return true;
 }
 
 void MetricsRecorder::staleness(const StalenessEvent& e) {
@@ -141,6 +195,11 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
       {"wall_time_s", wall_time_s},
       {"ns3_wall_time_s", std::max(0.0, ns3_wall_time_s)},
   };
+  if (!scenario_.faults.empty()) {
+    nlohmann::json counts = {{"leave", 0}, {"detected", 0}, {"rejoin", 0}, {"resume", 0}};
+    for (const auto& [kind, count] : event_counts_) counts[kind] = count;
+    s["fault_events"] = counts;
+  }
   return s;
 }
 

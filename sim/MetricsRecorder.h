@@ -9,6 +9,11 @@
 //   {"type":"eval","step":k,"sim_time_s":..,"accuracy":..,"test_loss":..,
 //    "consensus_distance":..,"wall_time_s":..}
 //   {"type":"update","rank":r,"version":v,"staleness":s,"sim_time_s":..}   (async PS only)
+//   {"type":"event","event":"leave"|"detected"|"rejoin"|"resume","rank":r,"step":k,
+//    "sim_time_s":..}                                                       (faults only)
+// With faults, a step line is written when every worker taking part in that step reported
+// (a departed worker is not waited for); means are over the reporting workers, and the
+// per-worker arrays hold 0 for workers that did not take part.
 // `step` counts completed steps (1-based). Fields ending in "wall_time_s" are wall-clock and
 // differ between runs; everything else is deterministic for fixed/profile compute.
 #pragma once
@@ -24,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nodes/AsyncParameterServer.h"
+#include "nodes/Faults.h"
 #include "nodes/Worker.h"
 #include "sim/Evaluation.h"
 
@@ -47,6 +53,14 @@ class MetricsRecorder {
   /// One applied asynchronous update.
   void staleness(const StalenessEvent& event);
 
+  /// A fault event (an "event" line; counted in summary.json's fault_events).
+  void event(const FaultEvent& event);
+  /// Worker `rank` left: later steps do not wait for it. Returns the steps (0-based) whose
+  /// lines this completed, in order.
+  std::vector<std::int64_t> leave(int rank, int workers);
+  /// Worker `rank` takes part again from `step`.
+  void resume(int rank, std::int64_t step);
+
   nlohmann::json summary(double sim_time_s, std::uint64_t bytes_on_wire, double wall_time_s,
                          double ns3_wall_time_s) const;
 
@@ -56,6 +70,8 @@ class MetricsRecorder {
  private:
   double wall_now() const;
   void progress_line(std::int64_t step, double sim_time, bool force);
+  bool complete(std::int64_t step, int workers);
+  void write_step(std::int64_t step, int workers);
 
   const Scenario& scenario_;
   std::int64_t parameters_;
@@ -73,6 +89,8 @@ class MetricsRecorder {
   double sum_compute_ = 0, sum_comm_ = 0;
   std::uint64_t payload_bytes_ = 0;
   std::int64_t steps_recorded_ = 0;
+  std::vector<std::int64_t> member_from_;  // per rank: first step it reports (faults)
+  std::map<std::string, int> event_counts_;
 };
 
 }  // namespace gradwire

@@ -61,6 +61,14 @@ struct TopologySpec {
   double c1 = 0.5;
   double c2 = 0.5;
   int group_size = 4;
+  double timeout_s = 0.2;     ///< faults: how long a collective waits before declaring a peer gone
+};
+
+/// One worker leaving (and optionally rejoining) at a simulated time (`faults` in the JSON).
+struct FaultSpec {
+  int rank = 0;
+  double leave_at_s = 0;
+  double rejoin_at_s = -1;  ///< < 0: never rejoins
 };
 
 struct Scenario {
@@ -73,6 +81,7 @@ struct Scenario {
   nlohmann::json codec;    ///< resolved codec object (CodecRegistry)
   TopologySpec topology;
   nlohmann::json network;  ///< resolved network object (NetworkFactory)
+  std::vector<FaultSpec> faults;  ///< empty: no worker ever leaves
   std::string output_dir = "runs";
 
   nlohmann::json resolved;  ///< the whole scenario with defaults filled in

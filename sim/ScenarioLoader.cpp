@@ -10,6 +10,7 @@
 #include "codecs/ConfigError.h"
 #include "codecs/JsonFields.h"
 #include "netmodels/NetworkFactory.h"
+#include "netmodels/Units.h"
 #include "sim/ComputeTime.h"
 
 namespace gradwire {
@@ -203,8 +204,9 @@ ComputeSpec read_compute(const JsonFields& root) {
   return c;
 }
 
-nlohmann::json topology_json(const TopologySpec& t) {
+nlohmann::json topology_json(const TopologySpec& t, bool faults) {
   nlohmann::json j = {{"kind", t.kind}, {"mode", t.mode}};
+  if (faults) j["timeout"] = format_duration(t.timeout_s);
   if (t.mode == "async" && t.max_staleness >= 0) j["max_staleness"] = t.max_staleness;
   if (t.kind == "gossip") j["peers"] = t.peers;
   if (t.kind == "leader") {
@@ -268,7 +270,7 @@ nlohmann::json to_json(const Scenario& s) {
     compute["stragglers"] = {{"probability", s.compute.straggler_probability},
                              {"slowdown", s.compute.straggler_slowdown}};
   }
-  return {{"gradwire", kScenarioVersion},
+  nlohmann::json out = {{"gradwire", kScenarioVersion},
           {"name", s.name},
           {"seed", s.seed},
           {"model", model},
@@ -276,9 +278,64 @@ nlohmann::json to_json(const Scenario& s) {
           {"training", training},
           {"compute", compute},
           {"codec", s.codec},
-          {"topology", topology_json(s.topology)},
+          {"topology", topology_json(s.topology, !s.faults.empty())},
           {"network", s.network},
           {"output", {{"dir", s.output_dir}}}};
+  if (!s.faults.empty()) {
+    nlohmann::json faults = nlohmann::json::array();
+    for (const FaultSpec& f : s.faults) {
+      nlohmann::json e = {{"rank", f.rank}, {"leave_at", format_duration(f.leave_at_s)}};
+      if (f.rejoin_at_s >= 0) e["rejoin_at"] = format_duration(f.rejoin_at_s);
+      faults.push_back(e);
+    }
+    out["faults"] = faults;
+  }
+  return out;
+}
+
+// `faults`: [{"rank": r, "leave_at": "0.5s", "rejoin_at": "1.2s"}] (rejoin_at optional). One
+// entry per rank; at least one worker must stay.
+std::vector<FaultSpec> read_faults(const nlohmann::json& document, int workers) {
+  std::vector<FaultSpec> out;
+  if (!document.contains("faults")) return out;
+  const auto& list = document.at("faults");
+  if (!list.is_array()) {
+    throw ConfigError("faults", "expected an array like [{\"rank\": 1, \"leave_at\": \"0.5s\", "
+                                "\"rejoin_at\": \"1.2s\"}], got " + json_brief(list));
+  }
+  std::vector<bool> seen(static_cast<std::size_t>(workers), false);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    JsonFields f(list[i], "faults[" + std::to_string(i) + "]");
+    f.allow({"rank", "leave_at", "rejoin_at"});
+    if (!f.has("rank")) throw ConfigError(f.path_of("rank"), "missing; expected a worker rank");
+    if (!f.has("leave_at")) {
+      throw ConfigError(f.path_of("leave_at"), "missing; expected a simulated time like \"0.5s\"");
+    }
+    FaultSpec spec;
+    spec.rank = static_cast<int>(f.integer("rank", 0, 0, 1023));
+    if (spec.rank >= workers) {
+      throw ConfigError(f.path_of("rank"), "expected a rank below training.workers (" +
+                                               std::to_string(workers) + "), got " +
+                                               std::to_string(spec.rank));
+    }
+    if (seen[static_cast<std::size_t>(spec.rank)]) {
+      throw ConfigError(f.path_of("rank"), "rank " + std::to_string(spec.rank) +
+                                               " already has a fault entry (one per rank)");
+    }
+    seen[static_cast<std::size_t>(spec.rank)] = true;
+    spec.leave_at_s = read_duration(f, "leave_at", 0);
+    if (f.has("rejoin_at")) {
+      spec.rejoin_at_s = read_duration(f, "rejoin_at", 0);
+      if (spec.rejoin_at_s <= spec.leave_at_s) {
+        throw ConfigError(f.path_of("rejoin_at"), "expected a time after leave_at");
+      }
+    }
+    out.push_back(spec);
+  }
+  if (static_cast<int>(out.size()) >= workers) {
+    throw ConfigError("faults", "every worker leaves: at least one must stay");
+  }
+  return out;
 }
 
 }  // namespace
@@ -329,7 +386,7 @@ void apply_overrides(nlohmann::json& scenario, const std::vector<std::string>& a
 Scenario load_scenario(const nlohmann::json& document) {
   JsonFields root(document, "");
   root.allow({"gradwire", "name", "seed", "model", "dataset", "training", "compute", "codec",
-              "topology", "network", "output"});
+              "topology", "network", "output", "faults"});
   if (!root.has("gradwire")) {
     throw ConfigError("gradwire", "missing; expected the format version 1");
   }
@@ -352,7 +409,7 @@ Scenario load_scenario(const nlohmann::json& document) {
 
   JsonFields topo(root.object_at("topology"), "topology");
   topo.allow({"kind", "mode", "max_staleness", "peers", "l_comm", "g_comm", "c1", "c2",
-              "group_size"});
+              "group_size", "timeout"});
   auto& tp = s.topology;
   tp.kind = topo.string("kind", "ring", {"ring", "ps", "gossip", "leader"});
   tp.mode = topo.string("mode", "sync", {"sync", "async"});
@@ -371,6 +428,15 @@ Scenario load_scenario(const nlohmann::json& document) {
   tp.c1 = topo.number("c1", tp.c1, 0, 1);
   tp.c2 = topo.number("c2", tp.c2, 0, 1);
   tp.group_size = static_cast<int>(topo.integer("group_size", tp.group_size, 1, 1024));
+  tp.timeout_s = read_duration(topo, "timeout", tp.timeout_s);
+  if (tp.timeout_s <= 0) throw ConfigError("topology.timeout", "expected a duration > 0");
+  s.faults = read_faults(document, s.training.workers);
+  if (!s.faults.empty()) {
+    if (tp.kind == "leader" || (tp.kind == "ps" && tp.mode == "async")) {
+      throw ConfigError("faults", "supported with topology ring, ps (sync) and gossip, not " +
+                                      tp.kind + (tp.mode == "async" ? " (async)" : ""));
+    }
+  }
 
   s.network = resolve_network(root.object_at("network"), "network");
 

@@ -9,6 +9,7 @@
 
 #include "codecs/CodecRegistry.h"
 #include "codecs/ConfigError.h"
+#include "codecs/MultiRoundCodec.h"
 #include "nodes/AsyncParameterServer.h"
 #include "nodes/LeaderSgd.h"
 #include "nodes/ParameterServer.h"
@@ -109,6 +110,18 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
   const CodecRegistry& registry = CodecRegistry::builtin();
   for (int r = 0; r < s.n; ++r) s.codecs.push_back(registry.create(sc.codec, codec_context(r)));
   s.server_codec = registry.create(sc.codec, codec_context(-1));
+  if (!sc.faults.empty()) {
+    if (dynamic_cast<MultiRoundCodec*>(s.codecs[0].get())) {
+      throw ConfigError("codec.kind", "\"" + s.codecs[0]->name() +
+                                          "\" exchanges in several rounds, which cannot be "
+                                          "replayed when a worker leaves; faults need a "
+                                          "single-round codec");
+    }
+    if (model_ranks.size() != static_cast<std::size_t>(s.n)) {
+      throw ConfigError("faults", "faults are simulated in-process only (gradwire run), not "
+                                  "with one process per worker");
+    }
+  }
   s.evaluator = std::make_unique<Evaluator>(s.data.test, sc.training.eval_samples, s.device);
 }
 
