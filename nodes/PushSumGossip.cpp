@@ -125,7 +125,10 @@ void PushSumGossip::on_message(int rank, Message&& message) {
 void PushSumGossip::try_mix(int rank) {
   Node& node = *nodes_[rank];
   if (!node.waiting) return;
-  auto it = node.inbox.find(node.step);
+  // Without overlap a node mixes the shares sent at its own step; with overlap those of the
+  // previous step (none at step 0), which had a whole step's compute time to arrive.
+  const std::int64_t mixed = options_.overlap && !faults_ ? node.step - 1 : node.step;
+  auto it = node.inbox.find(mixed);
   if (faults_) {
     // Every live in-peer's share must be here (shares of gone peers may be, too).
     for (int q : live(graph_.in_peers(rank, node.step), node.step)) {
@@ -138,7 +141,7 @@ void PushSumGossip::try_mix(int rank) {
       }
     }
   } else {
-    const std::size_t expected = graph_.in_peers(rank, node.step).size();
+    const std::size_t expected = mixed < 0 ? 0 : graph_.in_peers(rank, mixed).size();
     const std::size_t have = it == node.inbox.end() ? 0 : it->second.size();
     if (have < expected) return;
   }

@@ -5,6 +5,9 @@
 // p = 1/(peers + 1); when the messages of its in-peers for that step have arrived it adds them,
 // sets z = x / w and continues. The sum of weights stays n and the nodes reach consensus.
 //
+// With `overlap` (SGP's tau = 1) a node mixes the shares of the previous step instead of
+// waiting for this step's: sending overlaps the next computation.
+//
 // What travels: each push is a `none`-codec payload of the n_params + 1 floats (p*x, p*w).
 //
 // Faults (nodes/Faults.h): a node waiting `timeout` for an in-peer's share pings it; a peer
@@ -36,6 +39,10 @@ class Endpoint;
 
 struct PushSumOptions {
   int peers = 1;  ///< out-peers per step
+  /// One-step overlap (SGP with tau = 1, Assran et al. Sec. 3): after sending step t's shares
+  /// a node mixes the shares its in-peers sent at step t - 1 and goes on, so communication
+  /// overlaps the next step's computation instead of blocking it.
+  bool overlap = false;
   double momentum = 0.0;
   double weight_decay = 0.0;
   bool nesterov = false;

@@ -56,6 +56,7 @@ struct TopologySpec {
   std::string mode = "sync";  ///< "sync" | "async" (ps only)
   int max_staleness = -1;     ///< async ps: bounded staleness (< 0: unbounded)
   int peers = 1;              ///< gossip: out-peers per step
+  bool overlap = false;       ///< gossip: mix the shares of the previous step (SGP, tau = 1)
   std::int64_t l_comm = 16;   ///< leader: steps between group-leader pulls
   std::int64_t g_comm = 64;   ///< leader: steps between global-leader pulls
   double c1 = 0.5;

@@ -209,6 +209,7 @@ nlohmann::json topology_json(const TopologySpec& t, bool faults) {
   if (faults) j["timeout"] = format_duration(t.timeout_s);
   if (t.mode == "async" && t.max_staleness >= 0) j["max_staleness"] = t.max_staleness;
   if (t.kind == "gossip") j["peers"] = t.peers;
+  if (t.kind == "gossip" && t.overlap) j["overlap"] = true;
   if (t.kind == "leader") {
     j.update({{"l_comm", t.l_comm}, {"g_comm", t.g_comm}, {"c1", t.c1}, {"c2", t.c2},
               {"group_size", t.group_size}});
@@ -408,8 +409,8 @@ Scenario load_scenario(const nlohmann::json& document) {
       root.has("codec") ? document.at("codec") : nlohmann::json{{"kind", "none"}}, "codec");
 
   JsonFields topo(root.object_at("topology"), "topology");
-  topo.allow({"kind", "mode", "max_staleness", "peers", "l_comm", "g_comm", "c1", "c2",
-              "group_size", "timeout"});
+  topo.allow({"kind", "mode", "max_staleness", "peers", "overlap", "l_comm", "g_comm", "c1",
+              "c2", "group_size", "timeout"});
   auto& tp = s.topology;
   tp.kind = topo.string("kind", "ring", {"ring", "ps", "gossip", "leader"});
   tp.mode = topo.string("mode", "sync", {"sync", "async"});
@@ -423,6 +424,10 @@ Scenario load_scenario(const nlohmann::json& document) {
     throw ConfigError("topology.max_staleness", "expected only with topology.mode \"async\"");
   }
   tp.peers = static_cast<int>(topo.integer("peers", 1, 1, 16));
+  tp.overlap = topo.boolean("overlap", false);
+  if (tp.overlap && tp.kind != "gossip") {
+    throw ConfigError("topology.overlap", "expected only with topology.kind \"gossip\"");
+  }
   tp.l_comm = topo.integer("l_comm", tp.l_comm, 1, 100000000);
   tp.g_comm = topo.integer("g_comm", tp.g_comm, 1, 100000000);
   tp.c1 = topo.number("c1", tp.c1, 0, 1);
@@ -435,6 +440,9 @@ Scenario load_scenario(const nlohmann::json& document) {
     if (tp.kind == "leader" || (tp.kind == "ps" && tp.mode == "async")) {
       throw ConfigError("faults", "supported with topology ring, ps (sync) and gossip, not " +
                                       tp.kind + (tp.mode == "async" ? " (async)" : ""));
+    }
+    if (tp.overlap) {
+      throw ConfigError("topology.overlap", "not supported together with faults");
     }
   }
 

@@ -162,6 +162,7 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
   } else if (topo.kind == "gossip") {
     PushSumOptions o;
     o.peers = topo.peers;
+    o.overlap = topo.overlap;
     o.momentum = sc.training.momentum;
     o.weight_decay = sc.training.weight_decay;
     o.nesterov = sc.training.nesterov;
