@@ -63,9 +63,7 @@ void DenseCodec::accumulate(Bytes& acc, ByteSpan other) const {
   // acc's values start at a fixed offset inside acc; write through a mutable pointer to it.
   std::uint8_t* dst = acc.data() + kPayloadHeaderSize;
   // Unaligned-safe loads/stores; compiles to a vectorised add on little-endian hosts.
-  for (std::uint64_t i = 0; i < n_acc; ++i) {
-    store_f32_le(dst + 4 * i, load_f32_le(dst + 4 * i) + load_f32_le(other_values + 4 * i));
-  }
+  add_f32_array_le(dst, other_values, n_acc);
 }
 
 }  // namespace gradwire

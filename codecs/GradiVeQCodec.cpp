@@ -8,6 +8,7 @@
 #include "codecs/CodecState.h"
 #include "codecs/GradientChecks.h"
 #include "codecs/LevelQuantizer.h"
+#include "codecs/TensorWire.h"
 #include "codecs/WireFormat.h"
 
 namespace gradwire {
@@ -57,13 +58,6 @@ std::int64_t covered(const Fields& f) {
   return std::max<std::int64_t>(0, end - begin);
 }
 
-at::Tensor read_floats(ByteReader& reader, std::int64_t count, const char* field) {
-  const std::uint8_t* p = reader.take(static_cast<std::size_t>(count), 4, field);
-  at::Tensor t = at::empty({count}, at::kFloat);
-  float* dst = t.data_ptr<float>();
-  for (std::int64_t i = 0; i < count; ++i) dst[i] = load_f32_le(p + 4 * i);
-  return t;
-}
 
 }  // namespace
 
@@ -173,7 +167,7 @@ torch::Tensor GradiVeQCodec::decode(ByteSpan payload) const {
   const Fields f = read_fields(reader);
   const std::int64_t elements = covered(f);
   if (f.mode == kDenseSlices) {
-    at::Tensor out = read_floats(reader, elements, "values");
+    at::Tensor out = read_f32_tensor(reader, elements, "values");
     reader.expect_end();
     return out;
   }
@@ -184,7 +178,7 @@ torch::Tensor GradiVeQCodec::decode(ByteSpan payload) const {
   if (!basis_->defined()) reader.fail("coefficients arrived before a basis was fitted");
   at::Tensor coefficients;
   if (f.mode == kCoefficients) {
-    coefficients = read_floats(reader, static_cast<std::int64_t>(f.count) * f.k, "coefficients");
+    coefficients = read_f32_tensor(reader, static_cast<std::int64_t>(f.count) * f.k, "coefficients");
     reader.expect_end();
   } else {
     if (!coefficient_codec_) reader.fail("quantised coefficients, but qsgd_levels is 0 here");
@@ -220,9 +214,7 @@ void GradiVeQCodec::accumulate(Bytes& acc, ByteSpan other) const {
   a.expect_end();
   std::uint8_t* dst = acc.data() + kPrefix;
   const std::uint8_t* src = other.data + kPrefix;
-  for (std::int64_t i = 0; i < floats; ++i) {
-    store_f32_le(dst + 4 * i, load_f32_le(dst + 4 * i) + load_f32_le(src + 4 * i));
-  }
+  add_f32_array_le(dst, src, static_cast<std::uint64_t>(floats));
 }
 
 void GradiVeQCodec::observe_aggregate(const torch::Tensor& update) {

@@ -12,6 +12,7 @@
 #include "codecs/LgcAutoencoder.h"
 #include "codecs/SparseWire.h"
 #include "codecs/TopKCodec.h"
+#include "codecs/TensorWire.h"
 #include "codecs/WireFormat.h"
 
 namespace gradwire {
@@ -117,18 +118,7 @@ torch::Tensor to_tensor(const std::vector<float>& v) {
   return t;
 }
 
-torch::Tensor read_floats(ByteReader& r, std::size_t count, const char* field) {
-  const std::uint8_t* p = r.take(count, 4, field);
-  torch::Tensor t = torch::empty({static_cast<std::int64_t>(count)}, torch::kFloat);
-  float* d = t.data_ptr<float>();
-  for (std::size_t j = 0; j < count; ++j) d[j] = load_f32_le(p + 4 * j);
-  return t;
-}
 
-void write_floats(ByteWriter& w, const torch::Tensor& t) {
-  const torch::Tensor c = t.to(torch::kFloat).contiguous();
-  w.f32_array(c.data_ptr<float>(), static_cast<std::size_t>(c.numel()));
-}
 
 /// Root mean square: the scale a lgc_ps code travels with (the autoencoder sees unit-RMS
 /// vectors, as it was trained on).
@@ -431,7 +421,7 @@ Round LgcCodec::next_round() {
         write_header(w, CodecId::kLgc, kFormatVersion, static_cast<std::uint64_t>(numel_));
         w.u8(static_cast<std::uint8_t>(rank_ == leader_ ? Kind::kLeader : Kind::kValues));
         w.u32(static_cast<std::uint32_t>(k_));
-        if (rank_ != leader_) write_floats(w, own_values_);
+        if (rank_ != leader_) write_f32_tensor(w, own_values_);
         round.payload = w.take();
       }
       break;
@@ -450,7 +440,7 @@ Round LgcCodec::next_round() {
           const float scale = rms(own_values_);
           w.f32(scale);
           w.u32(static_cast<std::uint32_t>(m));
-          write_floats(w, ae_->encode(normalised(own_values_, scale)));
+          write_f32_tensor(w, ae_->encode(normalised(own_values_, scale)));
         }
         round.payload = w.take();
       }
@@ -580,7 +570,7 @@ at::Tensor LgcCodec::reduce_round(int round, const std::vector<ByteSpan>& payloa
         ++leaders;
         break;
       case Kind::kValues:
-        sum += read_floats(r, static_cast<std::size_t>(k), "values");
+        sum += read_f32_tensor(r, k, "values");
         break;
       case Kind::kCode: {
         if (!ae_) r.fail("a latent code arrived before the autoencoder's weights");
@@ -591,7 +581,7 @@ at::Tensor LgcCodec::reduce_round(int round, const std::vector<ByteSpan>& payloa
           r.fail("code of " + std::to_string(m) + " floats, the autoencoder's has " +
                  std::to_string(ae_->code_length()));
         }
-        codes.push_back(read_floats(r, static_cast<std::size_t>(m), "code"));
+        codes.push_back(read_f32_tensor(r, m, "code"));
         scales.push_back(scale);
         break;
       }

@@ -9,6 +9,7 @@
 #include "codecs/CodecState.h"
 #include "codecs/GradientChecks.h"
 #include "codecs/SparseRandom.h"
+#include "codecs/TensorWire.h"
 #include "codecs/WireFormat.h"
 
 namespace gradwire {
@@ -251,11 +252,7 @@ torch::Tensor PowerSgdCodec::decode(ByteSpan payload) const {
   }
   const std::uint32_t rank = reader.u32("rank");
   auto floats = [&](std::int64_t count, const char* field) {
-    const std::uint8_t* p = reader.take(static_cast<std::size_t>(count), 4, field);
-    at::Tensor t = at::empty({count}, at::kFloat);
-    float* dst = t.data_ptr<float>();
-    for (std::int64_t i = 0; i < count; ++i) dst[i] = load_f32_le(p + 4 * i);
-    return t;
+    return read_f32_tensor(reader, count, field);
   };
   if (rank == 0) {
     at::Tensor out = floats(numel_, "dense values");

@@ -162,9 +162,7 @@ void RandomKCodec::accumulate(Bytes& acc, ByteSpan other) const {
   }
   std::uint8_t* dst = acc.data() + a.values_offset;
   const std::uint8_t* src = other.data + b.values_offset;
-  for (std::uint64_t j = 0; j < a.k; ++j) {
-    store_f32_le(dst + 4 * j, load_f32_le(dst + 4 * j) + load_f32_le(src + 4 * j));
-  }
+  add_f32_array_le(dst, src, a.k);
 }
 
 Bytes RandomKCodec::save_state() const {

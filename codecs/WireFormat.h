@@ -60,6 +60,13 @@ inline void store_f32_le(std::uint8_t* p, float f) {
   store_u32_le(p, bits);
 }
 
+/// dst[i] += src[i] for `count` little-endian float32 values (summable payloads' accumulate).
+inline void add_f32_array_le(std::uint8_t* dst, const std::uint8_t* src, std::uint64_t count) {
+  for (std::uint64_t i = 0; i < count; ++i) {
+    store_f32_le(dst + 4 * i, load_f32_le(dst + 4 * i) + load_f32_le(src + 4 * i));
+  }
+}
+
 /// Appends little-endian values to a growing byte vector it owns. Call take() to get the bytes.
 class ByteWriter {
  public:

@@ -21,12 +21,12 @@
 #include "sim/CurveKeys.h"
 #include "sim/Evaluation.h"
 #include "sim/MetricsRecorder.h"
+#include "sim/SimulatedWorld.h"
 
 namespace gradwire {
 
 namespace {
 
-constexpr std::uint16_t kMessengerPort = 9000;
 // How often a waiting service looks at the lost-hosts hook and its deadlines.
 constexpr int kPollSliceMs = 50;
 
@@ -100,8 +100,7 @@ struct EmulatorService::Impl {
   std::vector<Client> clients;  // index = host
   std::map<std::string, std::uint32_t> by_identity;
 
-  std::unique_ptr<Network> network;
-  std::vector<ns3::Ptr<Messenger>> messengers;
+  SimulatedWorld* world = nullptr;  // set while serve() runs
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::deque<InFlight>> in_flight;
 
   std::unique_ptr<MetricsRecorder> recorder;
@@ -401,7 +400,7 @@ struct EmulatorService::Impl {
 
   void send_now(std::uint32_t h, ParsedSend&& s) {
     in_flight[{h, s.to}].push_back(InFlight{s.data, s.time_ns});
-    messengers[h]->Send(s.to, std::move(s.message));
+    world->messengers()[h]->Send(s.to, std::move(s.message));
   }
 
   /// Keeps a pending wake-up that is still right (its place among simultaneous events is
@@ -422,7 +421,7 @@ struct EmulatorService::Impl {
   nlohmann::json advance_command(std::uint32_t h) const {
     nlohmann::json cmd = make_header("advance");
     cmd["time_ns"] = now_ns();
-    cmd["bytes_sent"] = messengers[h]->bytes_sent();
+    cmd["bytes_sent"] = world->messengers()[h]->bytes_sent();
     cmd["deliveries"] = nlohmann::json::array();
     return cmd;
   }
@@ -537,7 +536,7 @@ struct EmulatorService::Impl {
         w["workers"] = n;
         w["server"] = with_server ? nlohmann::json(n) : nlohmann::json();
         w["time_ns"] = 0;
-        w["start_ns"] = ns3::Seconds(network->ready_time_s()).GetNanoSeconds();
+        w["start_ns"] = ns3::Seconds(world->network().ready_time_s()).GetNanoSeconds();
         w["max_message_bytes"] = opt.max_message_bytes;
         w["scenario"] = sc.resolved;
         if (progress) *progress << "[" << sc.name << "] " << host_name(h) << " registered\n";
@@ -670,21 +669,19 @@ ServiceResult EmulatorService::serve(const std::string& out_dir, std::ostream* p
   if (!out_dir.empty()) dir = std::make_unique<RunDirectory>(out_dir, sc.name);
 
   // The same world an in-process run builds: same seed, same network, same Messengers.
-  ns3::Simulator::Destroy();
-  struct SimulatorGuard {
-    ~SimulatorGuard() { ns3::Simulator::Destroy(); }
-  } simulator_guard;
-  ns3::RngSeedManager::SetSeed(static_cast<std::uint32_t>(sc.seed % 4294967295u) + 1);
-  ns3::RngSeedManager::SetRun(1);
-  s.network = build_network(sc.network, s.hosts);
-  s.messengers = Messenger::InstallOnHosts(*s.network, kMessengerPort);
+  SimulatedWorld world(sc, s.hosts);
+  s.world = &world;
+  struct Forget {  // the world dies with this scope, on every exit path
+    Impl& s;
+    ~Forget() { s.world = nullptr; }
+  } forget{s};
   for (std::uint32_t h = 0; h < s.hosts; ++h) {
-    s.messengers[h]->SetHandler([&s, h](Message&& m) { s.on_delivery(h, std::move(m)); });
+    world.messengers()[h]->SetHandler([&s, h](Message&& m) { s.on_delivery(h, std::move(m)); });
   }
   if (progress) {
     *progress << "[" << sc.name << "] serving " << s.hosts << " hosts (" << s.n << " workers"
               << (s.with_server ? " + server" : "") << ") on " << s.endpoint << ", "
-              << s.network->describe() << "\n"
+              << world.network().describe() << "\n"
               << std::flush;
   }
 
@@ -718,10 +715,10 @@ ServiceResult EmulatorService::serve(const std::string& out_dir, std::ostream* p
   result.complete = s.end_reason == "complete";
   if (s.recorder) {
     std::uint64_t bytes_on_wire = 0;
-    for (const auto& m : s.messengers) bytes_on_wire += m->bytes_sent();
+    for (const auto& m : world.messengers()) bytes_on_wire += m->bytes_sent();
     result.summary = s.recorder->summary(sim_end, bytes_on_wire, seconds_since(s.wall_start),
                                          run_wall - s.client_wait_s);
-    result.summary["network_description"] = s.network->describe();
+    result.summary["network_description"] = world.network().describe();
     result.summary["device"] = s.device.empty() ? nlohmann::json() : nlohmann::json(s.device);
     result.summary["mean_staleness"] =
         s.with_server && sc.topology.mode == "async"
@@ -744,9 +741,6 @@ ServiceResult EmulatorService::serve(const std::string& out_dir, std::ostream* p
     result.directory = dir->final_path();
   }
   if (progress && result.complete && s.recorder) s.recorder->print_final(*progress, result.summary);
-  s.messengers.clear();
-  ns3::Simulator::Destroy();
-  s.network.reset();
   return result;
 }
 

@@ -21,13 +21,13 @@
 #include "sim/AtomicOutput.h"
 #include "sim/Evaluation.h"
 #include "sim/MetricsRecorder.h"
+#include "sim/SimulatedWorld.h"
 #include "sim/TrainingSetup.h"
 
 namespace gradwire {
 
 namespace {
 
-constexpr std::uint16_t kMessengerPort = 9000;
 
 using Clock = std::chrono::steady_clock;
 
@@ -56,18 +56,10 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   std::unique_ptr<RunDirectory> dir;
   if (!out_dir.empty()) dir = std::make_unique<RunDirectory>(out_dir, sc.name);
 
-  // ns-3: a fresh simulation, seeded from the scenario (RngRun fixed: the seed carries it).
-  // The guard tears it down on every exit path, so a failed run leaves no half-built world.
-  ns3::Simulator::Destroy();
-  struct SimulatorGuard {
-    ~SimulatorGuard() { ns3::Simulator::Destroy(); }
-  } simulator_guard;
-  ns3::RngSeedManager::SetSeed(static_cast<std::uint32_t>(sc.seed % 4294967295u) + 1);
-  ns3::RngSeedManager::SetRun(1);
-  std::unique_ptr<Network> network = build_network(sc.network, setup.hosts());
-
-  const std::vector<ns3::Ptr<Messenger>> messengers =
-      Messenger::InstallOnHosts(*network, kMessengerPort);
+  // ns-3: a fresh simulation seeded from the scenario, torn down on every exit path.
+  const SimulatedWorld world(sc, setup.hosts());
+  Network& network = world.network();
+  const std::vector<ns3::Ptr<Messenger>>& messengers = world.messengers();
 
   WallClockAccount eval_account;
   std::vector<Endpoint*> worker_messengers;
@@ -104,8 +96,8 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
           ++finished;
           check_done();
         });
-    w->SetStartTime(ns3::Seconds(network->ready_time_s()));
-    network->host(static_cast<std::size_t>(r))->AddApplication(w);
+    w->SetStartTime(ns3::Seconds(network.ready_time_s()));
+    network.host(static_cast<std::size_t>(r))->AddApplication(w);
     workers.push_back(w);
   }
 
@@ -146,7 +138,7 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
     *progress << "[" << sc.name << "] " << n << " workers, " << sc.model.kind << " ("
               << setup.parameters() << " parameters), codec "
               << sc.codec.at("kind").get<std::string>() << ", " << sc.topology.kind << ", "
-              << network->describe() << ", device " << setup.device_name() << "\n";
+              << network.describe() << ", device " << setup.device_name() << "\n";
   }
 
   const auto run_start = Clock::now();
@@ -169,7 +161,7 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   result.summary =
       recorder.summary(sim_end, bytes_on_wire, seconds_since(wall_start),
                        run_wall - setup.torch_account().seconds() - eval_account.seconds());
-  result.summary["network_description"] = network->describe();
+  result.summary["network_description"] = network.describe();
   result.summary["device"] = setup.device_name();
   const double staleness = setup.mean_staleness();
   result.summary["mean_staleness"] = std::isnan(staleness) ? nlohmann::json() : nlohmann::json(staleness);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "MetricsLines.h"
 #include "codecs/ConfigError.h"
 #include "sim/Engine.h"
 #include "sim/ScenarioLoader.h"
@@ -26,15 +27,7 @@ nlohmann::json run_doc(const std::string& kind) {
           {"network", {{"rate", "1Gbps"}}}};
 }
 
-std::vector<nlohmann::json> lines_of(const std::string& jsonl, const std::string& type) {
-  std::vector<nlohmann::json> out;
-  std::istringstream in(jsonl);
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
-    if (j["type"] == type) out.push_back(j);
-  }
-  return out;
-}
+using testing::lines_of;
 
 std::vector<nlohmann::json> events(const RunResult& r, const std::string& kind) {
   std::vector<nlohmann::json> out;

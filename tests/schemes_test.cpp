@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "MetricsLines.h"
 #include "codecs/ConfigError.h"
 #include "nodes/ExponentialGraph.h"
 #include "nodes/LeaderSgd.h"
@@ -108,15 +109,7 @@ nlohmann::json run_doc(const std::string& kind) {
           {"network", {{"rate", "1Gbps"}}}};
 }
 
-std::vector<nlohmann::json> lines_of(const std::string& jsonl, const std::string& type) {
-  std::vector<nlohmann::json> out;
-  std::istringstream in(jsonl);
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
-    if (j["type"] == type) out.push_back(j);
-  }
-  return out;
-}
+using testing::lines_of;
 
 TEST(Schemes, EachTrainsWithinAFewPointsOfSyncRing) {
   const RunResult ring = Engine(load_scenario(run_doc("ring"))).run("", nullptr);
