@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "codecs/ByteSpan.h"
+#include "codecs/LossTolerance.h"
 
 namespace at {
 class Tensor;
@@ -103,6 +104,10 @@ class Codec {
   /// True when the codec keeps gradient momentum itself (DGC's momentum correction): the
   /// optimizer must then not apply momentum a second time.
   virtual bool applies_momentum() const { return false; }
+
+  /// Whether this codec's payloads can be decoded with parts lost on a lossy transport (see
+  /// codecs/LossTolerance.h). The default: no, every byte must arrive.
+  virtual LossTolerance loss_tolerance() const { return {}; }
 
   /// Summable codecs: acc := acc + other, without decoding. Both must describe the same
   /// element count. Throws DecodeError on mismatch, std::logic_error if not summable.

@@ -66,4 +66,6 @@ void DenseCodec::accumulate(Bytes& acc, ByteSpan other) const {
   add_f32_array_le(dst, other_values, n_acc);
 }
 
+LossTolerance DenseCodec::loss_tolerance() const { return {kPayloadHeaderSize, 4}; }
+
 }  // namespace gradwire

@@ -19,6 +19,8 @@ class DenseCodec : public Codec {
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
   Aggregation aggregation() const override { return Aggregation::kSummable; }
+  /// Lost values read as 0.0f: the header must arrive, the values may not.
+  LossTolerance loss_tolerance() const override;
   /// acc := acc + other, float by float, after validating both payloads and equal sizes.
   void accumulate(Bytes& acc, ByteSpan other) const override;
 

@@ -35,6 +35,7 @@ class ErrorFeedback : public Codec {
   torch::Tensor finalize(torch::Tensor sum, int workers) const override;
   double last_density() const override { return inner_->last_density(); }
   bool applies_momentum() const override { return inner_->applies_momentum(); }
+  LossTolerance loss_tolerance() const override { return inner_->loss_tolerance(); }
   void observe_aggregate(const torch::Tensor& update) override { inner_->observe_aggregate(update); }
   /// Compensates the whole gradient once, encodes the chunks with the inner codec and updates
   /// the residual chunk by chunk, so the residual covers the whole gradient exactly as encode()

@@ -37,4 +37,13 @@ torch::Tensor decode_any(ByteSpan payload, std::uint64_t max_elements) {
                     " is neither none (1) nor topk (2)");
 }
 
+LossTolerance exact_loss_tolerance(ByteSpan payload) {
+  if (payload.size < kPayloadHeaderSize) return {};
+  try {
+    if (peek_header(payload).codec == CodecId::kDense) return DenseCodec().loss_tolerance();
+  } catch (const DecodeError&) {
+  }
+  return {};
+}
+
 }  // namespace gradwire

@@ -23,4 +23,8 @@ Bytes encode_exact(const torch::Tensor& values);
 /// what a sparse header may ask to allocate (see TopKCodec).
 torch::Tensor decode_any(ByteSpan payload, std::uint64_t max_elements = kMaxPayloadElements);
 
+/// What a lossy transport may lose of a payload from encode_exact: the values of the dense
+/// form (they read as zero), nothing of the sparse form (a lost index is not a zero).
+LossTolerance exact_loss_tolerance(ByteSpan payload);
+
 }  // namespace gradwire

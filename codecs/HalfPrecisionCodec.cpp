@@ -99,4 +99,6 @@ void HalfPrecisionCodec::accumulate(Bytes& acc, ByteSpan other) const {
   }
 }
 
+LossTolerance HalfPrecisionCodec::loss_tolerance() const { return {kPayloadHeaderSize, 2}; }
+
 }  // namespace gradwire

@@ -26,6 +26,8 @@ class HalfPrecisionCodec : public Codec {
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
   Aggregation aggregation() const override { return Aggregation::kSummable; }
+  /// Lost values read as +0 in both fp16 and bf16.
+  LossTolerance loss_tolerance() const override;
   void accumulate(Bytes& acc, ByteSpan other) const override;
 
   static std::size_t payload_size(std::uint64_t n) { return 12 + 2 * n; }

@@ -65,6 +65,7 @@ class MomentumCorrection : public Codec {
   torch::Tensor finalize(torch::Tensor sum, int workers) const override;
   double last_density() const override { return inner_->last_density(); }
   bool applies_momentum() const override { return momentum_ > 0.0; }
+  LossTolerance loss_tolerance() const override { return inner_->loss_tolerance(); }
   Bytes save_state() const override;
   void load_state(ByteSpan state) override;
 

@@ -176,4 +176,6 @@ void RandomKCodec::load_state(ByteSpan state) {
   step_ = CodecState::parse(state, name()).u64("step");
 }
 
+LossTolerance RandomKCodec::loss_tolerance() const { return {kPayloadHeaderSize + kBodyFixed, 4}; }
+
 }  // namespace gradwire

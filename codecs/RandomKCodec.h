@@ -30,6 +30,8 @@ class RandomKCodec : public Codec {
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
   Aggregation aggregation() const override { return Aggregation::kSummable; }
+  /// Indices come from the seed, so a lost value is a zero at a known index.
+  LossTolerance loss_tolerance() const override;
   void accumulate(Bytes& acc, ByteSpan other) const override;
   double last_density() const override { return last_density_; }
   /// One step: every chunk's positions derive from (seed, step, offset, length).

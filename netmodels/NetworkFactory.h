@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "netmodels/Network.h"
+#include "netmodels/TransportConfig.h"
 
 namespace gradwire {
 
@@ -19,6 +20,12 @@ std::vector<std::string> network_families();
 /// Validates a `network` object and returns it with defaults filled in (ConfigError on bad
 /// input, naming `path`.key).
 nlohmann::json resolve_network(const nlohmann::json& object, const std::string& path);
+
+/// The transport of a resolved network object (`transport`; tcp when absent).
+TransportConfig transport_of(const nlohmann::json& resolved);
+
+/// Largest IP packet the hosts' links carry (the family's `mtu`, 1500 when it has none).
+std::uint32_t network_mtu(const nlohmann::json& resolved);
 
 /// Builds a resolved network with `hosts` application hosts into the current simulation.
 std::unique_ptr<Network> build_network(const nlohmann::json& resolved, std::size_t hosts);

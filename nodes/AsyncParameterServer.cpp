@@ -76,6 +76,7 @@ void AsyncParameterServer::on_gradient(Worker& worker, const at::Tensor& gradien
     WallClockAccount::Charge charge(account_);
     m.payload = codecs_[rank]->encode(gradient);
   }
+  m.loss = codecs_[rank]->loss_tolerance();  // what a udp transport may lose of it
   workers_[rank]->Send(server_->self(), std::move(m));
 }
 

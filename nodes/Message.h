@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "codecs/LossTolerance.h"
+
 namespace gradwire {
 
 struct Message {
@@ -18,6 +20,9 @@ struct Message {
   std::uint32_t round = 0;   ///< sub-step within a step (ring hop, PowerSGD round, ...)
   std::uint64_t step = 0;    ///< training step the message belongs to
   std::vector<std::uint8_t> payload;
+  /// What the UDP transport may lose of `payload` (a codec's declaration for gradient
+  /// payloads; nothing for parameters and control messages). Not part of the TCP frame.
+  LossTolerance loss;
 };
 
 constexpr std::uint32_t kFrameMagic = 0x534D5747u;

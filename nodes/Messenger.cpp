@@ -10,6 +10,7 @@
 #include <ns3/tcp-socket-factory.h>
 
 #include "netmodels/Network.h"
+#include "nodes/DatagramTransport.h"
 
 namespace gradwire {
 
@@ -52,9 +53,39 @@ void Messenger::Configure(std::uint32_t self, std::vector<ns3::Ipv4Address> addr
   port_ = port;
 }
 
+void Messenger::UseDatagrams(const TransportConfig& config, std::uint32_t mtu,
+                             LossLedger* ledger) {
+  use_datagrams_ = true;
+  transport_ = config;
+  mtu_ = mtu;
+  ledger_ = ledger;
+}
+
+DatagramTransport& Messenger::Datagrams() {
+  if (!datagrams_) {
+    datagrams_ = std::make_unique<DatagramTransport>(
+        GetNode(), self_, addresses_, port_, transport_, mtu_, ledger_,
+        [this](Message&& m) { Deliver(std::move(m)); });
+  }
+  return *datagrams_;
+}
+
+std::uint64_t Messenger::bytes_sent() const {
+  return bytes_sent_ + (datagrams_ ? datagrams_->bytes_sent() : 0);
+}
+
+void Messenger::Deliver(Message&& m) {
+  bytes_received_ += kFrameHeaderBytes + m.payload.size();
+  if (handler_) handler_(std::move(m));
+}
+
 void Messenger::SetHandler(Handler handler) { handler_ = std::move(handler); }
 
 void Messenger::StartApplication() {
+  if (use_datagrams_) {
+    Datagrams().Start();
+    return;
+  }
   listener_ = ns3::Socket::CreateSocket(GetNode(), ns3::TcpSocketFactory::GetTypeId());
   listener_->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), port_));
   listener_->Listen();
@@ -64,6 +95,7 @@ void Messenger::StartApplication() {
 }
 
 void Messenger::StopApplication() {
+  if (datagrams_) datagrams_->Stop();
   if (listener_) listener_->Close();
   for (auto& [dst, c] : outgoing_) {
     if (c.socket) c.socket->Close();
@@ -83,6 +115,7 @@ void Messenger::DoDispose() {
   }
   outgoing_.clear();
   incoming_.clear();
+  datagrams_.reset();
   listener_ = nullptr;
   ns3::Application::DoDispose();
 }
@@ -115,6 +148,10 @@ void Messenger::Send(std::uint32_t destination, Message message) {
                            " from host " + std::to_string(self_));
   }
   message.source = self_;
+  if (use_datagrams_) {
+    Datagrams().Send(destination, std::move(message));
+    return;
+  }
   std::vector<std::uint8_t> frame;
   append_frame(message, frame);
   Connection& c = ConnectionTo(destination);
@@ -165,10 +202,7 @@ void Messenger::HandleRead(ns3::Ptr<ns3::Socket> socket) {
     if (n == 0) break;
     chunk.resize(n);
     packet->CopyData(chunk.data(), n);
-    reader.feed(chunk.data(), n, [this](Message&& m) {
-      bytes_received_ += kFrameHeaderBytes + m.payload.size();
-      if (handler_) handler_(std::move(m));
-    });
+    reader.feed(chunk.data(), n, [this](Message&& m) { Deliver(std::move(m)); });
   }
 }
 

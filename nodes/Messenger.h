@@ -19,12 +19,15 @@
 #include <ns3/ipv4-address.h>
 #include <ns3/socket.h>
 
+#include "netmodels/TransportConfig.h"
 #include "nodes/Endpoint.h"
 #include "nodes/FrameReader.h"
 #include "nodes/Message.h"
 
 namespace gradwire {
 
+class DatagramTransport;
+class LossLedger;
 class Network;
 
 class Messenger : public ns3::Application, public Endpoint {
@@ -39,6 +42,11 @@ class Messenger : public ns3::Application, public Endpoint {
   void Configure(std::uint32_t self, std::vector<ns3::Ipv4Address> addresses,
                  std::uint16_t port);
 
+  /// Carries messages as UDP datagrams (nodes/DatagramTransport) instead of TCP; `mtu` sizes
+  /// the datagrams, `ledger` (may be null) records lost gradient bytes. Call before the
+  /// simulation starts.
+  void UseDatagrams(const TransportConfig& config, std::uint32_t mtu, LossLedger* ledger);
+
   /// Called for every complete message received, in arrival order per connection.
   void SetHandler(Handler handler) override;
 
@@ -48,7 +56,7 @@ class Messenger : public ns3::Application, public Endpoint {
 
   std::uint32_t self() const override { return self_; }
   /// Frame bytes (header + payload) handed to TCP so far, and received complete.
-  std::uint64_t bytes_sent() const override { return bytes_sent_; }
+  std::uint64_t bytes_sent() const override;
   std::uint64_t bytes_received() const { return bytes_received_; }
   /// True when every queued byte has been accepted by the sockets.
   bool idle() const;
@@ -58,6 +66,9 @@ class Messenger : public ns3::Application, public Endpoint {
   static std::vector<ns3::Ptr<Messenger>> InstallOnHosts(const Network& network,
                                                          std::uint16_t port = 9000,
                                                          double start_s = 0.0);
+
+  /// The UDP transport when UseDatagrams was called (for its counters), else null.
+  const DatagramTransport* datagrams() const { return datagrams_.get(); }
 
  private:
   struct Connection {
@@ -75,6 +86,8 @@ class Messenger : public ns3::Application, public Endpoint {
   void Pump(std::uint32_t destination);
   void HandleAccept(ns3::Ptr<ns3::Socket> socket, const ns3::Address& from);
   void HandleRead(ns3::Ptr<ns3::Socket> socket);
+  void Deliver(Message&& message);
+  DatagramTransport& Datagrams();
 
   std::uint32_t self_ = 0;
   std::uint16_t port_ = 0;
@@ -85,6 +98,12 @@ class Messenger : public ns3::Application, public Endpoint {
   std::map<ns3::Socket*, std::pair<ns3::Ptr<ns3::Socket>, std::unique_ptr<FrameReader>>> incoming_;
   std::uint64_t bytes_sent_ = 0;
   std::uint64_t bytes_received_ = 0;
+  // UDP transport, when the scenario asks for it.
+  bool use_datagrams_ = false;
+  TransportConfig transport_;
+  std::uint32_t mtu_ = 1500;
+  LossLedger* ledger_ = nullptr;
+  std::unique_ptr<DatagramTransport> datagrams_;
 };
 
 }  // namespace gradwire

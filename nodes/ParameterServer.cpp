@@ -99,6 +99,7 @@ void ParameterServer::contribute(int rank, std::int64_t step, const at::Tensor& 
     WallClockAccount::Charge charge(account_);  // encoding is LibTorch work, not ns-3's
     m.payload = codecs_[rank]->encode(gradient);
   }
+  m.loss = codecs_[rank]->loss_tolerance();  // what a udp transport may lose of it
   count_payload(rank, m.payload.size());
   workers_[rank]->Send(server_->self(), std::move(m));
 }
@@ -195,6 +196,9 @@ void ParameterServer::reply_all(std::uint64_t step, std::uint32_t round,
     out.step = step;
     out.round = round;
     out.payload = downlink;
+    // A lost part of a single-round aggregate is lost gradient; a multi-round codec's round
+    // results (factors, bases) must arrive whole.
+    if (!server_multi_) out.loss = exact_loss_tolerance(downlink);
     server_->Send(static_cast<std::uint32_t>(r), std::move(out));
   }
 }
@@ -474,6 +478,7 @@ void ParameterServer::complete_step(std::uint64_t step) {
     out.kind = kPull;
     out.step = step;
     out.payload = downlink;
+    out.loss = exact_loss_tolerance(downlink);
     server_->Send(static_cast<std::uint32_t>(r), std::move(out));
   }
 }

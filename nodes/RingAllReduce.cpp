@@ -208,6 +208,9 @@ void RingAllReduce::send_next(int rank, std::uint32_t phase, std::uint32_t hop,
   m.round = hop;
   m.step = static_cast<std::uint64_t>(s.step);
   m.payload = payload;
+  // Single-round chunks are codec payloads; a udp transport may lose what the codec allows.
+  // Multi-round exchanges (factors, bases, broadcasts) must arrive whole.
+  if (!s.multi) m.loss = codecs_[rank]->loss_tolerance();
   messengers_[rank]->Send(static_cast<std::uint32_t>(s.members[mod(s.pos + 1, s.n)]),
                           std::move(m));
 }

@@ -66,6 +66,7 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   for (int r = 0; r < n; ++r) worker_messengers.push_back(ns3::PeekPointer(messengers[r]));
   Endpoint* server_messenger = setup.with_server() ? ns3::PeekPointer(messengers[n]) : nullptr;
   MetricsRecorder recorder(sc, setup.parameters(), progress, wall_start);
+  recorder.set_loss_ledger(world.loss_ledger());
 
   setup.build_scheme(worker_messengers, server_messenger,
                      [&recorder](const StalenessEvent& e) { recorder.staleness(e); });

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "sim/Scenario.h"
+#include "nodes/LossLedger.h"
 
 namespace gradwire {
 
@@ -106,6 +107,11 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
                          {"density", density / w},
                          {"lr", scenario_.training.lr.at(record.step)},
                          {"wall_time_s", wall_now()}};
+  if (ledger_ != nullptr) {
+    const LossLedger::Entry lost = ledger_->at(static_cast<std::uint64_t>(record.step));
+    line["lost_bytes"] = lost.lost_bytes;
+    line["loss_fraction"] = lost.loss_fraction();
+  }
   lines_ += line.dump() + "\n";
   last_loss_ = loss / w;
   sum_compute_ += compute / w;
@@ -199,6 +205,14 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
     nlohmann::json counts = {{"leave", 0}, {"detected", 0}, {"rejoin", 0}, {"resume", 0}};
     for (const auto& [kind, count] : event_counts_) counts[kind] = count;
     s["fault_events"] = counts;
+  }
+  if (ledger_ != nullptr) {
+    const LossLedger::Entry& t = ledger_->total();
+    s["udp"] = {{"lost_bytes", t.lost_bytes},
+                {"loss_tolerant_bytes", t.lossy_bytes},
+                {"loss_fraction", t.loss_fraction()},
+                {"messages_with_loss", t.damaged},
+                {"loss_tolerant_messages", t.messages}};
   }
   return s;
 }

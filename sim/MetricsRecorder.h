@@ -14,6 +14,9 @@
 // With faults, a step line is written when every worker taking part in that step reported
 // (a departed worker is not waited for); means are over the reporting workers, and the
 // per-worker arrays hold 0 for workers that did not take part.
+// With network.transport "udp", step lines also carry "lost_bytes" (gradient bytes that never
+// arrived and were read as zeros, over every host) and "loss_fraction" (of the loss-tolerant
+// bytes delivered in that step), and summary.json a "udp" object with the run's totals.
 // `step` counts completed steps (1-based). Fields ending in "wall_time_s" are wall-clock and
 // differ between runs; everything else is deterministic for fixed/profile compute.
 #pragma once
@@ -35,6 +38,7 @@
 
 namespace gradwire {
 
+class LossLedger;
 struct Scenario;
 
 class MetricsRecorder {
@@ -52,6 +56,9 @@ class MetricsRecorder {
 
   /// One applied asynchronous update.
   void staleness(const StalenessEvent& event);
+
+  /// Where the UDP transport records lost gradient bytes (null: TCP, nothing is lost).
+  void set_loss_ledger(const LossLedger* ledger) { ledger_ = ledger; }
 
   /// A fault event (an "event" line; counted in summary.json's fault_events).
   void event(const FaultEvent& event);
@@ -91,6 +98,7 @@ class MetricsRecorder {
   std::int64_t steps_recorded_ = 0;
   std::vector<std::int64_t> member_from_;  // per rank: first step it reports (faults)
   std::map<std::string, int> event_counts_;
+  const LossLedger* ledger_ = nullptr;
 };
 
 }  // namespace gradwire

@@ -16,6 +16,7 @@
 #include "codecs/ConfigError.h"
 #include "sim/EmulatorService.h"
 #include "sim/StudyCommands.h"
+#include "netmodels/NetworkFactory.h"
 
 extern char** environ;
 
@@ -95,6 +96,10 @@ RunResult run_with_processes(const Scenario& sc, const std::string& out_dir,
     throw ConfigError("topology.kind", "--processes supports \"ring\" and \"ps\"; \"" +
                                            sc.topology.kind +
                                            "\" evaluates every worker's model in one place");
+  }
+  if (transport_of(sc.network).udp()) {
+    throw ConfigError("network.transport", "--processes runs over TCP only; the udp "
+                                           "transport's loss is recorded in-process (gradwire run)");
   }
   const int n = sc.training.workers;
   const bool with_server = sc.topology.kind == "ps";

@@ -1,5 +1,6 @@
 // One ns-3 simulation as a run builds it: a fresh simulator seeded from the scenario, the
-// scenario's network and a Messenger on every host. The in-process engine and the emulator
+// scenario's network and a Messenger on every host (over TCP, or UDP datagrams when the
+// scenario's network.transport says so). The in-process engine and the emulator
 // service build exactly this, which is why their runs are bit-identical. The destructor tears
 // the simulation down on every exit path, so a failed run leaves no half-built world behind.
 #pragma once
@@ -12,6 +13,7 @@
 
 namespace gradwire {
 
+class LossLedger;
 class Messenger;
 class Network;
 struct Scenario;
@@ -29,10 +31,13 @@ class SimulatedWorld {
   Network& network() const { return *network_; }
   /// Index i is host i (workers first, then the server).
   const std::vector<ns3::Ptr<Messenger>>& messengers() const { return messengers_; }
+  /// Gradient bytes lost per step; null unless the scenario's transport is udp.
+  const LossLedger* loss_ledger() const { return ledger_.get(); }
 
  private:
   std::unique_ptr<Network> network_;
   std::vector<ns3::Ptr<Messenger>> messengers_;
+  std::unique_ptr<LossLedger> ledger_;
 };
 
 }  // namespace gradwire

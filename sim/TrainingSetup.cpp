@@ -22,6 +22,7 @@
 #include "nodes/Worker.h"
 #include "sim/ComputeTime.h"
 #include "sim/Evaluation.h"
+#include "netmodels/NetworkFactory.h"
 
 namespace gradwire {
 
@@ -116,6 +117,10 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
                                           "\" exchanges in several rounds, which cannot be "
                                           "replayed when a worker leaves; faults need a "
                                           "single-round codec");
+    }
+    if (transport_of(sc.network).udp()) {
+      throw ConfigError("network.transport", "faults are simulated over the tcp transport "
+                                             "only; remove `faults` or use \"tcp\"");
     }
     if (model_ranks.size() != static_cast<std::size_t>(s.n)) {
       throw ConfigError("faults", "faults are simulated in-process only (gradwire run), not "

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <ATen/Parallel.h>
 #include <torch/types.h>
 
 #include "codecs/BitPacking.h"
@@ -27,6 +28,7 @@
 #include "codecs/SignCodec.h"
 #include "codecs/TernGradCodec.h"
 #include "codecs/WireFormat.h"
+#include "tests/ExchangeDriver.h"
 
 namespace gradwire {
 namespace {
@@ -429,6 +431,156 @@ TEST(Aggregation, TernGradRefusesToAddPayloadsWithDifferentScales) {
   EXPECT_THROW(s1->accumulate(p1, s2->encode(random_gradient(100, 2))), DecodeError);
 }
 
+// Scaler sharing as in the paper: the workers agree on the per-layer maximum scale in an
+// extra round, then their codes (all with that scale) add in the compressed domain.
+std::vector<std::unique_ptr<Codec>> max_scale_workers(int workers, const std::vector<LayerSlice>& layers,
+                                                      std::int64_t n, double clip = 2.5) {
+  std::vector<std::unique_ptr<Codec>> codecs;
+  for (int r = 0; r < workers; ++r) {
+    CodecContext ctx = context(r, n, layers);
+    ctx.workers = workers;
+    codecs.push_back(make({{"kind", "terngrad"}, {"scaler_sharing", true}, {"clip", clip}}, ctx));
+  }
+  return codecs;
+}
+
+std::vector<MultiRoundCodec*> multi(const std::vector<std::unique_ptr<Codec>>& codecs) {
+  std::vector<MultiRoundCodec*> out;
+  for (const auto& c : codecs) out.push_back(dynamic_cast<MultiRoundCodec*>(c.get()));
+  return out;
+}
+
+/// The scales a terngrad payload states, in segment order (table after the 21-byte prefix).
+std::vector<float> payload_scales(const Bytes& p) {
+  const std::uint32_t count = load_u32_le(p.data() + 17);
+  std::vector<float> out;
+  for (std::uint32_t s = 0; s < count; ++s) out.push_back(load_f32_le(p.data() + 21 + 12 * s + 8));
+  return out;
+}
+
+TEST(Aggregation, TernGradAgreesOnTheMaximumScaleInAnExtraRound) {
+  const auto layers = small_layout();
+  const std::int64_t n = 406;
+  const int workers = 5;
+  auto codecs = max_scale_workers(workers, layers, n);
+  const auto ptrs = multi(codecs);
+  for (auto* p : ptrs) ASSERT_NE(p, nullptr);
+  EXPECT_EQ(codecs[0]->aggregation(), Aggregation::kDecodeThenSum);  // the single-payload form
+  std::vector<torch::Tensor> grads;
+  // Different magnitudes per worker and layer, so the maximum comes from different workers.
+  for (int r = 0; r < workers; ++r) {
+    auto g = random_gradient(n, 60 + r, 0.01);
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      g.narrow(0, layers[l].offset, layers[l].numel()).mul_(1.0 + double((r + 2 * l) % workers));
+    }
+    grads.push_back(g);
+  }
+  const auto trace = testing::run_exchange(ptrs, grads);
+  ASSERT_EQ(trace.rounds.size(), 2u);
+  EXPECT_EQ(trace.rounds[0].op, RoundOp::kReduce);
+  EXPECT_EQ(trace.rounds[1].op, RoundOp::kReduce);
+
+  // Round 0 carries only the scale table: 21 + 12 bytes per layer.
+  for (int r = 0; r < workers; ++r) {
+    EXPECT_EQ(trace.rounds[0].sizes[r], static_cast<std::int64_t>(TernGradCodec::proposal_size(layers.size())));
+    EXPECT_EQ(trace.rounds[1].sizes[r], static_cast<std::int64_t>(TernGradCodec::payload_size(n, layers.size(), 1)));
+  }
+  // The agreed scale of each layer is the maximum over workers of max|clip(g)|, with clip at
+  // 2.5 standard deviations (computed here independently, in double).
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    double expected = 0;
+    for (int r = 0; r < workers; ++r) {
+      const auto seg = grads[r].narrow(0, layers[l].offset, layers[l].numel()).to(torch::kDouble);
+      const double sigma = std::sqrt((seg.pow(2).mean() - seg.mean().pow(2)).item<double>());
+      expected = std::max(expected, std::min(seg.abs().max().item<double>(), 2.5 * sigma));
+    }
+    for (int r = 0; r < workers; ++r) {
+      const float agreed = payload_scales(trace.rounds[1].payloads[r])[l];
+      EXPECT_NEAR(agreed, expected, 1e-6 * expected) << "layer " << l << " worker " << r;
+      // Bit-identical on every worker (else the payloads would not add).
+      EXPECT_EQ(agreed, payload_scales(trace.rounds[1].payloads[0])[l]);
+    }
+  }
+  // The result is the mean of the workers' ternarised gradients, on every worker; each
+  // worker's payload decodes to multiples of its layer's agreed scale.
+  auto sum = torch::zeros({n});
+  for (int r = 0; r < workers; ++r) {
+    const auto decoded = codecs[0]->decode(trace.rounds[1].payloads[r]);
+    const auto scales = payload_scales(trace.rounds[1].payloads[r]);
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+      const auto q = decoded.narrow(0, layers[l].offset, layers[l].numel()) / scales[l];
+      EXPECT_TRUE(torch::equal(q, q.round().clamp(-1, 1))) << "worker " << r << " layer " << l;
+    }
+    sum += decoded;
+  }
+  for (int r = 0; r < workers; ++r) {
+    EXPECT_TRUE(torch::allclose(trace.results[r], sum / workers, 0, 1e-7)) << r;
+    EXPECT_TRUE(torch::equal(trace.results[r], trace.results[0])) << r;
+  }
+  // The compressed-domain sum is what reduce_round returns.
+  std::vector<ByteSpan> spans(trace.rounds[1].payloads.begin(), trace.rounds[1].payloads.end());
+  EXPECT_TRUE(torch::allclose(ptrs[0]->reduce_round(1, spans), sum, 0, 1e-6));
+
+  // Parameter-server form: the server's instance reduces; the workers get the same mean.
+  auto fresh = max_scale_workers(workers, layers, n);
+  CodecContext server_ctx = context(-1, n, layers);
+  server_ctx.workers = workers;
+  auto server = make({{"kind", "terngrad"}, {"scaler_sharing", true}}, server_ctx);
+  const auto ps = testing::run_exchange(multi(fresh), grads, dynamic_cast<MultiRoundCodec*>(server.get()));
+  for (int r = 0; r < workers; ++r) EXPECT_TRUE(torch::equal(ps.results[r], ps.results[0]));
+  EXPECT_EQ(ps.rounds[1].payloads, trace.rounds[1].payloads);  // same seeds, same codes
+}
+
+TEST(Aggregation, TernGradWithAgreedScalesIsUnbiased) {
+  // Without clipping, every code is unbiased for g at any scale >= max|g|, so the mean of many
+  // exchanges converges to the mean gradient (bound as in MeanOfManyEncodingsConverges...:
+  // each worker's rounding has variance <= S^2 / 4).
+  const std::int64_t d = 128;
+  const int workers = 3, samples = 3000;
+  auto codecs = max_scale_workers(workers, {}, d, 0.0);
+  const auto ptrs = multi(codecs);
+  std::vector<torch::Tensor> grads;
+  for (int r = 0; r < workers; ++r) grads.push_back(random_gradient(d, 70 + r, 0.1 * (r + 1)));
+  const auto want = (grads[0] + grads[1] + grads[2]).to(torch::kDouble) / workers;
+  double scale = 0;
+  for (const auto& g : grads) scale = std::max(scale, g.abs().max().item<double>());
+  auto total = torch::zeros({d}, torch::kDouble);
+  for (int i = 0; i < samples; ++i) total += testing::run_exchange(ptrs, grads).results[0].to(torch::kDouble);
+  const double bound = scale * 5.0 / (2.0 * std::sqrt(double(samples) * workers)) + 1e-7;
+  EXPECT_LT((total / samples - want).abs().max().item<double>(), bound);
+}
+
+TEST(Aggregation, TernGradScaleAgreementRejectsBadInputs) {
+  // Wrappers would hide the rounds from the collectives.
+  EXPECT_THROW(make({{"kind", "terngrad"}, {"scaler_sharing", true}, {"error_feedback", true}}), ConfigError);
+  EXPECT_THROW(make({{"kind", "terngrad"}, {"scaler_sharing", true}, {"zstd", true}}), ConfigError);
+  // The configured form is still single-round and summable.
+  auto configured = make({{"kind", "terngrad"}, {"scaler_sharing", true}, {"shared_scale", 0.1}});
+  EXPECT_EQ(dynamic_cast<MultiRoundCodec*>(configured.get()), nullptr);
+  EXPECT_EQ(configured->aggregation(), Aggregation::kSummable);
+
+  const auto layers = small_layout();
+  auto codecs = max_scale_workers(2, layers, 406);
+  const auto ptrs = multi(codecs);
+  const Bytes a = ptrs[0]->begin_exchange(random_gradient(406, 1)).payload;
+  const Bytes b = ptrs[1]->begin_exchange(random_gradient(406, 2)).payload;
+  EXPECT_NO_THROW(ptrs[0]->reduce_round(0, {ByteSpan(a), ByteSpan(b)}));
+  // A proposal is not a gradient payload, and vice versa.
+  EXPECT_THROW(codecs[0]->decode(a), DecodeError);
+  const Bytes codes = codecs[0]->encode(random_gradient(406, 3));
+  EXPECT_THROW(ptrs[0]->reduce_round(0, {ByteSpan(a), ByteSpan(codes)}), DecodeError);
+  // Every truncation, and a table that differs between workers.
+  for (std::size_t len = 0; len < a.size(); ++len) {
+    EXPECT_THROW(ptrs[0]->reduce_round(0, {ByteSpan(a.data(), len), ByteSpan(b)}), DecodeError) << len;
+  }
+  auto other = make({{"kind", "terngrad"}, {"scaler_sharing", true}}, context(1, 406));  // no layout
+  const Bytes c = dynamic_cast<MultiRoundCodec*>(other.get())->begin_exchange(random_gradient(406, 4)).payload;
+  EXPECT_THROW(ptrs[0]->reduce_round(0, {ByteSpan(a), ByteSpan(c)}), DecodeError);
+  // Round-1 payloads with different scales do not add.
+  EXPECT_THROW(ptrs[0]->reduce_round(1, {ByteSpan(codes), ByteSpan(codecs[1]->encode(random_gradient(406, 5)))}),
+               DecodeError);
+}
+
 TEST(Aggregation, SummabilityIsDeclaredPerCodec) {
   for (const char* kind : kAllQuantizers) {
     const auto codec = make({{"kind", kind}});
@@ -546,6 +698,47 @@ TEST(Compose, RegistryResolvesNestedObjectsWithPaths) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.path(), "codec.quantize.error_feedback");
   }
+}
+
+// ------------------------------------------------------------------------------------------
+// Large tensors are split over LibTorch's threads: the bytes must not depend on how many.
+
+TEST(Threads, LargeTensorsEncodeTheSameOnAnyThreadCount) {
+  // Layers of awkward sizes (starts mid-byte for 2-bit and 1-bit codes), two of them large
+  // enough to be split.
+  std::vector<LayerSlice> layers;
+  std::int64_t at = 0;
+  for (const auto& shape : std::vector<std::vector<std::int64_t>>{{3}, {1001, 301}, {7}, {299999}, {5, 13}}) {
+    LayerSlice s;
+    s.name = "l" + std::to_string(layers.size());
+    s.offset = at;
+    s.shape = shape;
+    at += s.numel();
+    layers.push_back(s);
+  }
+  const std::int64_t n = at;
+  const auto g = random_gradient(n, 31, 0.01);
+  const int saved = at::get_num_threads();
+  for (const json& object : {json{{"kind", "qsgd"}}, json{{"kind", "qsgd"}, {"bucket", 0}},
+                             json{{"kind", "qsgd"}, {"bucket", 1001}, {"levels", 5}},
+                             json{{"kind", "natural_dithering"}}, json{{"kind", "natural"}},
+                             json{{"kind", "terngrad"}},
+                             json{{"kind", "terngrad"}, {"scaler_sharing", true}, {"shared_scale", 0.02}},
+                             json{{"kind", "onebit"}}, json{{"kind", "onebit"}, {"granularity", "tensor"}},
+                             json{{"kind", "efsignsgd"}}, json{{"kind", "signsgd"}}, json{{"kind", "signum"}}}) {
+    std::vector<Bytes> payloads;
+    for (int threads : {1, 2, 3}) {
+      at::set_num_threads(threads);
+      auto codec = make(object, context(0, n, layers));
+      Bytes p = codec->encode(g);
+      p = codec->encode(g * 0.5);  // a second step (momentum, residual, dither stream)
+      payloads.push_back(p);
+      EXPECT_NO_THROW(codec->decode(p)) << object.dump();
+    }
+    EXPECT_EQ(payloads[0], payloads[1]) << object.dump();
+    EXPECT_EQ(payloads[0], payloads[2]) << object.dump();
+  }
+  at::set_num_threads(saved);
 }
 
 // ------------------------------------------------------------------------------------------
