@@ -58,14 +58,14 @@ constexpr std::uint32_t kChunk = 256;
 GRADWIRE_VECTOR_KERNEL void uniform_codes(const float* x, std::uint32_t first, std::uint32_t m, float scale, std::uint32_t key,
                    std::uint32_t levels, unsigned level_bits, std::uint32_t* out) {
   const float fs = static_cast<float>(levels);
-  const auto top = static_cast<std::int32_t>(levels);
   for (std::uint32_t i = 0; i < m; ++i) {
     const float v = x[i];
+    // t <= s (a NaN or infinite product clamps to s), so level <= s: at t == s the fraction
+    // is 0 and never rounds up.
     const float t = clamp_ratio(std::fabs(v) * scale, fs);
     const auto floor_t = static_cast<std::int32_t>(t);
     const float u = quant::Dither::uniform(key, first + i);
-    std::int32_t level = floor_t + (ordered(u) < ordered(t - static_cast<float>(floor_t)) ? 1 : 0);
-    level = level > top ? top : level;
+    const std::int32_t level = floor_t + (ordered(u) < ordered(t - static_cast<float>(floor_t)) ? 1 : 0);
     out[i] = static_cast<std::uint32_t>(level) | ((float_bits(v) >> 31) << level_bits);
   }
 }
@@ -146,41 +146,58 @@ Bytes LevelQuantizer::encode(const torch::Tensor& grad) {
   std::uint8_t* norms_out = writer.extend(4 * nb);
   std::uint8_t* codes_out = writer.extend(bits::packed_size(n, width));
 
-  // Pass 1: one norm per bucket (double accumulation: a whole-tensor bucket can hold
-  // millions of elements).
-  std::vector<float> norms(nb);
-  for (std::uint64_t j = 0; j < nb; ++j) {
-    const std::uint64_t begin = j * b;
-    const std::uint64_t end = std::min<std::uint64_t>(n, begin + b);
-    const quant::Moments m = quant::moments(x + begin, end - begin);
-    const float norm = norm_ == Norm::kL2 ? static_cast<float>(std::sqrt(m.sum_sq))
-                                          : (m.nan ? std::nanf("") : m.max_abs);
-    norms[j] = norm;
-    store_f32_le(norms_out + 4 * j, norm);
-  }
-
-  // Pass 2: codes, computed 256 at a time into a local array by a loop the compiler
-  // vectorises (no captures, no branches), then bit-packed.
   const float fs = static_cast<float>(levels_);
   const bool uniform = scheme_ == Levels::kUniform;
-  std::uint32_t codes[kChunk];
-  for (std::uint64_t j = 0; j < nb; ++j) {
-    const std::uint64_t begin = j * b;
-    const std::uint64_t end = std::min<std::uint64_t>(n, begin + b);
-    // uniform: t = |v| s / norm; powers of two: r = |v| / norm. A zero, NaN or overflowing
-    // scale sends level 0 everywhere (a NaN norm then still decodes to NaN, as dense would).
-    const float norm = norms[j];
-    float scale = (uniform ? fs : 1.0f) / norm;
-    scale = norm > 0.0f && std::isfinite(scale) ? scale : 0.0f;
+  // Norm of a bucket (double accumulation: a whole-tensor bucket can hold millions of
+  // elements) and the factor that maps |v| to t (uniform: |v| s / norm) or r (powers of two:
+  // |v| / norm). A zero, NaN or overflowing factor sends level 0 everywhere (a NaN norm then
+  // still decodes to NaN, as dense would).
+  const auto norm_of = [&](const quant::Moments& m) {
+    return norm_ == Norm::kL2 ? static_cast<float>(std::sqrt(m.sum_sq))
+                              : (m.nan ? std::nanf("") : m.max_abs);
+  };
+  const auto factor_of = [&](float norm) {
+    const float scale = (uniform ? fs : 1.0f) / norm;
+    return norm > 0.0f && std::isfinite(scale) ? scale : 0.0f;
+  };
+  // Codes of [begin, end) with one factor, 256 at a time into a local array by a loop the
+  // compiler vectorises (no captures, no branches), then bit-packed. A chunk starting on a
+  // whole byte of the stream is written with plain stores; one starting mid-byte ORs into the
+  // byte its predecessor left partly zero (ByteWriter::extend zero-fills).
+  const auto codes_of = [&](std::uint64_t begin, std::uint64_t end, float scale) {
+    std::uint32_t codes[kChunk];
     for (std::uint64_t c = begin; c < end; c += kChunk) {
       const auto m = static_cast<std::uint32_t>(std::min<std::uint64_t>(kChunk, end - c));
       if (uniform) {
-        uniform_codes(x + c, static_cast<std::uint32_t>(c), m, scale, key, levels_, level_bits, codes);
+        uniform_codes(x + c, quant::dither_index(c), m, scale, key, levels_, level_bits, codes);
       } else {
-        power_of_two_codes(x + c, static_cast<std::uint32_t>(c), m, scale, key, levels_, level_bits, codes);
+        power_of_two_codes(x + c, quant::dither_index(c), m, scale, key, levels_, level_bits, codes);
       }
       bits::pack_at(codes, m, width, codes_out, c * width);
     }
+  };
+
+  if (nb == 1) {
+    // One bucket (the whole tensor): a norm pass, then the codes, both split over threads
+    // on large tensors; pieces start on multiples of 64 elements, i.e. on whole bytes.
+    const float norm = norm_of(n >= quant::kParallelMin ? quant::moments_parallel(x, n) : quant::moments(x, n));
+    store_f32_le(norms_out, norm);
+    const float scale = factor_of(norm);
+    quant::parallel_ranges(n, 64, n, [&](std::uint64_t begin, std::uint64_t end) { codes_of(begin, end, scale); });
+  } else {
+    // One pass: each bucket's norm, then its codes while the bucket is still in L1. Pieces of
+    // buckets go to threads on large tensors; they start on whole bytes of the code stream
+    // (every bucket does when b * width is a multiple of 8, else every eighth).
+    const std::uint64_t align = (static_cast<std::uint64_t>(b) * width) % 8 == 0 ? 1 : 8;
+    quant::parallel_ranges(nb, align, n, [&](std::uint64_t first, std::uint64_t last) {
+      for (std::uint64_t j = first; j < last; ++j) {
+        const std::uint64_t begin = j * b;
+        const std::uint64_t end = std::min<std::uint64_t>(n, begin + b);
+        const float norm = norm_of(quant::moments(x + begin, end - begin));
+        store_f32_le(norms_out + 4 * j, norm);
+        codes_of(begin, end, factor_of(norm));
+      }
+    });
   }
   return writer.take();
 }

@@ -1,5 +1,6 @@
 #include "codecs/NaturalCompression.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <torch/types.h>
@@ -13,13 +14,14 @@ namespace gradwire {
 namespace {
 
 // Stochastic rounding of every element's exponent (integer operations only: vectorises).
-GRADWIRE_VECTOR_KERNEL void round_exponents(const float* x, std::uint64_t n, std::uint32_t key,
-                                            std::uint8_t* exponents) {
-  for (std::uint64_t i = 0; i < n; ++i) {
+// x[0..n) are elements first, first + 1, ... of the gradient (their dither indices).
+GRADWIRE_VECTOR_KERNEL void round_exponents(const float* x, std::uint32_t first, std::uint32_t n,
+                                            std::uint32_t key, std::uint8_t* exponents) {
+  for (std::uint32_t i = 0; i < n; ++i) {
     std::uint32_t b;
     std::memcpy(&b, x + i, 4);
     const std::uint32_t e = (b >> 23) & 0xffu;
-    const auto u23 = static_cast<std::int32_t>(quant::Dither::hash(key, quant::dither_index(i)) >> 9);
+    const auto u23 = static_cast<std::int32_t>(quant::Dither::hash(key, first + i) >> 9);
     const std::uint32_t up = static_cast<std::uint32_t>(u23 < static_cast<std::int32_t>(b & 0x7fffffu)) &
                              static_cast<std::uint32_t>(e != 255);
     exponents[i] = static_cast<std::uint8_t>(e + up);
@@ -44,16 +46,22 @@ Bytes NaturalCompression::encode(const torch::Tensor& grad) {
   // |t| = m 2^-149, between 0 and 2^-126 = 2^23 2^-149: rounding up to e = 1 with
   // P = m / 2^23 is again unbiased. A 23-bit uniform draw compared with m gives that P.
   // Infinity / NaN (e = 255) stay at 255; 2^127 rounding up overflows to infinity (255).
-  round_exponents(x, n, key, exponents);
-  for (std::uint64_t i = 0; i < n; i += 8) {
-    unsigned byte = 0;
-    for (unsigned j = 0; j < 8 && i + j < n; ++j) {
-      std::uint32_t b;
-      std::memcpy(&b, x + i + j, 4);
-      byte |= (b >> 31) << j;
+  // One pass, in chunks that stay in L1 between the exponents and the sign bits, split over
+  // threads on large tensors (pieces start on multiples of 64 elements: whole sign bytes).
+  quant::parallel_ranges(n, 64, n, [&](std::uint64_t begin, std::uint64_t end) {
+    constexpr std::uint64_t kChunk = 4096;
+    for (std::uint64_t c = begin; c < end; c += kChunk) {
+      const std::uint64_t m = std::min(kChunk, end - c);
+      round_exponents(x + c, quant::dither_index(c), static_cast<std::uint32_t>(m), key, exponents + c);
+      // Our sign bytes are 1 for negative values: the complement of bits::pack_signs, with
+      // the padding bits after the last element kept zero.
+      std::uint8_t* s = signs + c / 8;
+      bits::pack_signs(x + c, m, s);
+      const std::uint64_t bytes = (m + 7) / 8;
+      for (std::uint64_t k = 0; k < bytes; ++k) s[k] = static_cast<std::uint8_t>(~s[k]);
+      if (m % 8 != 0) s[bytes - 1] = static_cast<std::uint8_t>(s[bytes - 1] & ((1u << (m % 8)) - 1u));
     }
-    signs[i / 8] = static_cast<std::uint8_t>(byte);
-  }
+  });
   return writer.take();
 }
 

@@ -1,5 +1,7 @@
 #include "codecs/OneBitCodec.h"
 
+#include <vector>
+
 #include <torch/types.h>
 
 #include "codecs/BitPacking.h"
@@ -10,7 +12,12 @@ namespace gradwire {
 
 namespace {
 constexpr const char* kWhat = "onebit payload";
+
+void put_u64(std::uint8_t* p, std::uint64_t v) {
+  store_u32_le(p, static_cast<std::uint32_t>(v));
+  store_u32_le(p + 4, static_cast<std::uint32_t>(v >> 32));
 }
+}  // namespace
 
 OneBitCodec::OneBitCodec(bool per_column, const CodecContext& ctx)
     : per_column_(per_column), layers_(ctx.layers) {}
@@ -34,25 +41,39 @@ Bytes OneBitCodec::encode(const torch::Tensor& grad) {
   ByteWriter writer(payload_size(n, segs));
   write_header(writer, CodecId::kOneBit, kFormatVersion, n);
   writer.u32(static_cast<std::uint32_t>(segs.size()));
+  // One pass over the gradient: every group's moments and all sign bits (the signs do not
+  // depend on the reconstruction values).
+  std::vector<std::uint64_t> group_ends;
   for (const auto& seg : segs) {
-    writer.u64(seg.length);
-    writer.u32(seg.groups);
     const std::uint64_t group_len = seg.length / seg.groups;
-    for (std::uint32_t g = 0; g < seg.groups; ++g) {
-      const float* v = x + seg.offset + g * group_len;
+    for (std::uint32_t g = 0; g < seg.groups; ++g) group_ends.push_back(seg.offset + (g + 1) * group_len);
+  }
+  std::vector<quant::Moments> moments(group_ends.size());
+  // The sign bits go last in the payload; the table before them has a known size.
+  std::size_t table = 0;
+  for (const auto& seg : segs) table += 12 + 8 * static_cast<std::size_t>(seg.groups);
+  std::uint8_t* table_out = writer.extend(table);
+  quant::grouped_moments_and_signs(x, n, group_ends, moments.data(), writer.extend((n + 7) / 8));
+  std::size_t group = 0;
+  for (const auto& seg : segs) {
+    put_u64(table_out, seg.length);
+    store_u32_le(table_out + 8, seg.groups);
+    table_out += 12;
+    const std::uint64_t group_len = seg.length / seg.groups;
+    for (std::uint32_t g = 0; g < seg.groups; ++g, ++group) {
       // Reconstruction values: the means of the non-negative and of the negative part
       // (a part with no elements gets 0; no element decodes to it).
       // Sum of the non-negative part = (sum + sum|v|) / 2, of the negative part
       // (sum - sum|v|) / 2.
-      const quant::Moments m = quant::moments(v, group_len);
+      const quant::Moments& m = moments[group];
       const double pos = (m.sum + m.sum_abs) / 2, neg = (m.sum - m.sum_abs) / 2;
       const std::uint64_t pos_count = m.non_negative;
       const std::uint64_t neg_count = group_len - pos_count;
-      writer.f32(pos_count ? static_cast<float>(pos / static_cast<double>(pos_count)) : 0.0f);
-      writer.f32(neg_count ? static_cast<float>(neg / static_cast<double>(neg_count)) : 0.0f);
+      store_f32_le(table_out, pos_count ? static_cast<float>(pos / static_cast<double>(pos_count)) : 0.0f);
+      store_f32_le(table_out + 4, neg_count ? static_cast<float>(neg / static_cast<double>(neg_count)) : 0.0f);
+      table_out += 8;
     }
   }
-  bits::pack_signs(x, n, writer.extend((n + 7) / 8));
   return writer.take();
 }
 

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstring>
 
+#include <ATen/Parallel.h>
+
+#include "codecs/BitPacking.h"
 #include "codecs/CodecRegistry.h"
 #include "codecs/CodecState.h"
 
@@ -79,57 +82,218 @@ std::vector<Segment> segments_for(std::uint64_t n, const std::vector<LayerSlice>
   return out;
 }
 
-GRADWIRE_VECTOR_KERNEL Moments moments(const float* x, std::uint64_t n) {
-  // Eight lanes: lane j takes elements 8k + j. Maximum and sign are taken from the bit
-  // patterns (integer compares vectorise; float ones stay branches under -ftrapping-math):
-  // |x| orders like its bits, and "non-negative" means the sign bit is clear.
-  Moments m;
+namespace {
+
+// GCC/Clang vector extensions: the moments loop below is written with them because the
+// auto-vectoriser turns the equivalent scalar lane loop into a slow interleaved one.
+typedef float F8 __attribute__((vector_size(32)));
+typedef std::int32_t I8 __attribute__((vector_size(32)));
+
+// The kernel of accumulate_moments: per block of 1024, sixteen float lanes in two vectors
+// (lane j takes elements 16k + j: independent add chains that hide the adds' latency), the
+// lanes added into the double sums block by block, in lane order. Maximum and sign are taken
+// from the bit patterns (integer compares): |x| orders like its bits, and "non-negative"
+// means the sign bit is clear. Returns the largest |x| bit pattern seen.
+GRADWIRE_VECTOR_KERNEL std::int32_t moments_kernel(Moments& m, const float* x, std::uint64_t n) {
   constexpr std::uint64_t kBlock = 1024;
-  std::int32_t max_lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const F8 fzero = {0, 0, 0, 0, 0, 0, 0, 0};
+  const I8 izero = {0, 0, 0, 0, 0, 0, 0, 0};
+  I8 max_lo = izero, max_hi = izero;
+  std::int32_t tail_max = 0;
   for (std::uint64_t start = 0; start < n; start += kBlock) {
     const std::uint64_t end = std::min(n, start + kBlock);
-    const std::uint64_t whole = start + (end - start) / 8 * 8;
-    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0}, q[8] = {0, 0, 0, 0, 0, 0, 0, 0}, a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    std::int32_t c[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (std::uint64_t i = start; i < whole; i += 8) {
-      for (int j = 0; j < 8; ++j) {
-        const float v = x[i + j];
-        std::int32_t bits;
-        std::memcpy(&bits, &v, 4);
-        const std::int32_t abs_bits = bits & 0x7fffffff;
-        float av;
-        std::memcpy(&av, &abs_bits, 4);
-        s[j] += v;
-        q[j] += v * v;
-        a[j] += av;
-        c[j] += 1 - static_cast<std::int32_t>(static_cast<std::uint32_t>(bits) >> 31);
-        max_lane[j] = abs_bits > max_lane[j] ? abs_bits : max_lane[j];
-      }
+    const std::uint64_t whole = start + (end - start) / 16 * 16;
+    F8 s_lo = fzero, s_hi = fzero, q_lo = fzero, q_hi = fzero, a_lo = fzero, a_hi = fzero;
+    I8 c_lo = izero, c_hi = izero;
+    for (std::uint64_t i = start; i < whole; i += 16) {
+      F8 v, w;
+      std::memcpy(&v, x + i, sizeof v);
+      std::memcpy(&w, x + i + 8, sizeof w);
+      I8 bv, bw;
+      std::memcpy(&bv, &v, sizeof bv);
+      std::memcpy(&bw, &w, sizeof bw);
+      const I8 av = bv & 0x7fffffff, aw = bw & 0x7fffffff;
+      s_lo += v;
+      s_hi += w;
+      q_lo += v * v;
+      q_hi += w * w;
+      F8 fav, faw;
+      std::memcpy(&fav, &av, sizeof fav);
+      std::memcpy(&faw, &aw, sizeof faw);
+      a_lo += fav;
+      a_hi += faw;
+      c_lo -= bv >= 0;  // a true comparison is -1 in every bit
+      c_hi -= bw >= 0;
+      max_lo = av > max_lo ? av : max_lo;
+      max_hi = aw > max_hi ? aw : max_hi;
     }
+    // The last < 16 elements of a block go into lane 0.
+    float s0 = s_lo[0], q0 = q_lo[0], a0 = a_lo[0];
+    std::int32_t c0 = c_lo[0];
     for (std::uint64_t i = whole; i < end; ++i) {
       std::int32_t bits;
       std::memcpy(&bits, x + i, 4);
       const std::int32_t abs_bits = bits & 0x7fffffff;
-      s[0] += x[i];
-      q[0] += x[i] * x[i];
-      a[0] += std::fabs(x[i]);
-      c[0] += 1 - static_cast<std::int32_t>(static_cast<std::uint32_t>(bits) >> 31);
-      max_lane[0] = abs_bits > max_lane[0] ? abs_bits : max_lane[0];
+      s0 += x[i];
+      q0 += x[i] * x[i];
+      a0 += std::fabs(x[i]);
+      c0 += 1 - static_cast<std::int32_t>(static_cast<std::uint32_t>(bits) >> 31);
+      tail_max = abs_bits > tail_max ? abs_bits : tail_max;
+    }
+    s_lo[0] = s0;
+    q_lo[0] = q0;
+    a_lo[0] = a0;
+    c_lo[0] = c0;
+    for (int j = 0; j < 8; ++j) {
+      m.sum += s_lo[j];
+      m.sum_sq += q_lo[j];
+      m.sum_abs += a_lo[j];
+      m.non_negative += static_cast<std::uint64_t>(c_lo[j]);
     }
     for (int j = 0; j < 8; ++j) {
-      m.sum += s[j];
-      m.sum_sq += q[j];
-      m.sum_abs += a[j];
-      m.non_negative += static_cast<std::uint64_t>(c[j]);
+      m.sum += s_hi[j];
+      m.sum_sq += q_hi[j];
+      m.sum_abs += a_hi[j];
+      m.non_negative += static_cast<std::uint64_t>(c_hi[j]);
     }
   }
-  std::int32_t top = 0;
-  for (int j = 0; j < 8; ++j) top = max_lane[j] > top ? max_lane[j] : top;
+  std::int32_t top = tail_max;
+  for (int j = 0; j < 8; ++j) {
+    top = max_lo[j] > top ? max_lo[j] : top;
+    top = max_hi[j] > top ? max_hi[j] : top;
+  }
+  return top;
+}
+
+std::int32_t max_bits(const Moments& m) {
+  std::int32_t b;
+  std::memcpy(&b, &m.max_abs, 4);
+  return b & 0x7fffffff;
+}
+
+void set_max_bits(Moments& m, std::int32_t top) {
   // A NaN's bits exceed infinity's (0x7f800000).
-  m.nan = top > 0x7f800000;
+  m.nan = m.nan || top > 0x7f800000;
   std::memcpy(&m.max_abs, &top, 4);
   if (m.nan) m.max_abs = std::nanf("");
+}
+
+constexpr std::uint64_t kMomentBlock = std::uint64_t{1} << 16;
+// Windows of grouped_moments_and_signs: 32 KiB of floats stay in L1 between the moments and
+// the sign pass.
+constexpr std::uint64_t kSignWindow = std::uint64_t{1} << 13;
+
+}  // namespace
+
+void accumulate_moments(Moments& m, const float* x, std::uint64_t n) {
+  if (n == 0) return;
+  const std::int32_t top = moments_kernel(m, x, n);
+  set_max_bits(m, std::max(top, max_bits(m)));
+}
+
+Moments moments(const float* x, std::uint64_t n) {
+  Moments m;
+  accumulate_moments(m, x, n);
   return m;
+}
+
+void add_moments(Moments& into, const Moments& part) {
+  into.sum += part.sum;
+  into.sum_sq += part.sum_sq;
+  into.sum_abs += part.sum_abs;
+  into.non_negative += part.non_negative;
+  into.nan = into.nan || part.nan;
+  set_max_bits(into, std::max(max_bits(into), max_bits(part)));
+}
+
+void parallel_ranges(std::uint64_t count, std::uint64_t align, std::uint64_t work,
+                     const std::function<void(std::uint64_t, std::uint64_t)>& fn) {
+  if (count == 0) return;
+  const int threads = at::get_num_threads();
+  const std::uint64_t a = std::max<std::uint64_t>(align, 1);
+  if (threads <= 1 || work < kParallelMin || at::in_parallel_region() || count < 2 * a) {
+    fn(0, count);
+    return;
+  }
+  // As many pieces as threads (fewer when the work is small), each at least kParallelMin / 2
+  // elements of work.
+  const std::uint64_t by_work = std::max<std::uint64_t>(1, work / (kParallelMin / 2));
+  const std::uint64_t pieces =
+      std::min<std::uint64_t>({static_cast<std::uint64_t>(threads), by_work, count / a});
+  if (pieces <= 1) {
+    fn(0, count);
+    return;
+  }
+  const auto bound = [&](std::uint64_t p) -> std::uint64_t {
+    if (p >= pieces) return count;
+    // count * p / pieces without overflow for any realistic count, rounded down to `a`.
+    const auto at = static_cast<std::uint64_t>(static_cast<long double>(count) * p / pieces);
+    return at / a * a;
+  };
+  at::parallel_for(0, static_cast<std::int64_t>(pieces), 1, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t p = b; p < e; ++p) {
+      const std::uint64_t lo = bound(static_cast<std::uint64_t>(p));
+      const std::uint64_t hi = bound(static_cast<std::uint64_t>(p) + 1);
+      if (lo < hi) fn(lo, hi);
+    }
+  });
+}
+
+Moments moments_parallel(const float* x, std::uint64_t n) {
+  if (n <= kMomentBlock) return moments(x, n);
+  const std::uint64_t blocks = (n - 1) / kMomentBlock + 1;
+  std::vector<Moments> parts(blocks);
+  parallel_ranges(blocks, 1, n, [&](std::uint64_t b, std::uint64_t e) {
+    for (std::uint64_t k = b; k < e; ++k) {
+      const std::uint64_t start = k * kMomentBlock;
+      parts[k] = moments(x + start, std::min(n, start + kMomentBlock) - start);
+    }
+  });
+  Moments m;
+  for (const Moments& p : parts) add_moments(m, p);
+  return m;
+}
+
+void grouped_moments_and_signs(const float* x, std::uint64_t n,
+                               const std::vector<std::uint64_t>& group_ends, Moments* out,
+                               std::uint8_t* signs) {
+  if (n == 0) return;
+  const std::uint64_t windows = (n - 1) / kSignWindow + 1;
+  struct Part {
+    std::size_t group;
+    Moments m;
+  };
+  // Window w's parts, one per group it overlaps, in group order.
+  std::vector<std::vector<Part>> parts(windows);
+  parallel_ranges(windows, 1, n, [&](std::uint64_t w0, std::uint64_t w1) {
+    std::size_t g = static_cast<std::size_t>(
+        std::upper_bound(group_ends.begin(), group_ends.end(), w0 * kSignWindow) - group_ends.begin());
+    for (std::uint64_t w = w0; w < w1; ++w) {
+      const std::uint64_t start = w * kSignWindow;
+      const std::uint64_t end = std::min(n, start + kSignWindow);
+      std::uint64_t at = start;
+      while (at < end) {
+        while (group_ends[g] <= at) ++g;
+        const std::uint64_t stop = std::min(end, group_ends[g]);
+        Part part{g, Moments{}};
+        accumulate_moments(part.m, x + at, stop - at);
+        parts[w].push_back(part);
+        at = stop;
+      }
+      // Windows start on multiples of 8 elements: whole sign bytes.
+      bits::pack_signs(x + start, end - start, signs + start / 8);
+    }
+  });
+  for (std::size_t g = 0; g < group_ends.size(); ++g) out[g] = Moments{};
+  for (const auto& window : parts) {
+    for (const Part& p : window) add_moments(out[p.group], p.m);
+  }
+}
+
+void pack_signs_parallel(const float* x, std::uint64_t n, std::uint8_t* signs) {
+  parallel_ranges(n, 64, n, [&](std::uint64_t b, std::uint64_t e) {
+    bits::pack_signs(x + b, e - b, signs + b / 8);
+  });
 }
 
 void expand_signs(const std::uint8_t* signs, std::uint64_t first_bit, std::uint64_t n, float pos,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,11 +11,12 @@
 #include "codecs/WireFormat.h"
 
 // Hot per-element kernels (stochastic rounding: a 32-bit integer hash per element) are built
-// twice on x86-64 with GCC: for the baseline ISA and for AVX2, picked once at load time
-// (GCC function multi-versioning). The SSE2 baseline has no 32-bit vector multiply, which the
-// hash needs three of; AVX2 does them 8 lanes at a time.
+// three times on x86-64 with GCC: for the baseline ISA, for AVX2 and for x86-64-v4 (AVX-512),
+// picked once at load time (GCC function multi-versioning). The SSE2 baseline has no 32-bit
+// vector multiply, which the hash needs three of; AVX2 does them 8 lanes at a time, AVX-512
+// 16 (about twice as fast again for the stochastic-rounding kernels on a Zen 5 core).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define GRADWIRE_VECTOR_KERNEL __attribute__((target_clones("avx2", "default")))
+#define GRADWIRE_VECTOR_KERNEL __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define GRADWIRE_VECTOR_KERNEL
 #endif
@@ -105,6 +107,42 @@ struct Moments {
   bool nan = false;
 };
 Moments moments(const float* x, std::uint64_t n);
+
+/// Adds the moments of x[0..n) into `m`, block by block exactly as moments() does: calling
+/// it on consecutive ranges whose lengths (except the last) are multiples of 1024 gives
+/// moments() of their union bit for bit.
+void accumulate_moments(Moments& m, const float* x, std::uint64_t n);
+
+/// into += part (sums added, maximum and NaN flag combined).
+void add_moments(Moments& into, const Moments& part);
+
+/// Elements from which a pass is split over LibTorch's intra-op threads
+/// (at::get_num_threads()): below it, waking threads costs more than it saves.
+constexpr std::uint64_t kParallelMin = std::uint64_t{1} << 18;
+
+/// Runs fn(begin, end) over [0, count) in contiguous pieces, on up to at::get_num_threads()
+/// threads when `work` (elements touched) >= kParallelMin and we are not already inside a
+/// parallel region; otherwise one call fn(0, count). Piece bounds other than 0 and `count`
+/// are multiples of `align`. fn may run concurrently on different pieces, so it must write
+/// only what its piece owns. Exceptions propagate to the caller.
+void parallel_ranges(std::uint64_t count, std::uint64_t align, std::uint64_t work,
+                     const std::function<void(std::uint64_t, std::uint64_t)>& fn);
+
+/// moments() for large tensors: fixed blocks of 2^16 elements (in parallel when large),
+/// combined in block order, so the result does not depend on the number of threads.
+Moments moments_parallel(const float* x, std::uint64_t n);
+
+/// One pass over x[0..n): the moments of each group (consecutive ranges ending at
+/// `group_ends`, ascending, the last == n) into out[g], and the sign bits of every element
+/// into `signs` (bits::pack_signs layout, ceil(n/8) bytes, padding zero). The tensor is walked
+/// in windows that stay in L1 between the two uses (in parallel on large tensors); a group's
+/// window parts are added in window order, so results do not depend on the thread count.
+void grouped_moments_and_signs(const float* x, std::uint64_t n,
+                               const std::vector<std::uint64_t>& group_ends, Moments* out,
+                               std::uint8_t* signs);
+
+/// bits::pack_signs over x[0..n), split over threads on large tensors.
+void pack_signs_parallel(const float* x, std::uint64_t n, std::uint8_t* signs);
 
 /// Writes `pos` where the sign bit of element i is 1 and `neg` where it is 0, for n elements
 /// (bit i of the LSB-first stream), branch-free: sign bits of real gradients are random, and

@@ -111,28 +111,45 @@ void register_quantizers(CodecRegistry& registry) {
       "terngrad",
       "TernGrad (Wen et al. 2017): per layer, clip at c sigma, scaler s = max|g|, 2-bit codes "
       "s * sign * Bernoulli(|g|/s). Local scales: decode-then-sum. scaler_sharing: every worker "
-      "uses the configured shared_scale, payloads are summable (codes add in a widened format).",
+      "uses the maximum of all workers' per-layer scales, agreed in an extra round (two kReduce "
+      "rounds; codes summed in the compressed domain), or a configured shared_scale (one "
+      "round, summable payloads).",
       {number("clip", TernGradCodec::kDefaultClip, 0, 1e9,
               "clip each layer at clip * its standard deviation before ternarising (0: off)"),
        boolean("scaler_sharing", false,
-               "use one shared scale on every worker (makes payloads summable)"),
-       // 0.02: our choice for the quickstart CNN, whose per-element gradients sit mostly
-       // below it after the first steps (scenarios/codecs/terngrad_shared.json reaches the
-       // accuracy of local scales with it); other models need their own value.
-       number("shared_scale", 0.02, 0, 1e30,
-              "the shared scale S when scaler_sharing is on: elements are clipped to [-S, S]; "
-              "there is no extra round to agree on max scales, so it is configured",
-              true)},
+               "every worker uses one shared scale per layer (the maximum over workers)"),
+       number("shared_scale", 0, 0, 1e30,
+              "with scaler_sharing: 0 agrees on the maximum scale every step (an extra round); "
+              "S > 0 uses S for the whole payload instead (elements clipped to [-S, S], no "
+              "extra round, summable payloads)")},
       [](const json& params, const CodecContext& ctx) -> std::unique_ptr<Codec> {
-        const double shared =
-            params.at("scaler_sharing").get<bool>() ? params.at("shared_scale").get<double>() : 0.0;
-        return std::make_unique<TernGradCodec>(params.at("clip").get<double>(), shared, ctx);
+        const double clip = params.at("clip").get<double>();
+        const bool sharing = params.at("scaler_sharing").get<bool>();
+        const double shared = sharing ? params.at("shared_scale").get<double>() : 0.0;
+        if (sharing && shared == 0.0) {
+          // The agreement is a multi-round exchange: a wrapper would hide it from the
+          // collectives, which would then run the single-payload form.
+          if (params.at("error_feedback").get<bool>()) {
+            throw ConfigError("codec.error_feedback",
+                              "terngrad's scale agreement exchanges two rounds per step and "
+                              "cannot be wrapped in error feedback (set shared_scale for the "
+                              "single-round form)");
+          }
+          if (params.value("zstd", false)) {
+            throw ConfigError("codec.zstd",
+                              "terngrad's scale agreement exchanges two rounds per step; the "
+                              "zstd stage can only wrap single-payload codecs");
+          }
+          return std::make_unique<TernGradMaxScaleCodec>(clip, ctx);
+        }
+        return std::make_unique<TernGradCodec>(clip, shared, ctx);
       }});
 
   registry.add(CodecInfo{
       "onebit",
       "1-bit SGD (Seide et al. 2014): sign bits plus the means of the non-negative and of the "
-      "negative values per column (or per tensor); error feedback always on. Not summable.",
+      "negative values per column (or per tensor); error feedback always on. Not summable. "
+      "Trains best without optimizer momentum (scenarios/codecs/onebit.json: lr 0.4, momentum 0).",
       {choice("granularity", "column", {"column", "tensor"},
               "two reconstruction values per output unit of a weight matrix, or per tensor")},
       [](const json& params, const CodecContext& ctx) -> std::unique_ptr<Codec> {
@@ -165,7 +182,8 @@ void register_quantizers(CodecRegistry& registry) {
   registry.add(CodecInfo{
       "efsignsgd",
       "EF-signSGD (Karimireddy et al. 2019): (||p||_1 / d) sign(p) per layer with error "
-      "feedback (always on). Not summable.",
+      "feedback (always on). Not summable. The paper's Algorithm 1 has no momentum: run the "
+      "optimizer with momentum 0 (scenarios/codecs/efsignsgd.json: lr 0.3).",
       {choice("granularity", "layer", {"layer", "tensor"}, "one scale per layer or per tensor")},
       [](const json& params, const CodecContext& ctx) -> std::unique_ptr<Codec> {
         return with_feedback(

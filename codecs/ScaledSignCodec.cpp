@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <vector>
+
 #include <torch/types.h>
 
 #include "codecs/BitPacking.h"
@@ -9,6 +11,13 @@
 #include "codecs/WireFormat.h"
 
 namespace gradwire {
+
+namespace {
+void put_u64(std::uint8_t* p, std::uint64_t v) {
+  store_u32_le(p, static_cast<std::uint32_t>(v));
+  store_u32_le(p + 4, static_cast<std::uint32_t>(v >> 32));
+}
+}  // namespace
 
 ScaledSignCodec::ScaledSignCodec(bool per_layer, const CodecContext& ctx)
     : per_layer_(per_layer), layers_(ctx.layers) {}
@@ -22,12 +31,17 @@ Bytes ScaledSignCodec::encode(const torch::Tensor& grad) {
   ByteWriter writer(payload_size(n, segs.size()));
   write_header(writer, CodecId::kScaledSign, kFormatVersion, n);
   writer.u32(static_cast<std::uint32_t>(segs.size()));
-  for (const auto& seg : segs) {
-    const double l1 = quant::moments(x + seg.offset, seg.length).sum_abs;
-    writer.u64(seg.length);
-    writer.f32(static_cast<float>(l1 / static_cast<double>(seg.length)));  // ||p||_1 / d
+  // One pass over the gradient: every segment's ||p||_1 and all sign bits.
+  std::vector<std::uint64_t> ends;
+  for (const auto& seg : segs) ends.push_back(seg.offset + seg.length);
+  std::vector<quant::Moments> moments(segs.size());
+  std::uint8_t* table = writer.extend(12 * segs.size());
+  quant::grouped_moments_and_signs(x, n, ends, moments.data(), writer.extend((n + 7) / 8));
+  for (std::size_t s = 0; s < segs.size(); ++s) {
+    put_u64(table + 12 * s, segs[s].length);
+    // ||p||_1 / d
+    store_f32_le(table + 12 * s + 8, static_cast<float>(moments[s].sum_abs / static_cast<double>(segs[s].length)));
   }
-  bits::pack_signs(x, n, writer.extend((n + 7) / 8));
   return writer.take();
 }
 

@@ -1,5 +1,6 @@
 #include "codecs/SignCodec.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <torch/types.h>
@@ -11,6 +12,14 @@
 #include "codecs/WireFormat.h"
 
 namespace gradwire {
+
+namespace {
+// m = beta m + alpha g (vectorises).
+GRADWIRE_VECTOR_KERNEL void momentum_update(float* m, const float* g, std::uint64_t n, float beta,
+                                            float alpha) {
+  for (std::uint64_t i = 0; i < n; ++i) m[i] = beta * m[i] + alpha * g[i];
+}
+}  // namespace
 
 SignCodec::SignCodec(double momentum)
     : momentum_(momentum), m_(std::make_unique<torch::Tensor>()) {
@@ -24,21 +33,33 @@ SignCodec::~SignCodec() = default;
 Bytes SignCodec::encode(const torch::Tensor& grad) {
   check_gradient(grad, name() + " encode");
   const auto n = static_cast<std::uint64_t>(grad.numel());
-  torch::Tensor source = grad;
-  if (momentum_ > 0) {
-    torch::Tensor& m = *m_;
-    if (!m.defined()) {
-      m = torch::zeros_like(grad);
-    } else if (m.numel() != grad.numel()) {
-      throw std::invalid_argument("signum: gradient has " + std::to_string(grad.numel()) +
-                                  " elements but the momentum has " + std::to_string(m.numel()));
-    }
-    m.mul_(momentum_).add_(grad, 1.0 - momentum_);
-    source = m;
-  }
   ByteWriter writer(payload_size(n));
   write_header(writer, CodecId::kSign, kFormatVersion, n);
-  bits::pack_signs(source.data_ptr<float>(), n, writer.extend((n + 7) / 8));
+  std::uint8_t* signs = writer.extend((n + 7) / 8);
+  if (momentum_ == 0) {
+    quant::pack_signs_parallel(grad.data_ptr<float>(), n, signs);
+    return writer.take();
+  }
+  torch::Tensor& m = *m_;
+  if (!m.defined()) {
+    m = torch::zeros_like(grad);
+  } else if (m.numel() != grad.numel()) {
+    throw std::invalid_argument("signum: gradient has " + std::to_string(grad.numel()) +
+                                " elements but the momentum has " + std::to_string(m.numel()));
+  }
+  // m = beta m + (1 - beta) g and its sign bits in one pass, in chunks that stay in L1.
+  const float beta = static_cast<float>(momentum_);
+  const float alpha = static_cast<float>(1.0 - momentum_);
+  const float* g = grad.data_ptr<float>();
+  float* mv = m.data_ptr<float>();
+  quant::parallel_ranges(n, 64, n, [&](std::uint64_t begin, std::uint64_t end) {
+    constexpr std::uint64_t kChunk = 4096;
+    for (std::uint64_t c = begin; c < end; c += kChunk) {
+      const std::uint64_t len = std::min(kChunk, end - c);
+      momentum_update(mv + c, g + c, len, beta, alpha);
+      bits::pack_signs(mv + c, len, signs + c / 8);
+    }
+  });
   return writer.take();
 }
 

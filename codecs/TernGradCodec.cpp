@@ -1,11 +1,13 @@
 #include "codecs/TernGradCodec.h"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
 
+#include <ATen/ATen.h>
 #include <torch/types.h>
 
 #include "codecs/BitPacking.h"
@@ -147,30 +149,31 @@ unsigned TernGradCodec::width_for_contributors(std::uint32_t contributors) {
   return 16;
 }
 
+std::size_t TernGradCodec::proposal_size(std::uint64_t segments) {
+  return kPayloadHeaderSize + 4 + 1 + 4 + 12 * segments;
+}
+
 std::size_t TernGradCodec::payload_size(std::uint64_t n, std::uint64_t segments,
                                         std::uint32_t contributors) {
   return kPayloadHeaderSize + 4 + 1 + 4 + 12 * segments +
          bits::packed_size(n, width_for_contributors(contributors));
 }
 
-Bytes TernGradCodec::encode(const torch::Tensor& grad) {
-  check_gradient(grad, "terngrad encode");
-  const auto n = static_cast<std::uint64_t>(grad.numel());
-  const float* x = grad.data_ptr<float>();
+TernGradCodec::Plan TernGradCodec::plan(const float* x, std::uint64_t n) const {
   const bool shared = shared_scale_ > 0;
   // Shared mode: one segment whatever the layout, so ring chunks of every worker line up.
   const std::vector<quant::Segment> segments = quant::segments_for(
       n, layers_, shared ? quant::Granularity::kTensor : quant::Granularity::kLayer);
-
-  std::vector<std::uint64_t> lengths;
-  std::vector<float> scales, bounds;
+  Plan p;
   for (const auto& seg : segments) {
     float bound;  // elements are clipped to [-bound, bound]
     float scale;  // the scaler s
     if (shared) {
       bound = scale = static_cast<float>(shared_scale_);
     } else {
-      const quant::Moments m = quant::moments(x + seg.offset, seg.length);
+      const quant::Moments m = seg.length >= quant::kParallelMin
+                                   ? quant::moments_parallel(x + seg.offset, seg.length)
+                                   : quant::moments(x + seg.offset, seg.length);
       const float max_abs = m.max_abs;
       const double len = static_cast<double>(seg.length);
       const double mean = m.sum / len;
@@ -179,30 +182,139 @@ Bytes TernGradCodec::encode(const torch::Tensor& grad) {
       // s = max |clip(g)| = min(max |g|, c sigma).
       scale = std::min(max_abs, bound);
     }
-    lengths.push_back(seg.length);
-    scales.push_back(scale);
-    bounds.push_back(bound);
+    p.lengths.push_back(seg.length);
+    p.scales.push_back(scale);
+    p.bounds.push_back(bound);
   }
+  return p;
+}
 
-  ByteWriter writer(payload_size(n, segments.size(), 1));
-  write_table(writer, n, 1, lengths, scales);
+Bytes TernGradCodec::write_codes(const float* x, std::uint64_t n, const Plan& p) {
+  ByteWriter writer(payload_size(n, p.lengths.size(), 1));
+  write_table(writer, n, 1, p.lengths, p.scales);
   std::uint8_t* codes = writer.extend(bits::packed_size(n, 2));
   const std::uint32_t key = dither_.next_key();
-  std::uint32_t chunk[kChunk];
-  for (std::size_t s = 0; s < segments.size(); ++s) {
-    const float bound = bounds[s];
-    const float inv = scales[s] > 0 && std::isfinite(1.0f / scales[s]) ? 1.0f / scales[s] : 0.0f;
-    const std::uint64_t end = segments[s].offset + segments[s].length;
-    for (std::uint64_t c = segments[s].offset; c < end; c += kChunk) {
-      const auto m = static_cast<std::uint32_t>(std::min<std::uint64_t>(kChunk, end - c));
-      ternary_codes(x + c, static_cast<std::uint32_t>(c), m, bound, inv, key, chunk);
-      bits::pack_at(chunk, m, 2, codes, 2 * c);
+  std::uint64_t offset = 0;
+  for (std::size_t s = 0; s < p.lengths.size(); ++s) {
+    const float bound = p.bounds[s];
+    const float inv = p.scales[s] > 0 && std::isfinite(1.0f / p.scales[s]) ? 1.0f / p.scales[s] : 0.0f;
+    // Codes of [begin, end), 256 at a time, then packed: with plain stores from a whole byte
+    // of the stream (begin % 4 == 0), else ORed into the byte the previous segment left
+    // partly zero (ByteWriter::extend zero-fills).
+    const auto codes_of = [&](std::uint64_t begin, std::uint64_t end) {
+      std::uint32_t chunk[kChunk];
+      for (std::uint64_t c = begin; c < end; c += kChunk) {
+        const auto m = static_cast<std::uint32_t>(std::min<std::uint64_t>(kChunk, end - c));
+        ternary_codes(x + c, quant::dither_index(c), m, bound, inv, key, chunk);
+        bits::pack_at(chunk, m, 2, codes, 2 * c);
+      }
+    };
+    // A layer may start mid-byte (layer sizes are arbitrary): its first elements up to the
+    // next multiple of 4 go alone, so every later chunk starts on a whole byte, and the rest
+    // is split over threads on large layers (pieces of multiples of 64 elements).
+    const std::uint64_t begin = offset;
+    const std::uint64_t end = begin + p.lengths[s];
+    const std::uint64_t head = std::min(end, (begin + 3) / 4 * 4);
+    codes_of(begin, head);
+    quant::parallel_ranges(end - head, 64, end - head, [&](std::uint64_t b, std::uint64_t e) {
+      codes_of(head + b, head + e);
+    });
+    offset = end;
+  }
+  // Segments tile [0, n) (empty layers are skipped, never gaps).
+  return writer.take();
+}
+
+Bytes TernGradCodec::encode(const torch::Tensor& grad) {
+  check_gradient(grad, "terngrad encode");
+  const auto n = static_cast<std::uint64_t>(grad.numel());
+  const float* x = grad.data_ptr<float>();
+  return write_codes(x, n, plan(x, n));
+}
+
+Bytes TernGradCodec::propose_scales(const torch::Tensor& grad) {
+  check_gradient(grad, "terngrad encode");
+  if (shared_scale_ > 0) throw std::logic_error("terngrad: a configured shared scale needs no agreement");
+  const auto n = static_cast<std::uint64_t>(grad.numel());
+  pending_ = plan(grad.data_ptr<float>(), n);
+  pending_numel_ = n;
+  ByteWriter writer(proposal_size(pending_.lengths.size()));
+  write_header(writer, CodecId::kTernGrad, kFormatVersion, n);
+  writer.u32(0);  // m = 0: a scale proposal, no codes
+  writer.u8(0);
+  writer.u32(static_cast<std::uint32_t>(pending_.lengths.size()));
+  for (std::size_t s = 0; s < pending_.lengths.size(); ++s) {
+    writer.u64(pending_.lengths[s]);
+    writer.f32(pending_.scales[s]);
+  }
+  return writer.take();
+}
+
+Bytes TernGradCodec::encode_with_scales(const torch::Tensor& grad, const std::vector<float>& agreed) {
+  check_gradient(grad, "terngrad encode");
+  const auto n = static_cast<std::uint64_t>(grad.numel());
+  if (n != pending_numel_ || agreed.size() != pending_.scales.size()) {
+    throw std::logic_error("terngrad: encode_with_scales without a matching propose_scales");
+  }
+  for (std::size_t s = 0; s < agreed.size(); ++s) {
+    // The agreed scale is the maximum over workers, so at least this worker's own (NaN
+    // propagates: a NaN gradient anywhere decodes to NaN, as dense would).
+    if (!(agreed[s] >= pending_.scales[s]) && !std::isnan(agreed[s])) {
+      throw std::logic_error("terngrad: agreed scale " + std::to_string(agreed[s]) + " of segment " +
+                             std::to_string(s) + " is below this worker's " +
+                             std::to_string(pending_.scales[s]));
     }
   }
-  // Gaps between segments (empty layers are skipped, never gaps) cannot occur: segments tile
-  // [0, n). A segment starting mid-byte ORs into a byte its predecessor left partly zero,
-  // and ByteWriter::extend zero-fills.
-  return writer.take();
+  Plan p = pending_;
+  p.scales = agreed;
+  pending_numel_ = ~std::uint64_t{0};
+  return write_codes(grad.data_ptr<float>(), n, p);
+}
+
+std::vector<float> TernGradCodec::max_proposed_scales(const std::vector<ByteSpan>& proposals) {
+  std::vector<std::uint64_t> lengths;
+  std::vector<float> out;
+  std::uint64_t numel = 0;
+  for (std::size_t r = 0; r < proposals.size(); ++r) {
+    ByteReader reader(proposals[r], "terngrad scale proposal");
+    const std::uint64_t n = read_header(reader, CodecId::kTernGrad, "terngrad", kFormatVersion).numel;
+    if (reader.u32("contributors") != 0 || reader.u8("code width") != 0) {
+      reader.fail("not a scale proposal (contributors and code width must be 0)");
+    }
+    const std::uint32_t segments = reader.u32("segment count");
+    if (segments > n || reader.remaining() != 12 * static_cast<std::uint64_t>(segments)) {
+      reader.fail("segment count " + std::to_string(segments) + " does not match " +
+                  std::to_string(n) + " elements and " + std::to_string(reader.remaining()) +
+                  " remaining bytes (12 per segment)");
+    }
+    std::vector<std::uint64_t> lens;
+    std::vector<float> scales;
+    std::uint64_t covered = 0;
+    for (std::uint32_t s = 0; s < segments; ++s) {
+      lens.push_back(quant::read_segment_length(reader, n - covered));
+      covered += lens.back();
+      const float scale = reader.f32("segment scale");
+      if (scale < 0) reader.fail("negative scale");
+      scales.push_back(scale);
+    }
+    if (covered != n) {
+      reader.fail("segments cover " + std::to_string(covered) + " of " + std::to_string(n) + " elements");
+    }
+    reader.expect_end();
+    if (r == 0) {
+      numel = n;
+      lengths = lens;
+      out = scales;
+      continue;
+    }
+    if (n != numel || lens != lengths) {
+      throw DecodeError("terngrad scale proposals: workers' segment tables differ");
+    }
+    for (std::size_t s = 0; s < out.size(); ++s) {
+      out[s] = std::isnan(out[s]) || std::isnan(scales[s]) ? std::nanf("") : std::max(out[s], scales[s]);
+    }
+  }
+  return out;
 }
 
 torch::Tensor TernGradCodec::decode(ByteSpan payload) const {
@@ -268,6 +380,50 @@ void TernGradCodec::accumulate(Bytes& acc, ByteSpan other) const {
     return static_cast<std::uint32_t>(ca[i] + cb[i]) & mask;
   });
   acc = writer.take();
+}
+
+// ------------------------------------------------------------------------------------------
+// Scaler sharing with the maximum scale agreed in an extra round
+
+TernGradMaxScaleCodec::TernGradMaxScaleCodec(double clip, const CodecContext& ctx)
+    : local_(clip, 0.0, ctx), workers_(std::max(1, ctx.workers)) {}
+
+Round TernGradMaxScaleCodec::begin_exchange(const at::Tensor& grad) {
+  grad_ = grad;
+  Round round;
+  round.op = RoundOp::kReduce;
+  round.payload = local_.propose_scales(grad);
+  return round;
+}
+
+at::Tensor TernGradMaxScaleCodec::reduce_round(int round, const std::vector<ByteSpan>& payloads) {
+  if (payloads.empty()) throw DecodeError("terngrad: a reduce round without payloads");
+  if (round == 0) {
+    const std::vector<float> scales = TernGradCodec::max_proposed_scales(payloads);
+    at::Tensor out = at::empty({static_cast<std::int64_t>(scales.size())}, at::kFloat);
+    std::copy(scales.begin(), scales.end(), out.data_ptr<float>());
+    return out;
+  }
+  if (round != 1) return MultiRoundCodec::reduce_round(round, payloads);
+  // Equal scales everywhere: the codes add in the compressed domain, decoded once.
+  Bytes acc(payloads[0].data, payloads[0].data + payloads[0].size);
+  for (std::size_t r = 1; r < payloads.size(); ++r) local_.accumulate(acc, payloads[r]);
+  return local_.decode(ByteSpan(acc));
+}
+
+std::optional<Round> TernGradMaxScaleCodec::continue_exchange(int round, RoundOutcome&& outcome) {
+  if (!outcome.sum.defined()) throw std::logic_error("terngrad: a round delivered no result");
+  if (round == 0) {
+    const at::Tensor agreed = outcome.sum.contiguous();
+    const float* a = agreed.data_ptr<float>();
+    Round next;
+    next.op = RoundOp::kReduce;
+    next.payload = local_.encode_with_scales(grad_, std::vector<float>(a, a + agreed.numel()));
+    return next;
+  }
+  result_ = outcome.sum.div(static_cast<double>(workers_));
+  grad_ = at::Tensor();
+  return std::nullopt;
 }
 
 }  // namespace gradwire

@@ -8,23 +8,30 @@
 // as a 2-bit code per element plus s. Unbiased for the clipped gradient: E = clip(g).
 //
 // Scaler sharing (Sec. 3.1: all workers use s = max over workers) makes payloads summable:
-// with equal scales, the sum of payloads is s times the sum of the integer codes. The paper
-// agrees on the max scale with an extra reduction before the gradients travel; gradwire's
-// collectives have no such round, so here the shared scale is *configured*
-// (`shared_scale`): every worker clips to [-S, S] and uses S itself as the scaler, for every
-// segment. With S at or above every |g_i| this is exactly TernGrad with a (loose) shared
-// scaler; elements beyond S are clipped (biased, like TernGrad's own clipping). This mode
-// declares Aggregation::kSummable and encodes the whole encoded tensor as one segment (ring
-// chunks need no layer layout). `accumulate` adds codes into a widened format (2, 4, 8 or 16
-// bits per element as the contributor count grows) and refuses payloads whose segment
-// tables or scales differ.
+// with equal scales, the sum of payloads is s times the sum of the integer codes. Two forms:
+//  * agreed (TernGradMaxScaleCodec, `"scaler_sharing": true` without `shared_scale`): the
+//    paper's. A multi-round exchange (MultiRoundCodec.h): round 0 is a kReduce of every
+//    worker's per-layer scales max|clip(g)| (a small "scale proposal" payload, m = 0); the
+//    reduction is their elementwise maximum. Round 1 is a kReduce of the ternary codes, each
+//    worker clipping at its own c sigma and scaling by the agreed maximum (so every
+//    probability |clip(g)| / s <= 1 and the codes stay unbiased); the reduction adds the
+//    payloads in the compressed domain (accumulate) and decodes the sum once.
+//  * configured (`shared_scale` S > 0): every worker clips to [-S, S] and uses S itself as the
+//    scaler, for one segment per payload; single-round and summable (ring chunks add hop by
+//    hop). With S at or above every |g_i| this is TernGrad with a (loose) shared scaler;
+//    elements beyond S are clipped (biased, like TernGrad's own clipping).
+// `accumulate` adds codes into a widened format (2, 4, 8 or 16 bits per element as the
+// contributor count grows) and refuses payloads whose segment tables or scales differ.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "codecs/Codec.h"
 #include "codecs/CodecRegistry.h"
+#include "codecs/MultiRoundCodec.h"
 #include "codecs/QuantizerSupport.h"
 
 namespace gradwire {
@@ -54,17 +61,75 @@ class TernGradCodec : public Codec {
   /// Sums the integer codes of two payloads with identical segment tables and scales.
   void accumulate(Bytes& acc, ByteSpan other) const override;
 
+  /// Max-scale agreement (TernGradMaxScaleCodec), local-scale mode only. Round 0: this
+  /// worker's per-layer scales max|clip(g)| as a scale proposal payload (contributors 0, no
+  /// codes); remembers the clipping bounds for encode_with_scales.
+  Bytes propose_scales(const torch::Tensor& grad);
+  /// Round 1: the ternary codes of the gradient given to propose_scales (the same tensor),
+  /// clipped as there, with the `agreed` scale per segment (each >= this worker's own, else
+  /// std::logic_error).
+  Bytes encode_with_scales(const torch::Tensor& grad, const std::vector<float>& agreed);
+  /// The elementwise maximum of the proposals' scales (NaN if any is NaN); DecodeError on a
+  /// malformed proposal or segment tables that differ.
+  static std::vector<float> max_proposed_scales(const std::vector<ByteSpan>& proposals);
+  /// Exact size of a scale proposal with `segments` segments.
+  static std::size_t proposal_size(std::uint64_t segments);
+
   /// Code width for a sum of `contributors` ternary codes: 2, 4, 8 or 16 bits.
   static unsigned width_for_contributors(std::uint32_t contributors);
   /// Exact size of a payload of n elements in `segments` segments summing `contributors`.
   static std::size_t payload_size(std::uint64_t n, std::uint64_t segments, std::uint32_t contributors);
 
  private:
+  /// Per segment: length, scale s and clipping bound.
+  struct Plan {
+    std::vector<std::uint64_t> lengths;
+    std::vector<float> scales, bounds;
+  };
+  Plan plan(const float* x, std::uint64_t n) const;
+  /// One contributor's payload: codes with the plan's scales (draws one dither key).
+  Bytes write_codes(const float* x, std::uint64_t n, const Plan& plan);
+
+  Plan pending_;  ///< propose_scales' plan, for encode_with_scales
+  std::uint64_t pending_numel_ = ~std::uint64_t{0};
   double clip_;
   double shared_scale_;
   std::vector<LayerSlice> layers_;
   quant::Dither dither_;
   std::uint64_t initial_dither_ = 0;
+};
+
+/// `terngrad` with `"scaler_sharing": true` and no configured `shared_scale`: every worker uses
+/// the maximum of all workers' per-layer scales, agreed in an extra round (see the file
+/// comment). The collectives drive the two kReduce rounds (ring: all-gather, then each worker
+/// reduces; parameter server: the server reduces). `encode` / `decode` are the single-worker
+/// form (asynchronous server, gossip, `gradwire codec`): local per-layer scales, payloads
+/// decoded then summed.
+class TernGradMaxScaleCodec : public MultiRoundCodec {
+ public:
+  TernGradMaxScaleCodec(double clip, const CodecContext& ctx);
+
+  std::string name() const override { return "terngrad"; }
+  Bytes encode(const torch::Tensor& grad) override { return local_.encode(grad); }
+  torch::Tensor decode(ByteSpan payload) const override { return local_.decode(payload); }
+  Bytes save_state() const override { return local_.save_state(); }
+  void load_state(ByteSpan state) override { local_.load_state(state); }
+
+  /// Round 0: kReduce of this worker's scale proposal.
+  Round begin_exchange(const at::Tensor& grad) override;
+  /// After round 0: kReduce of the codes with the agreed scales; after round 1: done.
+  std::optional<Round> continue_exchange(int round, RoundOutcome&& outcome) override;
+  /// The mean of the workers' ternarised gradients.
+  at::Tensor exchange_result() override { return result_; }
+  /// Round 0: the per-segment maximum scales (a float tensor, one per segment); round 1: the
+  /// sum of the payloads, added in the compressed domain and decoded once.
+  at::Tensor reduce_round(int round, const std::vector<ByteSpan>& payloads) override;
+
+ private:
+  TernGradCodec local_;
+  int workers_;
+  at::Tensor grad_;    ///< this step's gradient, between the rounds
+  at::Tensor result_;
 };
 
 }  // namespace gradwire
