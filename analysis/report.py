@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 SUMMARY_COLUMNS = [
     "final_accuracy", "time_to_target_s", "sim_time_s", "mean_step_compute_s",
     "mean_step_comm_s", "bytes_on_wire", "payload_bytes", "compression_ratio",
-    "wall_time_s", "ns3_wall_time_s",
+    "wall_time_s", "ns3_wall_time_s", "lost_gradient_fraction",
 ]
 
 DEFINITIONS = [

@@ -19,6 +19,7 @@
 #include "codecs/ScaledSignCodec.h"
 #include "codecs/SignCodec.h"
 #include "codecs/TernGradCodec.h"
+#include "codecs/TernGradMaxScaleCodec.h"
 
 namespace gradwire {
 

@@ -213,6 +213,8 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
                 {"loss_fraction", t.loss_fraction()},
                 {"messages_with_loss", t.damaged},
                 {"loss_tolerant_messages", t.messages}};
+    // Flat copy for results.csv and reports (one column beside the times it bought).
+    s["lost_gradient_fraction"] = t.loss_fraction();
   }
   return s;
 }

@@ -340,6 +340,8 @@ TEST(UdpTraining, LostGradientIsRecordedPerStepAndTrainingGoesOn) {
                 topology.c_str(), udp["loss_fraction"].get<double>(),
                 r.summary["final_accuracy"].get<double>());
     EXPECT_EQ(udp["lost_bytes"].get<std::uint64_t>(), lost);
+    EXPECT_DOUBLE_EQ(r.summary["lost_gradient_fraction"].get<double>(),
+                     udp["loss_fraction"].get<double>());
     // Every host is impaired: a datagram crosses two lossy queues (1 - 0.98^2 = 3.96 %); a
     // run sends a few thousand value datagrams, so 2.5-5.5 % is about 4 sigma either side.
     EXPECT_GT(udp["loss_fraction"].get<double>(), 0.025) << topology;
