@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -10,6 +11,7 @@
 #include <torch/types.h>
 
 #include "codecs/GradientChecks.h"
+#include "codecs/ThresholdSampling.h"
 
 namespace gradwire {
 
@@ -86,8 +88,8 @@ std::uint32_t find_bucket(const std::vector<Count>& histogram, std::int64_t& rem
 /// already sorted. The full scans are branch-free (a data-dependent branch per element
 /// mispredicts on gradient data). It is deterministic under ties, which keeps fixed-compute
 /// runs bit-for-bit repeatable.
-std::vector<std::uint32_t> select_top_magnitudes(const float* values, std::int64_t n,
-                                                 std::int64_t k) {
+std::vector<std::uint32_t> radix_select_top_magnitudes(const float* values, std::int64_t n,
+                                                       std::int64_t k) {
   // Digit 1: bits 30..20 (the exponent and 3 mantissa bits), over all elements. Four
   // interleaved sub-histograms: magnitudes crowd into a few exponent buckets, and
   // back-to-back increments of one counter would serialise on memory.
@@ -154,6 +156,63 @@ std::vector<std::uint32_t> select_top_magnitudes(const float* values, std::int64
     selected.resize(w);
   }
   return selected;
+}
+
+/// The same selection as radix_select_top_magnitudes, in about one pass instead of three
+/// when k is small against n: a strided sample of the keys gives a bound that, with
+/// overwhelming probability, lies below the k-th largest key; one vectorised scan
+/// (collect_at_least) gathers the positions at or above it, ascending, and the exact k-th
+/// largest key is found among those few. Since at least k keys reach the bound, every key of
+/// the top k is among the candidates, so the result is exact and identical (ties towards lower
+/// positions). Returns false, having done no harm, when the sample was unlucky (fewer than k
+/// candidates) or would cost as much as a full pass.
+///
+/// Sample size: m = max(n / 256, 64 / p) keys for p = k / n, so that the mu = m p sampled keys
+/// expected above the k-th largest number at least 64; the bound is the sample's
+/// ceil(1.25 mu + 4 sqrt(mu))-th largest, about 1.25-1.75 k candidates, and falls above the
+/// k-th largest key only when the sample holds 4 standard deviations too many large keys.
+bool sampled_select_top_magnitudes(const float* values, std::int64_t n, std::int64_t k,
+                                   std::vector<std::uint32_t>& out) {
+  const double p = static_cast<double>(k) / static_cast<double>(n);
+  const auto m = std::max<std::int64_t>(n / 256, static_cast<std::int64_t>(std::ceil(64.0 / p)));
+  if (2 * m > n) return false;
+  const std::int64_t stride = n / m;
+  std::vector<std::uint32_t> keys(static_cast<std::size_t>(m));
+  for (std::int64_t j = 0; j < m; ++j) keys[j] = magnitude_key(values, j * stride + stride / 2);
+  const double mu = static_cast<double>(m) * p;
+  const auto rank = std::clamp<std::int64_t>(
+      static_cast<std::int64_t>(std::ceil(1.25 * mu + 4.0 * std::sqrt(mu))), 1, m);
+  std::nth_element(keys.begin(), keys.begin() + (rank - 1), keys.end(), std::greater<>());
+  const std::uint32_t bound = keys[static_cast<std::size_t>(rank - 1)];
+
+  std::vector<std::uint32_t> candidates;
+  candidates.reserve(static_cast<std::size_t>(2 * k + kScanBlock));
+  collect_at_least(values, n, bound, 0, candidates);
+  const auto count = static_cast<std::int64_t>(candidates.size());
+  if (count < k) return false;
+
+  keys.resize(static_cast<std::size_t>(count));
+  for (std::int64_t j = 0; j < count; ++j) keys[j] = magnitude_key(values, candidates[j]);
+  std::nth_element(keys.begin(), keys.begin() + (k - 1), keys.end(), std::greater<>());
+  const std::uint32_t threshold = keys[static_cast<std::size_t>(k - 1)];
+  // keys[0 .. k-1] are >= threshold: those above it are kept wherever they are, and the
+  // remaining places go to the ties at the threshold in ascending position.
+  std::int64_t ties = k - std::count_if(keys.begin(), keys.begin() + k,
+                                        [&](std::uint32_t key) { return key > threshold; });
+  out.clear();
+  out.reserve(static_cast<std::size_t>(k));
+  for (const std::uint32_t index : candidates) {
+    const std::uint32_t key = magnitude_key(values, index);
+    if (key > threshold || (key == threshold && ties-- > 0)) out.push_back(index);
+  }
+  return true;
+}
+
+std::vector<std::uint32_t> select_top_magnitudes(const float* values, std::int64_t n,
+                                                 std::int64_t k) {
+  std::vector<std::uint32_t> selected;
+  if (sampled_select_top_magnitudes(values, n, k, selected)) return selected;
+  return radix_select_top_magnitudes(values, n, k);
 }
 
 }  // namespace

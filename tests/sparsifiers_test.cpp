@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -76,6 +77,24 @@ TEST(Selection, TopKMatchesBruteForce) {
     const torch::Tensor x = randn(20000, seed);
     for (std::int64_t k : {1, 7, 200, 2000}) {
       EXPECT_EQ(TopKCodec::select_largest(x.data_ptr<float>(), x.numel(), k), brute_topk(x, k));
+    }
+  }
+}
+
+// Large tensors take the sampled-bound path (one scan plus an exact select among ~1.5k
+// candidates); it must equal the brute-force top-k exactly, ties included (values rounded to
+// a few levels make thousands of equal magnitudes at the threshold), and infinities rank largest.
+TEST(Selection, TopKSampledBoundPathIsExactWithTies) {
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    torch::Tensor x = randn(300000, seed);
+    if (seed == 2) x = torch::round(x * 4) / 4;  // heavy ties
+    if (seed == 3) {
+      x[17] = std::numeric_limits<float>::infinity();
+      x[99] = -std::numeric_limits<float>::infinity();
+    }
+    for (std::int64_t k : {64, 300, 3000, 30000}) {
+      EXPECT_EQ(TopKCodec::select_largest(x.data_ptr<float>(), x.numel(), k), brute_topk(x, k))
+          << "seed " << seed << " k " << k;
     }
   }
 }

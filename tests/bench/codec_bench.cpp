@@ -9,6 +9,7 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
+#include "codecs/LargeBuffers.h"
 #include "codecs/Codec.h"
 #include "codecs/DenseCodec.h"
 #include "codecs/TopKCodec.h"
@@ -73,5 +74,9 @@ BENCHMARK(BM_Encode)->Apply(sizes_and_codecs);
 BENCHMARK(BM_Decode)->Apply(sizes_and_codecs);
 
 }  // namespace
+
+// Encode outputs of 25M elements exceed glibc's mmap threshold: without this every iteration
+// would time the OS's first-touch page faults (codecs/LargeBuffers.h), not the codec.
+const bool kReuseLargeBuffers = (gradwire::reuse_large_buffers(), true);
 
 BENCHMARK_MAIN();

@@ -19,6 +19,7 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "codecs/LargeBuffers.h"
 #include "codecs/CodecRegistry.h"
 
 namespace gradwire {
@@ -158,5 +159,9 @@ BENCHMARK(BM_DgcEncodeThreads)
 
 }  // namespace
 }  // namespace gradwire
+
+// Encode outputs of 25M elements exceed glibc's mmap threshold: without this every iteration
+// would time the OS's first-touch page faults (codecs/LargeBuffers.h), not the codec.
+const bool kReuseLargeBuffers = (gradwire::reuse_large_buffers(), true);
 
 BENCHMARK_MAIN();
