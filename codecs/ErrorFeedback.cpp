@@ -31,15 +31,18 @@ torch::Tensor ErrorFeedback::compensate(const torch::Tensor& grad) {
                                 " elements but the residual has " + std::to_string(e.numel()) +
                                 "; one ErrorFeedback object serves one flat gradient");
   }
-  return grad + e;
+  // In place: the residual becomes the compensated gradient (no new gradient-sized tensor per
+  // step; with 25M elements every allocation and extra pass shows), then loses what was sent.
+  e.add_(grad);
+  return e;
 }
 
 Bytes ErrorFeedback::encode(const torch::Tensor& grad) {
-  const torch::Tensor acc = compensate(grad);
+  torch::Tensor acc = compensate(grad);  // the residual itself
   Bytes payload = inner_->encode(acc);
   // What was not sent (exactly: acc - decode is 0 where top-k sent the value) waits for the
   // next step.
-  *residual_ = acc - inner_->decode(payload);
+  acc.sub_(inner_->decode(payload));
   return payload;
 }
 
@@ -60,8 +63,8 @@ std::vector<Bytes> ErrorFeedback::encode_chunks(const torch::Tensor& grad,
     if (begin + len > grad.numel()) {
       throw std::logic_error(name() + " encode_chunks: chunks cover more than the gradient");
     }
-    // e's slice is a view: copy_ writes the new residual in place, chunk by chunk.
-    e.narrow(0, begin, len).copy_(acc.narrow(0, begin, len) - decoded);
+    // acc is e: its slice, a view, becomes the new residual in place, chunk by chunk.
+    e.narrow(0, begin, len).sub_(decoded);
     begin += len;
   }
   if (begin != grad.numel()) {

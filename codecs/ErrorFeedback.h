@@ -52,7 +52,8 @@ class ErrorFeedback : public Codec {
   const Codec& inner() const { return *inner_; }
 
  private:
-  /// Returns grad + e, creating e = zeros on first use.
+  /// e := e + grad in place (e = zeros on first use); returns e, which encode then turns into
+  /// the new residual by subtracting what was sent.
   torch::Tensor compensate(const torch::Tensor& grad);
 
   std::unique_ptr<Codec> inner_;
