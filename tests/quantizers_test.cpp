@@ -54,11 +54,11 @@ std::unique_ptr<Codec> make(const json& object, const CodecContext& ctx = contex
   return CodecRegistry::builtin().create(object, ctx);
 }
 
-/// A small CNN-like layout: conv weight [6,1,5,5], bias [6], fc weight [10,24], bias [10].
-std::vector<LayerSlice> small_layout() {
+/// Consecutive layers "l0", "l1", ... of these shapes.
+std::vector<LayerSlice> layout_of(const std::vector<std::vector<std::int64_t>>& shapes) {
   std::vector<LayerSlice> layers;
   std::int64_t at = 0;
-  for (const auto& shape : std::vector<std::vector<std::int64_t>>{{6, 1, 5, 5}, {6}, {10, 24}, {10}}) {
+  for (const auto& shape : shapes) {
     LayerSlice s;
     s.name = "l" + std::to_string(layers.size());
     s.offset = at;
@@ -66,7 +66,12 @@ std::vector<LayerSlice> small_layout() {
     at += s.numel();
     layers.push_back(s);
   }
-  return layers;  // 150 + 6 + 240 + 10 = 406 elements
+  return layers;
+}
+
+/// A small CNN-like layout: conv weight [6,1,5,5], bias [6], fc weight [10,24], bias [10].
+std::vector<LayerSlice> small_layout() {
+  return layout_of({{6, 1, 5, 5}, {6}, {10, 24}, {10}});  // 150 + 6 + 240 + 10 = 406 elements
 }
 
 const char* const kAllQuantizers[] = {"qsgd",   "natural_dithering", "natural", "terngrad",
@@ -706,17 +711,8 @@ TEST(Compose, RegistryResolvesNestedObjectsWithPaths) {
 TEST(Threads, LargeTensorsEncodeTheSameOnAnyThreadCount) {
   // Layers of awkward sizes (starts mid-byte for 2-bit and 1-bit codes), two of them large
   // enough to be split.
-  std::vector<LayerSlice> layers;
-  std::int64_t at = 0;
-  for (const auto& shape : std::vector<std::vector<std::int64_t>>{{3}, {1001, 301}, {7}, {299999}, {5, 13}}) {
-    LayerSlice s;
-    s.name = "l" + std::to_string(layers.size());
-    s.offset = at;
-    s.shape = shape;
-    at += s.numel();
-    layers.push_back(s);
-  }
-  const std::int64_t n = at;
+  const std::vector<LayerSlice> layers = layout_of({{3}, {1001, 301}, {7}, {299999}, {5, 13}});
+  const std::int64_t n = layers.back().offset + layers.back().numel();
   const auto g = random_gradient(n, 31, 0.01);
   const int saved = at::get_num_threads();
   for (const json& object : {json{{"kind", "qsgd"}}, json{{"kind", "qsgd"}, {"bucket", 0}},
