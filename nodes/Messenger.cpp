@@ -55,19 +55,10 @@ void Messenger::Configure(std::uint32_t self, std::vector<ns3::Ipv4Address> addr
 
 void Messenger::UseDatagrams(const TransportConfig& config, std::uint32_t mtu,
                              LossLedger* ledger) {
-  use_datagrams_ = true;
-  transport_ = config;
-  mtu_ = mtu;
-  ledger_ = ledger;
-}
-
-DatagramTransport& Messenger::Datagrams() {
-  if (!datagrams_) {
-    datagrams_ = std::make_unique<DatagramTransport>(
-        GetNode(), self_, addresses_, port_, transport_, mtu_, ledger_,
-        [this](Message&& m) { Deliver(std::move(m)); });
-  }
-  return *datagrams_;
+  // The node is known (the application is installed); the socket opens in StartApplication.
+  datagrams_ = std::make_unique<DatagramTransport>(
+      GetNode(), self_, addresses_, port_, config, mtu, ledger,
+      [this](Message&& m) { Deliver(std::move(m)); });
 }
 
 std::uint64_t Messenger::bytes_sent() const {
@@ -82,8 +73,8 @@ void Messenger::Deliver(Message&& m) {
 void Messenger::SetHandler(Handler handler) { handler_ = std::move(handler); }
 
 void Messenger::StartApplication() {
-  if (use_datagrams_) {
-    Datagrams().Start();
+  if (datagrams_) {
+    datagrams_->Start();
     return;
   }
   listener_ = ns3::Socket::CreateSocket(GetNode(), ns3::TcpSocketFactory::GetTypeId());
@@ -148,8 +139,8 @@ void Messenger::Send(std::uint32_t destination, Message message) {
                            " from host " + std::to_string(self_));
   }
   message.source = self_;
-  if (use_datagrams_) {
-    Datagrams().Send(destination, std::move(message));
+  if (datagrams_) {
+    datagrams_->Send(destination, std::move(message));
     return;
   }
   std::vector<std::uint8_t> frame;

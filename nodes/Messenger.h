@@ -19,7 +19,6 @@
 #include <ns3/ipv4-address.h>
 #include <ns3/socket.h>
 
-#include "netmodels/TransportConfig.h"
 #include "nodes/Endpoint.h"
 #include "nodes/FrameReader.h"
 #include "nodes/Message.h"
@@ -29,6 +28,7 @@ namespace gradwire {
 class DatagramTransport;
 class LossLedger;
 class Network;
+struct TransportConfig;
 
 class Messenger : public ns3::Application, public Endpoint {
  public:
@@ -43,8 +43,8 @@ class Messenger : public ns3::Application, public Endpoint {
                  std::uint16_t port);
 
   /// Carries messages as UDP datagrams (nodes/DatagramTransport) instead of TCP; `mtu` sizes
-  /// the datagrams, `ledger` (may be null) records lost gradient bytes. Call before the
-  /// simulation starts.
+  /// the datagrams, `ledger` (may be null) records lost gradient bytes. Call after the
+  /// messenger is installed on its node (InstallOnHosts) and before the simulation starts.
   void UseDatagrams(const TransportConfig& config, std::uint32_t mtu, LossLedger* ledger);
 
   /// Called for every complete message received, in arrival order per connection.
@@ -87,7 +87,6 @@ class Messenger : public ns3::Application, public Endpoint {
   void HandleAccept(ns3::Ptr<ns3::Socket> socket, const ns3::Address& from);
   void HandleRead(ns3::Ptr<ns3::Socket> socket);
   void Deliver(Message&& message);
-  DatagramTransport& Datagrams();
 
   std::uint32_t self_ = 0;
   std::uint16_t port_ = 0;
@@ -98,11 +97,7 @@ class Messenger : public ns3::Application, public Endpoint {
   std::map<ns3::Socket*, std::pair<ns3::Ptr<ns3::Socket>, std::unique_ptr<FrameReader>>> incoming_;
   std::uint64_t bytes_sent_ = 0;
   std::uint64_t bytes_received_ = 0;
-  // UDP transport, when the scenario asks for it.
-  bool use_datagrams_ = false;
-  TransportConfig transport_;
-  std::uint32_t mtu_ = 1500;
-  LossLedger* ledger_ = nullptr;
+  // The UDP transport when the scenario asks for it (UseDatagrams); null: TCP.
   std::unique_ptr<DatagramTransport> datagrams_;
 };
 
