@@ -43,6 +43,14 @@ void pack_at(const std::uint32_t* codes, std::size_t count, unsigned width, std:
 void unpack_at(const std::uint8_t* src, std::size_t count, unsigned width, std::uint64_t bit_offset,
                std::uint32_t* codes);
 
+/// pack() for codes held one per byte (width in [1, 8]): the form the quantisers' kernels
+/// produce, which lets 8 codes be packed at once with BMI2's pext where the CPU has it.
+/// Writes exactly packed_size(count, width) bytes (padding zero).
+void pack_bytes(const std::uint8_t* codes, std::size_t count, unsigned width, std::uint8_t* dst);
+
+/// unpack() into one code per byte (width in [1, 8]); pdep where the CPU has BMI2.
+void unpack_bytes(const std::uint8_t* src, std::size_t count, unsigned width, std::uint8_t* codes);
+
 /// True when the padding bits after `count` codes of `width` bits are all zero.
 bool padding_is_zero(const std::uint8_t* src, std::size_t count, unsigned width);
 

@@ -9,6 +9,7 @@
 #include <torch/types.h>
 
 #include "codecs/BitPacking.h"
+#include "codecs/DitherKernels.h"
 #include "codecs/GradientChecks.h"
 #include "codecs/WireFormat.h"
 
@@ -50,13 +51,18 @@ inline float clamp_ratio(float t, float limit) {
   return from_bits(static_cast<std::uint32_t>(tb < lb ? tb : lb));
 }
 
-constexpr std::uint32_t kChunk = 256;
+// Codes are made and packed this many at a time (a whole default bucket of 512).
+constexpr std::uint32_t kChunk = 512;
 
 // QSGD codes for m elements starting at element index `first`: t = |v| scale in [0, s],
 // level = floor(t) + [u < t - floor(t)] (P(up) = t - floor(t): unbiased), sign in bit
 // `level_bits`.
-GRADWIRE_VECTOR_KERNEL void uniform_codes(const float* x, std::uint32_t first, std::uint32_t m, float scale, std::uint32_t key,
-                   std::uint32_t levels, unsigned level_bits, std::uint32_t* out) {
+// Written once as a template over the code type and instantiated in the vector kernels
+// below: one byte per code when codes fit 8 bits (the defaults: 4 and 5 bits), so the packer
+// can take 8 at a time; 32-bit codes for many levels.
+template <typename Code>
+inline void uniform_codes(const float* x, std::uint32_t first, std::uint32_t m, float scale, std::uint32_t key,
+                          std::uint32_t levels, unsigned level_bits, Code* out) {
   const float fs = static_cast<float>(levels);
   for (std::uint32_t i = 0; i < m; ++i) {
     const float v = x[i];
@@ -66,7 +72,7 @@ GRADWIRE_VECTOR_KERNEL void uniform_codes(const float* x, std::uint32_t first, s
     const auto floor_t = static_cast<std::int32_t>(t);
     const float u = quant::Dither::uniform(key, first + i);
     const std::int32_t level = floor_t + (ordered(u) < ordered(t - static_cast<float>(floor_t)) ? 1 : 0);
-    out[i] = static_cast<std::uint32_t>(level) | ((float_bits(v) >> 31) << level_bits);
+    out[i] = static_cast<Code>(static_cast<std::uint32_t>(level) | ((float_bits(v) >> 31) << level_bits));
   }
 }
 
@@ -74,9 +80,9 @@ GRADWIRE_VECTOR_KERNEL void uniform_codes(const float* x, std::uint32_t first, s
 // the mantissa fraction: the neighbouring levels are 2^a (index a + s) and 2^(a+1), and
 // P(up) = (r - 2^a) / 2^a = f, read straight from the float's bits as in natural compression.
 // Below 2^(1-s) the neighbours are 0 and 2^(1-s): P(up) = r / 2^(1-s) = r 2^(s-1).
-GRADWIRE_VECTOR_KERNEL void power_of_two_codes(const float* x, std::uint32_t first, std::uint32_t m, float scale,
-                        std::uint32_t key, std::uint32_t levels, unsigned level_bits,
-                        std::uint32_t* out) {
+template <typename Code>
+inline void power_of_two_codes(const float* x, std::uint32_t first, std::uint32_t m, float scale,
+                               std::uint32_t key, std::uint32_t levels, unsigned level_bits, Code* out) {
   const auto s = static_cast<std::int32_t>(levels);
   const float min_level = std::ldexp(1.0f, 1 - s);
   const float below_scale = std::ldexp(1.0f, s - 1);
@@ -98,7 +104,43 @@ GRADWIRE_VECTOR_KERNEL void power_of_two_codes(const float* x, std::uint32_t fir
     const std::int32_t below = static_cast<std::int32_t>(ordered(u) < ordered(below_p));
     const std::int32_t use_above = -static_cast<std::int32_t>(ordered(r) >= ordered(min_level));
     const std::int32_t level = (above & use_above) | (below & ~use_above);
-    out[i] = static_cast<std::uint32_t>(level) | ((float_bits(v) >> 31) << level_bits);
+    out[i] = static_cast<Code>(static_cast<std::uint32_t>(level) | ((float_bits(v) >> 31) << level_bits));
+  }
+}
+
+/// Codes of m elements: `uniform` picks QSGD's or natural dithering's levels.
+GRADWIRE_VECTOR_KERNEL void codes8_portable(bool uniform, const float* x, std::uint32_t first, std::uint32_t m, float scale,
+                                   std::uint32_t key, std::uint32_t levels, unsigned level_bits, std::uint8_t* out) {
+  if (uniform) {
+    uniform_codes(x, first, m, scale, key, levels, level_bits, out);
+  } else {
+    power_of_two_codes(x, first, m, scale, key, levels, level_bits, out);
+  }
+}
+
+/// Codes of m elements packed at `width` = level_bits + 1 <= 8 bits into the stream at dst
+/// (a whole byte): one byte per code from the AVX-512 kernels where the CPU has them
+/// (identical results) and the portable loop for the rest, then packed 8 at a time.
+void pack_codes8(bool uniform, const float* x, std::uint32_t first, std::uint32_t m, float scale, std::uint32_t key,
+                 std::uint32_t levels, unsigned level_bits, std::uint8_t* dst) {
+  std::uint8_t narrow[kChunk];
+  std::uint32_t done = 0;
+  if (quant::has_avx512_kernels()) {
+    done = uniform ? quant::uniform_codes_avx512(x, first, m, scale, key, levels, level_bits, narrow)
+                   : quant::power_of_two_codes_avx512(x, first, m, scale, key, levels, level_bits, narrow);
+  }
+  if (done < m) {
+    codes8_portable(uniform, x + done, first + done, m - done, scale, key, levels, level_bits, narrow + done);
+  }
+  bits::pack_bytes(narrow, m, level_bits + 1, dst);
+}
+
+GRADWIRE_VECTOR_KERNEL void codes32(bool uniform, const float* x, std::uint32_t first, std::uint32_t m, float scale,
+                                    std::uint32_t key, std::uint32_t levels, unsigned level_bits, std::uint32_t* out) {
+  if (uniform) {
+    uniform_codes(x, first, m, scale, key, levels, level_bits, out);
+  } else {
+    power_of_two_codes(x, first, m, scale, key, levels, level_bits, out);
   }
 }
 
@@ -160,7 +202,7 @@ Bytes LevelQuantizer::encode(const torch::Tensor& grad) {
     const float scale = (uniform ? fs : 1.0f) / norm;
     return norm > 0.0f && std::isfinite(scale) ? scale : 0.0f;
   };
-  // Codes of [begin, end) with one factor, 256 at a time into a local array by a loop the
+  // Codes of [begin, end) with one factor, kChunk at a time into a local array by a loop the
   // compiler vectorises (no captures, no branches), then bit-packed. A chunk starting on a
   // whole byte of the stream is written with plain stores; one starting mid-byte ORs into the
   // byte its predecessor left partly zero (ByteWriter::extend zero-fills).
@@ -168,13 +210,19 @@ Bytes LevelQuantizer::encode(const torch::Tensor& grad) {
     std::uint32_t codes[kChunk];
     for (std::uint64_t c = begin; c < end; c += kChunk) {
       const auto m = static_cast<std::uint32_t>(std::min<std::uint64_t>(kChunk, end - c));
-      if (uniform) {
-        uniform_codes(x + c, quant::dither_index(c), m, scale, key, levels_, level_bits, codes);
+      const std::uint64_t bit = c * width;
+      if (width <= 8 && bit % 8 == 0) {
+        pack_codes8(uniform, x + c, quant::dither_index(c), m, scale, key, levels_, level_bits, codes_out + bit / 8);
       } else {
-        power_of_two_codes(x + c, quant::dither_index(c), m, scale, key, levels_, level_bits, codes);
+        codes32(uniform, x + c, quant::dither_index(c), m, scale, key, levels_, level_bits, codes);
+        bits::pack_at(codes, m, width, codes_out, bit);
       }
-      bits::pack_at(codes, m, width, codes_out, c * width);
     }
+  };
+  // The L2 norm needs only the sum of squares (the same sum moments() would give).
+  const auto bucket_norm = [&](const float* p, std::uint64_t len) {
+    return norm_ == Norm::kL2 ? static_cast<float>(std::sqrt(quant::sum_squares(p, len)))
+                              : norm_of(quant::moments(p, len));
   };
 
   if (nb == 1) {
@@ -193,7 +241,7 @@ Bytes LevelQuantizer::encode(const torch::Tensor& grad) {
       for (std::uint64_t j = first; j < last; ++j) {
         const std::uint64_t begin = j * b;
         const std::uint64_t end = std::min<std::uint64_t>(n, begin + b);
-        const float norm = norm_of(quant::moments(x + begin, end - begin));
+        const float norm = bucket_norm(x + begin, end - begin);
         store_f32_le(norms_out + 4 * j, norm);
         codes_of(begin, end, factor_of(norm));
       }
@@ -229,7 +277,7 @@ torch::Tensor LevelQuantizer::decode(ByteSpan payload) const {
   reader.expect_end();
   if (!bits::padding_is_zero(codes_in, n, width)) reader.fail("non-zero padding bits after the last code");
 
-  // Values: uniform l (norm / s); powers of two 0 and norm 2^(l - s). Decoded 256 codes at a
+  // Values: uniform l (norm / s); powers of two 0 and norm 2^(l - s). Decoded kChunk codes at a
   // time with branch-free arithmetic; a level above s is remembered and rejected at the end.
   const std::uint32_t level_mask = (1u << level_bits) - 1u;
   torch::Tensor out = torch::empty({static_cast<std::int64_t>(n)}, torch::kFloat);
@@ -237,6 +285,7 @@ torch::Tensor LevelQuantizer::decode(ByteSpan payload) const {
   const auto top = static_cast<std::int32_t>(s);
   std::uint32_t worst = 0;
   std::uint32_t codes[kChunk];
+  std::uint8_t narrow[kChunk];
   for (std::uint64_t j = 0; j < nb; ++j) {
     const std::uint64_t begin = j * b;
     const std::uint64_t end = std::min<std::uint64_t>(n, begin + b);
@@ -244,7 +293,12 @@ torch::Tensor LevelQuantizer::decode(ByteSpan payload) const {
     const float step = norm / static_cast<float>(s);
     for (std::uint64_t c = begin; c < end; c += kChunk) {
       const auto m = static_cast<std::uint32_t>(std::min<std::uint64_t>(kChunk, end - c));
-      bits::unpack_at(codes_in, m, width, c * width, codes);
+      if (width <= 8 && (c * width) % 8 == 0) {
+        bits::unpack_bytes(codes_in + c * width / 8, m, width, narrow);
+        for (std::uint32_t i = 0; i < m; ++i) codes[i] = narrow[i];
+      } else {
+        bits::unpack_at(codes_in, m, width, c * width, codes);
+      }
       float* o = dst + c;
       if (scheme_ == Levels::kUniform) {
         for (std::uint32_t i = 0; i < m; ++i) {

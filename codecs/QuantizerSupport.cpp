@@ -165,6 +165,33 @@ GRADWIRE_VECTOR_KERNEL std::int32_t moments_kernel(Moments& m, const float* x, s
   return top;
 }
 
+// sum_squares(): per block of 1024, eight independent 8-lane accumulators (the adds' latency
+// hidden), reduced in float by a tree, blocks added in double. Norm-only callers (QSGD's
+// per-bucket L2 norm) skip moments()'s four other accumulators and its lane-by-lane
+// reduction into doubles, which for 512-element buckets cost as much as the sum itself.
+GRADWIRE_VECTOR_KERNEL double sum_squares_kernel(const float* x, std::uint64_t n) {
+  constexpr std::uint64_t kBlock = 1024;
+  constexpr int kChains = 8;
+  double sum_sq = 0.0;
+  for (std::uint64_t start = 0; start < n; start += kBlock) {
+    const std::uint64_t end = std::min(n, start + kBlock);
+    const std::uint64_t whole = start + (end - start) / (8 * kChains) * (8 * kChains);
+    F8 q[kChains] = {};
+    for (std::uint64_t i = start; i < whole; i += 8 * kChains) {
+      for (int c = 0; c < kChains; ++c) {
+        F8 a;
+        std::memcpy(&a, x + i + 8 * c, sizeof a);
+        q[c] += a * a;
+      }
+    }
+    const F8 t = ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
+    float block = ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
+    for (std::uint64_t i = whole; i < end; ++i) block += x[i] * x[i];
+    sum_sq += block;
+  }
+  return sum_sq;
+}
+
 std::int32_t max_bits(const Moments& m) {
   std::int32_t b;
   std::memcpy(&b, &m.max_abs, 4);
@@ -190,6 +217,8 @@ void accumulate_moments(Moments& m, const float* x, std::uint64_t n) {
   const std::int32_t top = moments_kernel(m, x, n);
   set_max_bits(m, std::max(top, max_bits(m)));
 }
+
+double sum_squares(const float* x, std::uint64_t n) { return sum_squares_kernel(x, n); }
 
 Moments moments(const float* x, std::uint64_t n) {
   Moments m;

@@ -108,6 +108,10 @@ struct Moments {
 };
 Moments moments(const float* x, std::uint64_t n);
 
+/// The sum of squares of x[0..n) (what moments(x, n).sum_sq holds, up to the order of the
+/// float additions), at a fraction of the cost; accurate for any n as moments() is.
+double sum_squares(const float* x, std::uint64_t n);
+
 /// Adds the moments of x[0..n) into `m`, block by block exactly as moments() does: calling
 /// it on consecutive ranges whose lengths (except the last) are multiples of 1024 gives
 /// moments() of their union bit for bit.

@@ -3,6 +3,7 @@
 // trips, corrupt payloads, and a small distributed optimisation run through every codec.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -24,6 +25,7 @@
 #include "codecs/LevelQuantizer.h"
 #include "codecs/NaturalCompression.h"
 #include "codecs/OneBitCodec.h"
+#include "codecs/QuantizerSupport.h"
 #include "codecs/ScaledSignCodec.h"
 #include "codecs/SignCodec.h"
 #include "codecs/TernGradCodec.h"
@@ -93,6 +95,26 @@ TEST(BitPacking, RoundTripsEveryWidthAndZeroesPadding) {
       bits::unpack(bytes.data(), n, w, back.data());
       EXPECT_EQ(codes, back) << "w=" << w << " n=" << n;
       EXPECT_TRUE(bits::padding_is_zero(bytes.data(), n, w));
+    }
+  }
+}
+
+TEST(BitPacking, ByteCodesPackLikeWordCodes) {
+  // pack_bytes / unpack_bytes (pext / pdep where the CPU has them) give pack()'s bytes, and
+  // write nothing past the stream: lengths around the 8-code blocks and the 8-byte stores.
+  std::mt19937 rng(5);
+  for (unsigned w = 1; w <= 8; ++w) {
+    for (std::size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 64, 65, 100, 512, 1000}) {
+      std::vector<std::uint32_t> words(n);
+      std::vector<std::uint8_t> codes(n), back(n, 0xCD);
+      for (std::size_t i = 0; i < n; ++i) codes[i] = static_cast<std::uint8_t>(words[i] = rng() & ((1u << w) - 1u));
+      std::vector<std::uint8_t> expected(bits::packed_size(n, w), 0), bytes(bits::packed_size(n, w) + 8, 0xAB);
+      bits::pack(words.data(), n, w, expected.data());
+      bits::pack_bytes(codes.data(), n, w, bytes.data());
+      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), bytes.begin())) << "w=" << w << " n=" << n;
+      for (std::size_t b = expected.size(); b < bytes.size(); ++b) ASSERT_EQ(bytes[b], 0xAB) << "wrote past the stream";
+      bits::unpack_bytes(expected.data(), n, w, back.data());
+      EXPECT_EQ(codes, back) << "w=" << w << " n=" << n;
     }
   }
 }
@@ -240,6 +262,76 @@ TEST(RoundTrip, DecodedValuesLieOnEachSchemesLevels) {
       const float s = std::min(x.abs().max().item<float>(), 2.5f * sigma);
       const auto y = d.narrow(0, layer.offset, layer.numel()).abs();
       EXPECT_TRUE(((y == 0) | ((y - s).abs() < 1e-6 * s)).all().item<bool>()) << layer.name;
+    }
+  }
+}
+
+// The codes in a QSGD / natural dithering payload are exactly the stochastic roundings the
+// format defines, computed here element by element from the dither stream (Dither::hash of
+// the element index), against every code path of the encoder: the vector kernels (AVX-512
+// or portable), partial chunks, buckets that do not start on a byte, one whole-tensor bucket,
+// zero, huge, denormal and NaN entries.
+TEST(RoundTrip, LevelCodesAreTheDefinedStochasticRoundings) {
+  auto g = random_gradient(5003, 21);
+  float* v = g.data_ptr<float>();
+  v[3] = 0.0f;
+  v[4] = -0.0f;
+  v[700] = 1e30f;                  // dominates its bucket: the others round to level 0 or 1
+  v[1500] = std::nanf("");         // a NaN norm: the whole bucket sends level 0
+  v[2100] = 1e-42f;                // denormal
+  v[2101] = -std::ldexp(1.0f, -20);
+  struct Case {
+    LevelQuantizer::Levels scheme;
+    std::uint32_t levels, bucket;
+  };
+  for (const Case c : {Case{LevelQuantizer::Levels::kUniform, 7, 512}, Case{LevelQuantizer::Levels::kUniform, 3, 100},
+                       Case{LevelQuantizer::Levels::kUniform, 300, 512}, Case{LevelQuantizer::Levels::kUniform, 1, 0},
+                       Case{LevelQuantizer::Levels::kPowerOfTwo, 8, 512}, Case{LevelQuantizer::Levels::kPowerOfTwo, 4, 100},
+                       Case{LevelQuantizer::Levels::kPowerOfTwo, 64, 512}, Case{LevelQuantizer::Levels::kPowerOfTwo, 2, 0}}) {
+    const bool uniform = c.scheme == LevelQuantizer::Levels::kUniform;
+    const CodecId id = uniform ? CodecId::kQsgd : CodecId::kNaturalDithering;
+    LevelQuantizer codec(c.scheme, c.levels, c.bucket, LevelQuantizer::Norm::kL2, 11, 2);
+    quant::Dither dither(11, 2, id);
+    const std::uint32_t key = dither.next_key();  // the one the codec draws for its first encode
+    const Bytes payload = codec.encode(g);
+
+    const std::uint64_t n = 5003;
+    const std::uint32_t b = c.bucket == 0 ? static_cast<std::uint32_t>(n) : c.bucket;
+    const std::uint64_t nb = (n + b - 1) / b;
+    const unsigned level_bits = bits::width_for(c.levels);
+    std::vector<std::uint32_t> codes(n);
+    const std::uint8_t* norms = payload.data() + kPayloadHeaderSize + 8;
+    bits::unpack(norms + 4 * nb, n, level_bits + 1, codes.data());
+    const std::string what = std::string(uniform ? "qsgd" : "natural_dithering") + " s=" + std::to_string(c.levels) +
+                             " bucket=" + std::to_string(c.bucket);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const float norm = load_f32_le(norms + 4 * (i / b));
+      float scale = (uniform ? static_cast<float>(c.levels) : 1.0f) / norm;
+      if (!(norm > 0.0f) || !std::isfinite(scale)) scale = 0.0f;
+      const float a = std::fabs(v[i]) * scale;
+      const std::uint32_t h = quant::Dither::hash(key, static_cast<std::uint32_t>(i));
+      const float u = quant::Dither::uniform(key, static_cast<std::uint32_t>(i));
+      std::uint32_t level;
+      if (uniform) {
+        const float t = std::isnan(a) || a > static_cast<float>(c.levels) ? static_cast<float>(c.levels) : a;
+        const float fl = std::floor(t);
+        level = static_cast<std::uint32_t>(fl) + (u < t - fl ? 1u : 0u);
+      } else {
+        const float r = std::isnan(a) || a > 1.0f ? 1.0f : a;
+        const int s = static_cast<int>(c.levels);
+        if (r >= std::ldexp(1.0f, 1 - s)) {
+          int e;
+          std::frexp(r, &e);  // r = m 2^e, m in [0.5, 1): r lies in [2^(e-1), 2^e)
+          std::uint32_t bits_r;
+          std::memcpy(&bits_r, &r, 4);
+          const bool up = (h >> 9) < (bits_r & 0x7fffffu);  // P(up) = r / 2^(e-1) - 1
+          level = static_cast<std::uint32_t>(std::min(e - 1 + s + (up ? 1 : 0), s));
+        } else {
+          level = u < a * std::ldexp(1.0f, s - 1) ? 1u : 0u;
+        }
+      }
+      const std::uint32_t sign = std::signbit(v[i]) ? 1u : 0u;
+      ASSERT_EQ(codes[i], level | (sign << level_bits)) << what << " element " << i << " value " << v[i];
     }
   }
 }
