@@ -89,9 +89,12 @@ namespace {
 typedef float F8 __attribute__((vector_size(32)));
 typedef std::int32_t I8 __attribute__((vector_size(32)));
 
+// Sum of the eight lanes, pairwise.
+inline float hsum(F8 v) { return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7])); }
+
 // The kernel of accumulate_moments: per block of 1024, sixteen float lanes in two vectors
 // (lane j takes elements 16k + j: independent add chains that hide the adds' latency), the
-// lanes added into the double sums block by block, in lane order. Maximum and sign are taken
+// lanes reduced pairwise and added into the double sums block by block. Maximum and sign are taken
 // from the bit patterns (integer compares): |x| orders like its bits, and "non-negative"
 // means the sign bit is clear. Returns the largest |x| bit pattern seen.
 GRADWIRE_VECTOR_KERNEL std::int32_t moments_kernel(Moments& m, const float* x, std::uint64_t n) {
@@ -127,9 +130,12 @@ GRADWIRE_VECTOR_KERNEL std::int32_t moments_kernel(Moments& m, const float* x, s
       max_lo = av > max_lo ? av : max_lo;
       max_hi = aw > max_hi ? aw : max_hi;
     }
-    // The last < 16 elements of a block go into lane 0.
-    float s0 = s_lo[0], q0 = q_lo[0], a0 = a_lo[0];
-    std::int32_t c0 = c_lo[0];
+    // Lanes reduced by a tree in float (a serial lane-by-lane sum into doubles cost as much
+    // as the block's loads for small blocks), then the block's totals added in double; the
+    // last < 16 elements of a block are added to the block's totals.
+    float s0 = hsum(s_lo + s_hi), q0 = hsum(q_lo + q_hi), a0 = hsum(a_lo + a_hi);
+    const I8 c = c_lo + c_hi;
+    std::int32_t c0 = ((c[0] + c[4]) + (c[2] + c[6])) + ((c[1] + c[5]) + (c[3] + c[7]));
     for (std::uint64_t i = whole; i < end; ++i) {
       std::int32_t bits;
       std::memcpy(&bits, x + i, 4);
@@ -140,22 +146,10 @@ GRADWIRE_VECTOR_KERNEL std::int32_t moments_kernel(Moments& m, const float* x, s
       c0 += 1 - static_cast<std::int32_t>(static_cast<std::uint32_t>(bits) >> 31);
       tail_max = abs_bits > tail_max ? abs_bits : tail_max;
     }
-    s_lo[0] = s0;
-    q_lo[0] = q0;
-    a_lo[0] = a0;
-    c_lo[0] = c0;
-    for (int j = 0; j < 8; ++j) {
-      m.sum += s_lo[j];
-      m.sum_sq += q_lo[j];
-      m.sum_abs += a_lo[j];
-      m.non_negative += static_cast<std::uint64_t>(c_lo[j]);
-    }
-    for (int j = 0; j < 8; ++j) {
-      m.sum += s_hi[j];
-      m.sum_sq += q_hi[j];
-      m.sum_abs += a_hi[j];
-      m.non_negative += static_cast<std::uint64_t>(c_hi[j]);
-    }
+    m.sum += s0;
+    m.sum_sq += q0;
+    m.sum_abs += a0;
+    m.non_negative += static_cast<std::uint64_t>(c0);
   }
   std::int32_t top = tail_max;
   for (int j = 0; j < 8; ++j) {

@@ -336,6 +336,41 @@ TEST(RoundTrip, LevelCodesAreTheDefinedStochasticRoundings) {
   }
 }
 
+// TernGrad's 2-bit codes likewise: keep with probability min(|v|, s) / s, for the segments of
+// a layout whose layers start mid-byte (the portable head) and on whole bytes (the kernels).
+TEST(RoundTrip, TernaryCodesAreTheDefinedStochasticRoundings) {
+  const auto layers = layout_of({{7}, {1000}, {3, 333}, {2000}});  // offsets 0, 7, 1007, 2006
+  const std::int64_t n = 4006;
+  auto g = random_gradient(n, 23);
+  g.data_ptr<float>()[2500] = 40.0f;  // clipped at 2.5 sigma
+  const float* v = g.data_ptr<float>();
+  for (const json& config : {json{{"kind", "terngrad"}}, json{{"kind", "terngrad"}, {"scaler_sharing", true}, {"shared_scale", 0.5}}}) {
+    const CodecContext ctx = context(3, n, layers);
+    auto codec = make(config, ctx);
+    quant::Dither dither(ctx.seed, ctx.rank, CodecId::kTernGrad);
+    const std::uint32_t key = dither.next_key();
+    const Bytes payload = codec->encode(g);
+    // Table: header, u32 contributors, u8 width, u32 segments, per segment u64 length + f32 scale.
+    const std::uint8_t* table = payload.data() + kPayloadHeaderSize + 9;
+    const std::uint32_t segments = load_u32_le(table - 4);
+    std::vector<std::uint32_t> codes(n);
+    bits::unpack(table + 12 * segments, n, 2, codes.data());
+    std::uint64_t at = 0;
+    for (std::uint32_t seg = 0; seg < segments; ++seg) {
+      const std::uint64_t length = load_u32_le(table + 12 * seg) | (std::uint64_t{load_u32_le(table + 12 * seg + 4)} << 32);
+      const float scale = load_f32_le(table + 12 * seg + 8);
+      for (std::uint64_t i = at; i < at + length; ++i) {
+        const float p = std::min(std::fabs(v[i]), scale) / scale;
+        const bool keep = quant::Dither::uniform(key, static_cast<std::uint32_t>(i)) < p;
+        const std::uint32_t expected = keep ? (std::signbit(v[i]) ? 3u : 1u) : 0u;
+        ASSERT_EQ(codes[i], expected) << config.dump() << " element " << i << " value " << v[i];
+      }
+      at += length;
+    }
+    EXPECT_EQ(at, static_cast<std::uint64_t>(n));
+  }
+}
+
 TEST(RoundTrip, EncodingIsSeededPerRank) {
   const auto g = random_gradient(5000, 9);
   for (const char* kind : {"qsgd", "natural", "natural_dithering", "terngrad"}) {
