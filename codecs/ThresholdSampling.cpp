@@ -6,6 +6,11 @@
 
 #include "codecs/TopKCodec.h"
 
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define GRADWIRE_SCAN_AVX512 1
+#endif
+
 namespace gradwire {
 
 SamplePlan plan_threshold_sample(std::int64_t n, double sample_ratio, std::int64_t min_samples,
@@ -20,19 +25,14 @@ SamplePlan plan_threshold_sample(std::int64_t n, double sample_ratio, std::int64
   return plan;
 }
 
-std::uint32_t sample_threshold_key(std::vector<std::uint32_t>& keys, std::int64_t keep,
-                                   std::int64_t n) {
-  const auto m = static_cast<std::int64_t>(keys.size());
-  auto ks = static_cast<std::int64_t>(
-      std::ceil(static_cast<double>(m) * static_cast<double>(keep) / static_cast<double>(n)));
-  ks = std::clamp<std::int64_t>(ks, 1, m);
-  // The ks-th largest key. A histogram of the top 11 bits (keys are < 2^31) finds the bucket
-  // that holds it; only that bucket's keys go through nth_element (the same value a full
-  // nth_element would give: selection is exact).
+std::uint32_t kth_largest_key(std::vector<std::uint32_t>& keys, std::int64_t rank) {
+  // A histogram of the top 11 bits (keys are < 2^31) finds the bucket that holds it; only
+  // that bucket's keys go through nth_element (the same value a full nth_element would give:
+  // selection is exact), which for the clustered magnitudes of a gradient is a few percent.
   constexpr int kShift = 20;
   std::array<std::uint32_t, std::size_t{1} << 11> histogram{};
   for (const std::uint32_t key : keys) ++histogram[key >> kShift];
-  std::int64_t remaining = ks;
+  std::int64_t remaining = rank;
   std::size_t bucket = histogram.size() - 1;
   while (static_cast<std::int64_t>(histogram[bucket]) < remaining) {
     remaining -= histogram[bucket--];
@@ -45,6 +45,15 @@ std::uint32_t sample_threshold_key(std::vector<std::uint32_t>& keys, std::int64_
   std::nth_element(keys.begin(), keys.begin() + (remaining - 1), keys.begin() + w,
                    std::greater<>());
   return keys[static_cast<std::size_t>(remaining - 1)];
+}
+
+std::uint32_t sample_threshold_key(std::vector<std::uint32_t>& keys, std::int64_t keep,
+                                   std::int64_t n) {
+  const auto m = static_cast<std::int64_t>(keys.size());
+  auto ks = static_cast<std::int64_t>(
+      std::ceil(static_cast<double>(m) * static_cast<double>(keep) / static_cast<double>(n)));
+  ks = std::clamp<std::int64_t>(ks, 1, m);
+  return kth_largest_key(keys, ks);
 }
 
 std::uint32_t sampled_threshold_key(const float* x, std::int64_t n, std::int64_t keep,
@@ -60,10 +69,76 @@ std::uint32_t sampled_threshold_key(const float* x, std::int64_t n, std::int64_t
   return sample_threshold_key(keys, keep, n);
 }
 
-void collect_at_least(const float* x, std::int64_t n, std::uint32_t key, std::uint32_t base,
-                      std::vector<std::uint32_t>& out) {
+namespace {
+
+#ifdef GRADWIRE_SCAN_AVX512
+bool has_avx512() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
+  }();
+  return has;
+}
+
+// Positions (and keys, when keys_dst is not null) of the elements of x[0..len) whose key
+// reaches `key`, ascending, for len a multiple of 64: per 16 elements one compare and a
+// compress into a register (vpcompressd), stored whole at the write position, which then
+// advances by the count; groups of 64 with nothing to keep are skipped after one test. The
+// stores write up to 16 entries past the count, never past dst + len.
+__attribute__((target("avx512f"))) std::size_t append_at_least_avx512(const float* x, std::int64_t len,
+                                                                     std::uint32_t key, std::uint32_t first,
+                                                                     std::uint32_t* dst, std::uint32_t* keys_dst) {
+  const __m512i vkey = _mm512_set1_epi32(static_cast<int>(key));
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+  const __m512i sixteen = _mm512_set1_epi32(16);
+  __m512i index = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(first)),
+                                   _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+  std::size_t m = 0;
+  for (std::int64_t i = 0; i < len; i += 64) {
+    __m512i keys[4];
+    __mmask16 hit[4];
+    for (int q = 0; q < 4; ++q) {
+      keys[q] = _mm512_and_si512(_mm512_loadu_si512(x + i + 16 * q), abs_mask);
+      hit[q] = _mm512_cmpge_epu32_mask(keys[q], vkey);
+    }
+    if ((hit[0] | hit[1] | hit[2] | hit[3]) == 0) {
+      index = _mm512_add_epi32(index, _mm512_set1_epi32(64));
+      continue;
+    }
+    for (int q = 0; q < 4; ++q) {
+      _mm512_storeu_si512(dst + m, _mm512_maskz_compress_epi32(hit[q], index));
+      if (keys_dst != nullptr) _mm512_storeu_si512(keys_dst + m, _mm512_maskz_compress_epi32(hit[q], keys[q]));
+      m += static_cast<std::size_t>(__builtin_popcount(hit[q]));
+      index = _mm512_add_epi32(index, sixteen);
+    }
+  }
+  return m;
+}
+#endif
+
+// Elements per call of the vector collector: the output grows by at most this much per call.
+constexpr std::int64_t kCollectWindow = 4096;
+
+void collect(const float* x, std::int64_t n, std::uint32_t key, std::uint32_t base,
+             std::vector<std::uint32_t>& out, std::vector<std::uint32_t>* keys) {
   std::size_t used = out.size();
   std::int64_t i = 0;
+  std::size_t vector_used = used;
+#ifdef GRADWIRE_SCAN_AVX512
+  if (has_avx512()) {
+    for (; i + 64 <= n; i += kCollectWindow) {
+      const std::int64_t len = std::min<std::int64_t>(kCollectWindow, (n - i) / 64 * 64);
+      std::uint32_t* dst = room_for(out, used, len);
+      std::uint32_t* kdst = keys != nullptr ? room_for(*keys, used, len) : nullptr;
+      used += append_at_least_avx512(x + i, len, key, base + static_cast<std::uint32_t>(i), dst, kdst);
+      if (len < kCollectWindow) {
+        i += len;
+        break;
+      }
+    }
+    vector_used = used;
+  }
+#endif
   for (; i + kScanBlock <= n; i += kScanBlock) {
     if (!any_at_least(x + i, kScanBlock, key)) continue;
     used += append_at_least(x + i, kScanBlock, key, base + static_cast<std::uint32_t>(i),
@@ -74,6 +149,25 @@ void collect_at_least(const float* x, std::int64_t n, std::uint32_t key, std::ui
                             room_for(out, used, n - i));
   }
   out.resize(used);
+  if (keys != nullptr) {
+    // The scalar paths write no keys: theirs (all of them without AVX-512, else those of the
+    // last < 64 elements) are read back from the positions.
+    keys->resize(used);
+    for (std::size_t j = vector_used; j < used; ++j) (*keys)[j] = magnitude_key(x[out[j] - base]);
+  }
+}
+
+}  // namespace
+
+void collect_at_least(const float* x, std::int64_t n, std::uint32_t key, std::uint32_t base,
+                      std::vector<std::uint32_t>& out) {
+  collect(x, n, key, base, out, nullptr);
+}
+
+void collect_at_least(const float* x, std::int64_t n, std::uint32_t key, std::uint32_t base,
+                      std::vector<std::uint32_t>& out, std::vector<std::uint32_t>& keys) {
+  keys.resize(out.size());
+  collect(x, n, key, base, out, &keys);
 }
 
 bool dgc_exact_only(std::int64_t n, std::int64_t k, double sample_ratio) {

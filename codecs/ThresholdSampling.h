@@ -56,10 +56,21 @@ std::uint32_t sampled_threshold_key(const float* x, std::int64_t n, std::int64_t
                                     std::vector<std::uint32_t>* scratch = nullptr);
 
 /// Appends base + i for every i in [0, n) with magnitude_key(x[i]) >= key, ascending. One
-/// branch-light scan: blocks of kScanBlock are tested with a vectorisable OR of comparisons,
-/// and only blocks holding a candidate are walked (with a branch-free append).
+/// branch-light scan: with AVX-512, 16 elements per compare and compress (vpcompressd);
+/// otherwise blocks of kScanBlock are tested with a vectorisable OR of comparisons, and only
+/// blocks holding a candidate are walked (with a branch-free append).
 void collect_at_least(const float* x, std::int64_t n, std::uint32_t key, std::uint32_t base,
                       std::vector<std::uint32_t>& out);
+
+/// collect_at_least that also appends each kept element's key to `keys` (entry j of `keys`
+/// belongs to entry j of `out`; `keys` is resized to out's size first), so a selection among
+/// the candidates needs no second, scattered read of x.
+void collect_at_least(const float* x, std::int64_t n, std::uint32_t key, std::uint32_t base,
+                      std::vector<std::uint32_t>& out, std::vector<std::uint32_t>& keys);
+
+/// The rank-th largest of `keys` (1 <= rank <= keys.size()): an 11-bit histogram of the top
+/// bits picks the bucket, nth_element runs inside it only. Reorders `keys`.
+std::uint32_t kth_largest_key(std::vector<std::uint32_t>& keys, std::int64_t rank);
 
 constexpr std::int64_t kScanBlock = 64;
 

@@ -182,29 +182,32 @@ bool sampled_select_top_magnitudes(const float* values, std::int64_t n, std::int
   const double mu = static_cast<double>(m) * p;
   const auto rank = std::clamp<std::int64_t>(
       static_cast<std::int64_t>(std::ceil(1.25 * mu + 4.0 * std::sqrt(mu))), 1, m);
-  std::nth_element(keys.begin(), keys.begin() + (rank - 1), keys.end(), std::greater<>());
-  const std::uint32_t bound = keys[static_cast<std::size_t>(rank - 1)];
+  const std::uint32_t bound = kth_largest_key(keys, rank);
 
-  std::vector<std::uint32_t> candidates;
-  candidates.reserve(static_cast<std::size_t>(2 * k + kScanBlock));
-  collect_at_least(values, n, bound, 0, candidates);
+  std::vector<std::uint32_t> candidates, candidate_keys;
+  candidates.reserve(static_cast<std::size_t>(2 * k + 4096));
+  candidate_keys.reserve(candidates.capacity());
+  collect_at_least(values, n, bound, 0, candidates, candidate_keys);
   const auto count = static_cast<std::int64_t>(candidates.size());
   if (count < k) return false;
 
-  keys.resize(static_cast<std::size_t>(count));
-  for (std::int64_t j = 0; j < count; ++j) keys[j] = magnitude_key(values, candidates[j]);
-  std::nth_element(keys.begin(), keys.begin() + (k - 1), keys.end(), std::greater<>());
-  const std::uint32_t threshold = keys[static_cast<std::size_t>(k - 1)];
-  // keys[0 .. k-1] are >= threshold: those above it are kept wherever they are, and the
-  // remaining places go to the ties at the threshold in ascending position.
-  std::int64_t ties = k - std::count_if(keys.begin(), keys.begin() + k,
-                                        [&](std::uint32_t key) { return key > threshold; });
-  out.clear();
-  out.reserve(static_cast<std::size_t>(k));
-  for (const std::uint32_t index : candidates) {
-    const std::uint32_t key = magnitude_key(values, index);
-    if (key > threshold || (key == threshold && ties-- > 0)) out.push_back(index);
+  keys.assign(candidate_keys.begin(), candidate_keys.end());
+  const std::uint32_t threshold = kth_largest_key(keys, k);
+  // Every candidate above the threshold is kept; the remaining places go to the ties at the
+  // threshold in ascending position. Branch-free: keys near the threshold are unpredictable.
+  std::int64_t above = 0;
+  for (const std::uint32_t key : candidate_keys) above += key > threshold;
+  std::int64_t ties = k - above;
+  out.resize(static_cast<std::size_t>(k) + 1);
+  std::size_t w = 0;
+  for (std::int64_t j = 0; j < count; ++j) {
+    const std::uint32_t key = candidate_keys[j];
+    const std::int64_t tie = key == threshold && ties > 0;
+    ties -= tie;
+    out[w] = candidates[j];
+    w += static_cast<std::size_t>((key > threshold) | tie);  // at most k: out has a spare slot
   }
+  out.resize(w);
   return true;
 }
 

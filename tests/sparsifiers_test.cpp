@@ -393,6 +393,12 @@ TEST(Selection, CollectAtLeastMatchesAPlainScan) {
       if (magnitude_key(p[i]) >= magnitude_key(t)) want.push_back(5 + static_cast<std::uint32_t>(i));
     }
     EXPECT_EQ(got, want) << t;
+    // The overload that also returns the keys: the same positions, each with its own key.
+    std::vector<std::uint32_t> with_keys{42}, keys;
+    collect_at_least(p, x.numel(), magnitude_key(t), 5, with_keys, keys);
+    EXPECT_EQ(with_keys, want) << t;
+    ASSERT_EQ(keys.size(), with_keys.size());
+    for (std::size_t j = 1; j < keys.size(); ++j) ASSERT_EQ(keys[j], magnitude_key(p[with_keys[j] - 5])) << t << " entry " << j;
   }
 }
 
