@@ -123,18 +123,82 @@ inline std::uint64_t low_bits_of_each_byte(unsigned width) {
   return 0x0101010101010101ull * ((1u << width) - 1u);
 }
 
-// Whole blocks of 8 codes whose 8-byte store stays inside the whole blocks' bytes (the spare
-// bytes of one store are overwritten by the next block's); returns the codes packed.
+bool has_vbmi() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512bw") != 0 &&
+           __builtin_cpu_supports("avx512vbmi") != 0;
+  }();
+  return has;
+}
+
+// vpermb indices per width w: output byte t takes byte t % w of qword t / w (t < 8w).
+struct QwordLowBytes {
+  QwordLowBytes() {
+    for (unsigned w = 1; w < 8; ++w) {
+      for (unsigned t = 0; t < 64; ++t) table[w][t] = static_cast<std::uint8_t>(t < 8 * w ? (t / w) * 8 + t % w : 0);
+    }
+  }
+  alignas(64) std::uint8_t table[8][64] = {};
+};
+const QwordLowBytes kQwordLowBytes;
+
+// 64 byte codes of w <= 7 bits per iteration, in registers: vpmaddubsw merges byte pairs
+// (b0 + b1 2^w: 2w bits per word), vpmaddwd word pairs (4w bits per dword), a shift and a
+// bitwise select dword pairs (8w bits, i.e. w bytes, per qword), and vpermb gathers the w
+// low bytes of the eight qwords into 8w contiguous bytes, stored under a byte mask. About
+// six instructions per 64 codes, against three per 8 with pext. Returns the codes packed.
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) std::size_t pack_bytes_vbmi(const std::uint8_t* codes,
+                                                                                 std::size_t count, unsigned width,
+                                                                                 std::uint8_t* dst) {
+  const unsigned w = width;
+  // Multipliers: unsigned bytes 1, 2^w (2^w <= 128); codes go in as the signed operand (< 128).
+  const __m512i byte_pairs = _mm512_set1_epi16(static_cast<short>(1 | ((1u << w) << 8)));
+  const __m512i word_pairs = _mm512_set1_epi32(static_cast<int>(1u | ((1u << (2 * w)) << 16)));
+  const __m512i low4w = _mm512_set1_epi64(static_cast<long long>((std::uint64_t{1} << (4 * w)) - 1u));
+  const __m128i dword_shift = _mm_cvtsi32_si128(static_cast<int>(32 - 4 * w));
+  const __m512i gather = _mm512_load_si512(kQwordLowBytes.table[w]);
+  const __mmask64 keep = (std::uint64_t{1} << (8 * w)) - 1u;
+  const std::size_t stream = packed_size(count, w);
+  std::size_t i = 0;
+  for (; i + 64 <= count; i += 64) {
+    const __m512i b = _mm512_loadu_si512(codes + i);
+    const __m512i words = _mm512_maddubs_epi16(byte_pairs, b);
+    const __m512i dwords = _mm512_madd_epi16(words, word_pairs);
+    // 0xCA: mask ? first : second; the shifted copy's low bits (the lower dword's high bits)
+    // are discarded by the mask.
+    const __m512i qwords = _mm512_ternarylogic_epi64(low4w, dwords, _mm512_srl_epi64(dwords, dword_shift), 0xCA);
+    const __m512i packed = _mm512_permutexvar_epi8(gather, qwords);
+    // A whole 64-byte store while it stays inside the stream (the next block overwrites its
+    // spare bytes); a masked store for the last blocks.
+    if (i / 8 * w + 64 <= stream) {
+      _mm512_storeu_si512(dst + i / 8 * w, packed);
+    } else {
+      _mm512_mask_storeu_epi8(dst + i / 8 * w, keep, packed);
+    }
+  }
+  return i;
+}
+
+// Whole blocks of 8 codes: an 8-byte store while it stays inside the whole blocks' bytes (the
+// spare bytes of one store are overwritten by the next block's), then the last blocks byte by
+// byte; returns the codes packed (count rounded down to a multiple of 8).
 __attribute__((target("bmi2"))) std::size_t pack_bytes_pext(const std::uint8_t* codes, std::size_t count,
                                                            unsigned width, std::uint8_t* dst) {
   const std::uint64_t mask = low_bits_of_each_byte(width);
-  const std::size_t block_bytes = count / 8 * width;
+  const std::size_t blocks = count / 8;
   std::size_t k = 0;
-  for (; k * width + 8 <= block_bytes; ++k) {
+  for (; k * width + 8 <= blocks * width; ++k) {
     std::uint64_t word;
     std::memcpy(&word, codes + 8 * k, 8);
     const std::uint64_t packed = _pext_u64(word, mask);
     std::memcpy(dst + k * width, &packed, 8);
+  }
+  for (; k < blocks; ++k) {
+    std::uint64_t word;
+    std::memcpy(&word, codes + 8 * k, 8);
+    const std::uint64_t packed = _pext_u64(word, mask);
+    for (unsigned b = 0; b < width; ++b) dst[k * width + b] = static_cast<std::uint8_t>(packed >> (8 * b));
   }
   return 8 * k;
 }
@@ -160,7 +224,8 @@ __attribute__((target("bmi2"))) std::size_t unpack_bytes_pdep(const std::uint8_t
 void pack_bytes(const std::uint8_t* codes, std::size_t count, unsigned width, std::uint8_t* dst) {
   std::size_t done = 0;
 #ifdef GRADWIRE_SIGNS_AVX2
-  if (has_fast_pext()) done = pack_bytes_pext(codes, count, width, dst);
+  if (width < 8 && has_vbmi()) done = pack_bytes_vbmi(codes, count, width, dst);
+  if (has_fast_pext()) done += pack_bytes_pext(codes + done, count - done, width, dst + done / 8 * width);
 #endif
   // done is a multiple of 8, so the rest starts on a whole byte of the stream.
   codes += done;

@@ -159,27 +159,33 @@ GRADWIRE_VECTOR_KERNEL std::int32_t moments_kernel(Moments& m, const float* x, s
   return top;
 }
 
-// sum_squares(): per block of 1024, eight independent 8-lane accumulators (the adds' latency
-// hidden), reduced in float by a tree, blocks added in double. Norm-only callers (QSGD's
-// per-bucket L2 norm) skip moments()'s four other accumulators and its lane-by-lane
-// reduction into doubles, which for 512-element buckets cost as much as the sum itself.
+// sum_squares(): per block of 1024, four independent 16-lane accumulators (one zmm register
+// each on AVX-512, two ymm on AVX2: the adds' latency hidden either way), reduced in float by
+// a tree, blocks added in double. Norm-only callers (QSGD's per-bucket L2 norm) skip
+// moments()'s other accumulators; for 512-element buckets the per-block reduction is as
+// costly as the sum itself, hence the tree.
+typedef float F16 __attribute__((vector_size(64)));
+
 GRADWIRE_VECTOR_KERNEL double sum_squares_kernel(const float* x, std::uint64_t n) {
   constexpr std::uint64_t kBlock = 1024;
-  constexpr int kChains = 8;
+  constexpr int kChains = 4;
   double sum_sq = 0.0;
   for (std::uint64_t start = 0; start < n; start += kBlock) {
     const std::uint64_t end = std::min(n, start + kBlock);
-    const std::uint64_t whole = start + (end - start) / (8 * kChains) * (8 * kChains);
-    F8 q[kChains] = {};
-    for (std::uint64_t i = start; i < whole; i += 8 * kChains) {
+    const std::uint64_t whole = start + (end - start) / (16 * kChains) * (16 * kChains);
+    F16 q[kChains] = {};
+    for (std::uint64_t i = start; i < whole; i += 16 * kChains) {
       for (int c = 0; c < kChains; ++c) {
-        F8 a;
-        std::memcpy(&a, x + i + 8 * c, sizeof a);
+        F16 a;
+        std::memcpy(&a, x + i + 16 * c, sizeof a);
         q[c] += a * a;
       }
     }
-    const F8 t = ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
-    float block = ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
+    const F16 t16 = (q[0] + q[1]) + (q[2] + q[3]);
+    F8 lo, hi;
+    std::memcpy(&lo, &t16, sizeof lo);
+    std::memcpy(&hi, reinterpret_cast<const char*>(&t16) + sizeof lo, sizeof hi);
+    float block = hsum(lo + hi);
     for (std::uint64_t i = whole; i < end; ++i) block += x[i] * x[i];
     sum_sq += block;
   }
