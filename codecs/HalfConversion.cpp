@@ -5,6 +5,8 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include "codecs/VectorKernel.h"
+
 #if defined(__x86_64__) && !defined(GRADWIRE_BIG_ENDIAN)
 #include <immintrin.h>
 #define GRADWIRE_F16C 1
@@ -68,9 +70,10 @@ void fp16_to_floats(const std::uint8_t* src, std::uint64_t n, float* dst) {
   for (; i < n; ++i) dst[i] = c10::detail::fp16_ieee_to_fp32_value(load_u16_le(src + 2 * i));
 }
 
-void floats_to_bf16(const float* src, std::uint64_t n, std::uint8_t* dst) {
-  // c10::detail::round_to_nearest_even, written so the compiler vectorises it: add
-  // 0x7fff + the lowest kept bit, keep the top half; NaN becomes the canonical 0x7fc0.
+// c10::detail::round_to_nearest_even, written so the compiler vectorises it: add 0x7fff + the
+// lowest kept bit, keep the top half; NaN becomes the canonical 0x7fc0. (Not AVX512-BF16's
+// vcvtneps2bf16: it flushes denormals to zero and keeps NaN payloads.)
+GRADWIRE_VECTOR_KERNEL void floats_to_bf16(const float* src, std::uint64_t n, std::uint8_t* dst) {
   for (std::uint64_t i = 0; i < n; ++i) {
     std::uint32_t bits;
     std::memcpy(&bits, src + i, sizeof bits);
@@ -85,7 +88,7 @@ void floats_to_bf16(const float* src, std::uint64_t n, std::uint8_t* dst) {
   }
 }
 
-void bf16_to_floats(const std::uint8_t* src, std::uint64_t n, float* dst) {
+GRADWIRE_VECTOR_KERNEL void bf16_to_floats(const std::uint8_t* src, std::uint64_t n, float* dst) {
   for (std::uint64_t i = 0; i < n; ++i) {
     std::uint16_t h;
 #ifdef GRADWIRE_BIG_ENDIAN
