@@ -4,6 +4,9 @@
 #include <cstring>
 
 #if defined(__GNUC__) && defined(__x86_64__)
+// GCC 12 warns inside its own AVX-512 headers (the _mm512_undefined_* placeholders of masked
+// builtins are "maybe uninitialised"); the warning concerns the header, not us.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #define GRADWIRE_SIGNS_AVX2 1
 #endif
