@@ -1,5 +1,7 @@
 #include "codecs/BitPacking.h"
 
+#include "codecs/CpuFeatures.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -113,27 +115,13 @@ namespace {
 // pext / pdep move the low `width` bits of each of 8 bytes into 8 * width contiguous bits and
 // back: a whole block of 8 codes in one instruction. AMD's Zen 1 and Zen 2 implement them in
 // microcode (hundreds of cycles), so they take the portable loops.
-bool has_fast_pext() {
-  static const bool fast = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("bmi2") != 0 && !__builtin_cpu_is("znver1") &&
-           !__builtin_cpu_is("znver2");
-  }();
-  return fast;
-}
+bool has_fast_pext() { return cpu_features().fast_pext; }
 
 inline std::uint64_t low_bits_of_each_byte(unsigned width) {
   return 0x0101010101010101ull * ((1u << width) - 1u);
 }
 
-bool has_vbmi() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512bw") != 0 &&
-           __builtin_cpu_supports("avx512vbmi") != 0;
-  }();
-  return has;
-}
+bool has_vbmi() { return cpu_features().avx512vbmi; }
 
 // vpermb indices per width w: output byte t takes byte t % w of qword t / w (t < 8w).
 struct QwordLowBytes {
@@ -275,13 +263,7 @@ __attribute__((target("avx2"))) std::size_t pack_signs_avx2(const float* v, std:
   return whole * 32;
 }
 
-bool has_avx2() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return has;
-}
+bool has_avx2() { return cpu_features().avx2; }
 #endif
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "codecs/DitherKernels.h"
 
+#include "codecs/CpuFeatures.h"
+
 #if defined(__GNUC__) && defined(__x86_64__)
 // GCC 12 warns inside its own avx512fintrin.h (the _mm512_undefined_* placeholders of
 // masked conversions are "maybe uninitialised"); the warning concerns the header, not us.
@@ -13,13 +15,7 @@ namespace quant {
 
 #ifdef GRADWIRE_DITHER_AVX512
 
-bool has_avx512_kernels() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512bw") != 0;
-  }();
-  return has;
-}
+bool has_avx512_kernels() { return cpu_features().avx512; }
 
 namespace {
 

@@ -5,6 +5,7 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include "codecs/CpuFeatures.h"
 #include "codecs/VectorKernel.h"
 
 #if defined(__x86_64__) && !defined(GRADWIRE_BIG_ENDIAN)
@@ -25,10 +26,7 @@ inline std::uint16_t load_u16_le(const std::uint8_t* p) {
 }
 
 #ifdef GRADWIRE_F16C
-bool have_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-  return yes;
-}
+bool have_f16c() { return cpu_features().f16c; }
 
 // vcvtps2ph with round-to-nearest-even is IEEE conversion, as c10's fp16_ieee_from_fp32_value.
 __attribute__((target("avx,f16c"))) std::uint64_t fp16_encode_f16c(const float* src, std::uint64_t n,

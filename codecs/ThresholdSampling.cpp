@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "codecs/CpuFeatures.h"
 #include "codecs/TopKCodec.h"
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -72,13 +73,7 @@ std::uint32_t sampled_threshold_key(const float* x, std::int64_t n, std::int64_t
 namespace {
 
 #ifdef GRADWIRE_SCAN_AVX512
-bool has_avx512() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") != 0;
-  }();
-  return has;
-}
+bool has_avx512() { return cpu_features().avx512; }
 
 // Positions (and keys, when keys_dst is not null) of the elements of x[0..len) whose key
 // reaches `key`, ascending, for len a multiple of 64: per 16 elements one compare and a

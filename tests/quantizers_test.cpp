@@ -20,6 +20,7 @@
 #include "codecs/CodecRegistry.h"
 #include "codecs/ComposedCodec.h"
 #include "codecs/ConfigError.h"
+#include "codecs/CpuFeatures.h"
 #include "codecs/ErrorFeedback.h"
 #include "codecs/HalfPrecisionCodec.h"
 #include "codecs/LevelQuantizer.h"
@@ -55,6 +56,15 @@ CodecContext context(int rank = 0, std::int64_t numel = 0, std::vector<LayerSlic
 std::unique_ptr<Codec> make(const json& object, const CodecContext& ctx = context()) {
   return CodecRegistry::builtin().create(object, ctx);
 }
+
+/// Forces the portable loops (or the CPU's kernels) for a scope.
+class PortableKernels {
+ public:
+  explicit PortableKernels(bool portable) { use_portable_kernels(portable); }
+  ~PortableKernels() { use_portable_kernels(false); }
+  PortableKernels(const PortableKernels&) = delete;
+  PortableKernels& operator=(const PortableKernels&) = delete;
+};
 
 /// Consecutive layers "l0", "l1", ... of these shapes.
 std::vector<LayerSlice> layout_of(const std::vector<std::vector<std::int64_t>>& shapes) {
@@ -103,18 +113,21 @@ TEST(BitPacking, ByteCodesPackLikeWordCodes) {
   // pack_bytes / unpack_bytes (pext / pdep where the CPU has them) give pack()'s bytes, and
   // write nothing past the stream: lengths around the 8-code blocks and the 8-byte stores.
   std::mt19937 rng(5);
-  for (unsigned w = 1; w <= 8; ++w) {
-    for (std::size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 64, 65, 100, 512, 1000}) {
-      std::vector<std::uint32_t> words(n);
-      std::vector<std::uint8_t> codes(n), back(n, 0xCD);
-      for (std::size_t i = 0; i < n; ++i) codes[i] = static_cast<std::uint8_t>(words[i] = rng() & ((1u << w) - 1u));
-      std::vector<std::uint8_t> expected(bits::packed_size(n, w), 0), bytes(bits::packed_size(n, w) + 8, 0xAB);
-      bits::pack(words.data(), n, w, expected.data());
-      bits::pack_bytes(codes.data(), n, w, bytes.data());
-      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), bytes.begin())) << "w=" << w << " n=" << n;
-      for (std::size_t b = expected.size(); b < bytes.size(); ++b) ASSERT_EQ(bytes[b], 0xAB) << "wrote past the stream";
-      bits::unpack_bytes(expected.data(), n, w, back.data());
-      EXPECT_EQ(codes, back) << "w=" << w << " n=" << n;
+  for (const bool portable : {false, true}) {
+    const PortableKernels mode(portable);
+    for (unsigned w = 1; w <= 8; ++w) {
+      for (std::size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 64, 65, 100, 512, 1000}) {
+        std::vector<std::uint32_t> words(n);
+        std::vector<std::uint8_t> codes(n), back(n, 0xCD);
+        for (std::size_t i = 0; i < n; ++i) codes[i] = static_cast<std::uint8_t>(words[i] = rng() & ((1u << w) - 1u));
+        std::vector<std::uint8_t> expected(bits::packed_size(n, w), 0), bytes(bits::packed_size(n, w) + 8, 0xAB);
+        bits::pack(words.data(), n, w, expected.data());
+        bits::pack_bytes(codes.data(), n, w, bytes.data());
+        EXPECT_TRUE(std::equal(expected.begin(), expected.end(), bytes.begin())) << "w=" << w << " n=" << n;
+        for (std::size_t b = expected.size(); b < bytes.size(); ++b) ASSERT_EQ(bytes[b], 0xAB) << "wrote past the stream";
+        bits::unpack_bytes(expected.data(), n, w, back.data());
+        EXPECT_EQ(codes, back) << "w=" << w << " n=" << n << (portable ? " (portable)" : "");
+      }
     }
   }
 }
@@ -284,54 +297,58 @@ TEST(RoundTrip, LevelCodesAreTheDefinedStochasticRoundings) {
     LevelQuantizer::Levels scheme;
     std::uint32_t levels, bucket;
   };
-  for (const Case c : {Case{LevelQuantizer::Levels::kUniform, 7, 512}, Case{LevelQuantizer::Levels::kUniform, 3, 100},
-                       Case{LevelQuantizer::Levels::kUniform, 300, 512}, Case{LevelQuantizer::Levels::kUniform, 1, 0},
-                       Case{LevelQuantizer::Levels::kPowerOfTwo, 8, 512}, Case{LevelQuantizer::Levels::kPowerOfTwo, 4, 100},
-                       Case{LevelQuantizer::Levels::kPowerOfTwo, 64, 512}, Case{LevelQuantizer::Levels::kPowerOfTwo, 2, 0}}) {
-    const bool uniform = c.scheme == LevelQuantizer::Levels::kUniform;
-    const CodecId id = uniform ? CodecId::kQsgd : CodecId::kNaturalDithering;
-    LevelQuantizer codec(c.scheme, c.levels, c.bucket, LevelQuantizer::Norm::kL2, 11, 2);
-    quant::Dither dither(11, 2, id);
-    const std::uint32_t key = dither.next_key();  // the one the codec draws for its first encode
-    const Bytes payload = codec.encode(g);
+  for (const bool portable : {false, true}) {
+    const PortableKernels mode(portable);
+    for (const Case c : {Case{LevelQuantizer::Levels::kUniform, 7, 512}, Case{LevelQuantizer::Levels::kUniform, 3, 100},
+                         Case{LevelQuantizer::Levels::kUniform, 300, 512}, Case{LevelQuantizer::Levels::kUniform, 1, 0},
+                         Case{LevelQuantizer::Levels::kPowerOfTwo, 8, 512}, Case{LevelQuantizer::Levels::kPowerOfTwo, 4, 100},
+                         Case{LevelQuantizer::Levels::kPowerOfTwo, 64, 512}, Case{LevelQuantizer::Levels::kPowerOfTwo, 2, 0}}) {
+      const bool uniform = c.scheme == LevelQuantizer::Levels::kUniform;
+      const CodecId id = uniform ? CodecId::kQsgd : CodecId::kNaturalDithering;
+      LevelQuantizer codec(c.scheme, c.levels, c.bucket, LevelQuantizer::Norm::kL2, 11, 2);
+      quant::Dither dither(11, 2, id);
+      const std::uint32_t key = dither.next_key();  // the one the codec draws for its first encode
+      const Bytes payload = codec.encode(g);
 
-    const std::uint64_t n = 5003;
-    const std::uint32_t b = c.bucket == 0 ? static_cast<std::uint32_t>(n) : c.bucket;
-    const std::uint64_t nb = (n + b - 1) / b;
-    const unsigned level_bits = bits::width_for(c.levels);
-    std::vector<std::uint32_t> codes(n);
-    const std::uint8_t* norms = payload.data() + kPayloadHeaderSize + 8;
-    bits::unpack(norms + 4 * nb, n, level_bits + 1, codes.data());
-    const std::string what = std::string(uniform ? "qsgd" : "natural_dithering") + " s=" + std::to_string(c.levels) +
-                             " bucket=" + std::to_string(c.bucket);
-    for (std::uint64_t i = 0; i < n; ++i) {
-      const float norm = load_f32_le(norms + 4 * (i / b));
-      float scale = (uniform ? static_cast<float>(c.levels) : 1.0f) / norm;
-      if (!(norm > 0.0f) || !std::isfinite(scale)) scale = 0.0f;
-      const float a = std::fabs(v[i]) * scale;
-      const std::uint32_t h = quant::Dither::hash(key, static_cast<std::uint32_t>(i));
-      const float u = quant::Dither::uniform(key, static_cast<std::uint32_t>(i));
-      std::uint32_t level;
-      if (uniform) {
-        const float t = std::isnan(a) || a > static_cast<float>(c.levels) ? static_cast<float>(c.levels) : a;
-        const float fl = std::floor(t);
-        level = static_cast<std::uint32_t>(fl) + (u < t - fl ? 1u : 0u);
-      } else {
-        const float r = std::isnan(a) || a > 1.0f ? 1.0f : a;
-        const int s = static_cast<int>(c.levels);
-        if (r >= std::ldexp(1.0f, 1 - s)) {
-          int e;
-          std::frexp(r, &e);  // r = m 2^e, m in [0.5, 1): r lies in [2^(e-1), 2^e)
-          std::uint32_t bits_r;
-          std::memcpy(&bits_r, &r, 4);
-          const bool up = (h >> 9) < (bits_r & 0x7fffffu);  // P(up) = r / 2^(e-1) - 1
-          level = static_cast<std::uint32_t>(std::min(e - 1 + s + (up ? 1 : 0), s));
+      const std::uint64_t n = 5003;
+      const std::uint32_t b = c.bucket == 0 ? static_cast<std::uint32_t>(n) : c.bucket;
+      const std::uint64_t nb = (n + b - 1) / b;
+      const unsigned level_bits = bits::width_for(c.levels);
+      std::vector<std::uint32_t> codes(n);
+      const std::uint8_t* norms = payload.data() + kPayloadHeaderSize + 8;
+      bits::unpack(norms + 4 * nb, n, level_bits + 1, codes.data());
+      const std::string what = std::string(uniform ? "qsgd" : "natural_dithering") + " s=" + std::to_string(c.levels) +
+                               " bucket=" + std::to_string(c.bucket);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        const float norm = load_f32_le(norms + 4 * (i / b));
+        float scale = (uniform ? static_cast<float>(c.levels) : 1.0f) / norm;
+        if (!(norm > 0.0f) || !std::isfinite(scale)) scale = 0.0f;
+        const float a = std::fabs(v[i]) * scale;
+        const std::uint32_t h = quant::Dither::hash(key, static_cast<std::uint32_t>(i));
+        const float u = quant::Dither::uniform(key, static_cast<std::uint32_t>(i));
+        std::uint32_t level;
+        if (uniform) {
+          const float t = std::isnan(a) || a > static_cast<float>(c.levels) ? static_cast<float>(c.levels) : a;
+          const float fl = std::floor(t);
+          level = static_cast<std::uint32_t>(fl) + (u < t - fl ? 1u : 0u);
         } else {
-          level = u < a * std::ldexp(1.0f, s - 1) ? 1u : 0u;
+          const float r = std::isnan(a) || a > 1.0f ? 1.0f : a;
+          const int s = static_cast<int>(c.levels);
+          if (r >= std::ldexp(1.0f, 1 - s)) {
+            int e;
+            std::frexp(r, &e);  // r = m 2^e, m in [0.5, 1): r lies in [2^(e-1), 2^e)
+            std::uint32_t bits_r;
+            std::memcpy(&bits_r, &r, 4);
+            const bool up = (h >> 9) < (bits_r & 0x7fffffu);  // P(up) = r / 2^(e-1) - 1
+            level = static_cast<std::uint32_t>(std::min(e - 1 + s + (up ? 1 : 0), s));
+          } else {
+            level = u < a * std::ldexp(1.0f, s - 1) ? 1u : 0u;
+          }
         }
+        const std::uint32_t sign = std::signbit(v[i]) ? 1u : 0u;
+        ASSERT_EQ(codes[i], level | (sign << level_bits))
+            << what << (portable ? " (portable)" : "") << " element " << i << " value " << v[i];
       }
-      const std::uint32_t sign = std::signbit(v[i]) ? 1u : 0u;
-      ASSERT_EQ(codes[i], level | (sign << level_bits)) << what << " element " << i << " value " << v[i];
     }
   }
 }
@@ -344,30 +361,54 @@ TEST(RoundTrip, TernaryCodesAreTheDefinedStochasticRoundings) {
   auto g = random_gradient(n, 23);
   g.data_ptr<float>()[2500] = 40.0f;  // clipped at 2.5 sigma
   const float* v = g.data_ptr<float>();
-  for (const json& config : {json{{"kind", "terngrad"}}, json{{"kind", "terngrad"}, {"scaler_sharing", true}, {"shared_scale", 0.5}}}) {
-    const CodecContext ctx = context(3, n, layers);
-    auto codec = make(config, ctx);
-    quant::Dither dither(ctx.seed, ctx.rank, CodecId::kTernGrad);
-    const std::uint32_t key = dither.next_key();
-    const Bytes payload = codec->encode(g);
-    // Table: header, u32 contributors, u8 width, u32 segments, per segment u64 length + f32 scale.
-    const std::uint8_t* table = payload.data() + kPayloadHeaderSize + 9;
-    const std::uint32_t segments = load_u32_le(table - 4);
-    std::vector<std::uint32_t> codes(n);
-    bits::unpack(table + 12 * segments, n, 2, codes.data());
-    std::uint64_t at = 0;
-    for (std::uint32_t seg = 0; seg < segments; ++seg) {
-      const std::uint64_t length = load_u32_le(table + 12 * seg) | (std::uint64_t{load_u32_le(table + 12 * seg + 4)} << 32);
-      const float scale = load_f32_le(table + 12 * seg + 8);
-      for (std::uint64_t i = at; i < at + length; ++i) {
-        const float p = std::min(std::fabs(v[i]), scale) / scale;
-        const bool keep = quant::Dither::uniform(key, static_cast<std::uint32_t>(i)) < p;
-        const std::uint32_t expected = keep ? (std::signbit(v[i]) ? 3u : 1u) : 0u;
-        ASSERT_EQ(codes[i], expected) << config.dump() << " element " << i << " value " << v[i];
+  for (const bool portable : {false, true}) {
+    const PortableKernels mode(portable);
+    for (const json& config : {json{{"kind", "terngrad"}}, json{{"kind", "terngrad"}, {"scaler_sharing", true}, {"shared_scale", 0.5}}}) {
+      const CodecContext ctx = context(3, n, layers);
+      auto codec = make(config, ctx);
+      quant::Dither dither(ctx.seed, ctx.rank, CodecId::kTernGrad);
+      const std::uint32_t key = dither.next_key();
+      const Bytes payload = codec->encode(g);
+      // Table: header, u32 contributors, u8 width, u32 segments, per segment u64 length + f32 scale.
+      const std::uint8_t* table = payload.data() + kPayloadHeaderSize + 9;
+      const std::uint32_t segments = load_u32_le(table - 4);
+      std::vector<std::uint32_t> codes(n);
+      bits::unpack(table + 12 * segments, n, 2, codes.data());
+      std::uint64_t at = 0;
+      for (std::uint32_t seg = 0; seg < segments; ++seg) {
+        const std::uint64_t length = load_u32_le(table + 12 * seg) | (std::uint64_t{load_u32_le(table + 12 * seg + 4)} << 32);
+        const float scale = load_f32_le(table + 12 * seg + 8);
+        for (std::uint64_t i = at; i < at + length; ++i) {
+          const float p = std::min(std::fabs(v[i]), scale) / scale;
+          const bool keep = quant::Dither::uniform(key, static_cast<std::uint32_t>(i)) < p;
+          const std::uint32_t expected = keep ? (std::signbit(v[i]) ? 3u : 1u) : 0u;
+          ASSERT_EQ(codes[i], expected) << config.dump() << " element " << i << " value " << v[i];
+        }
+        at += length;
       }
-      at += length;
+      EXPECT_EQ(at, static_cast<std::uint64_t>(n));
     }
-    EXPECT_EQ(at, static_cast<std::uint64_t>(n));
+  }
+}
+
+// Payloads do not depend on the CPU: every quantiser gives the same bytes with the
+// hand-written kernels as with the portable loops, on a tensor large enough for the threaded
+// paths, with a layout whose layers start mid-byte.
+TEST(RoundTrip, PortableAndNativeKernelsGiveTheSameBytes) {
+  const std::int64_t n = 300007;
+  const auto layers = layout_of({{7}, {100000}, {3, 33333}, {100001}});
+  const auto g = random_gradient(n, 29, 0.01);
+  for (const char* kind : kAllQuantizers) {
+    Bytes native, portable;
+    {
+      const PortableKernels mode(false);
+      native = make({{"kind", kind}}, context(1, n, layers))->encode(g);
+    }
+    {
+      const PortableKernels mode(true);
+      portable = make({{"kind", kind}}, context(1, n, layers))->encode(g);
+    }
+    EXPECT_EQ(native, portable) << kind;
   }
 }
 

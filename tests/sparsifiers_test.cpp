@@ -15,6 +15,7 @@
 
 #include "codecs/AdaCompCodec.h"
 #include "codecs/CodecRegistry.h"
+#include "codecs/CpuFeatures.h"
 #include "codecs/DgcCodec.h"
 #include "codecs/ErrorFeedback.h"
 #include "codecs/GradientDroppingCodec.h"
@@ -93,8 +94,12 @@ TEST(Selection, TopKSampledBoundPathIsExactWithTies) {
       x[99] = -std::numeric_limits<float>::infinity();
     }
     for (std::int64_t k : {64, 300, 3000, 30000}) {
-      EXPECT_EQ(TopKCodec::select_largest(x.data_ptr<float>(), x.numel(), k), brute_topk(x, k))
-          << "seed " << seed << " k " << k;
+      const auto want = brute_topk(x, k);
+      EXPECT_EQ(TopKCodec::select_largest(x.data_ptr<float>(), x.numel(), k), want) << "seed " << seed << " k " << k;
+      use_portable_kernels(true);  // the scan without AVX-512 (other CPUs)
+      EXPECT_EQ(TopKCodec::select_largest(x.data_ptr<float>(), x.numel(), k), want)
+          << "seed " << seed << " k " << k << " (portable)";
+      use_portable_kernels(false);
     }
   }
 }
@@ -393,12 +398,21 @@ TEST(Selection, CollectAtLeastMatchesAPlainScan) {
       if (magnitude_key(p[i]) >= magnitude_key(t)) want.push_back(5 + static_cast<std::uint32_t>(i));
     }
     EXPECT_EQ(got, want) << t;
-    // The overload that also returns the keys: the same positions, each with its own key.
-    std::vector<std::uint32_t> with_keys{42}, keys;
-    collect_at_least(p, x.numel(), magnitude_key(t), 5, with_keys, keys);
-    EXPECT_EQ(with_keys, want) << t;
-    ASSERT_EQ(keys.size(), with_keys.size());
-    for (std::size_t j = 1; j < keys.size(); ++j) ASSERT_EQ(keys[j], magnitude_key(p[with_keys[j] - 5])) << t << " entry " << j;
+    // The overload that also returns the keys: the same positions, each with its own key; and
+    // both without AVX-512 (other CPUs).
+    for (const bool portable : {false, true}) {
+      use_portable_kernels(portable);
+      std::vector<std::uint32_t> plain{42}, with_keys{42}, keys;
+      collect_at_least(p, x.numel(), magnitude_key(t), 5, plain);
+      collect_at_least(p, x.numel(), magnitude_key(t), 5, with_keys, keys);
+      use_portable_kernels(false);
+      EXPECT_EQ(plain, want) << t << " portable " << portable;
+      EXPECT_EQ(with_keys, want) << t << " portable " << portable;
+      ASSERT_EQ(keys.size(), with_keys.size());
+      for (std::size_t j = 1; j < keys.size(); ++j) {
+        ASSERT_EQ(keys[j], magnitude_key(p[with_keys[j] - 5])) << t << " entry " << j << " portable " << portable;
+      }
+    }
   }
 }
 
