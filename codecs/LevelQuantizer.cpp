@@ -109,13 +109,26 @@ inline void power_of_two_codes(const float* x, std::uint32_t first, std::uint32_
 }
 
 /// Codes of m elements: `uniform` picks QSGD's or natural dithering's levels.
-GRADWIRE_VECTOR_KERNEL void codes8_portable(bool uniform, const float* x, std::uint32_t first, std::uint32_t m, float scale,
-                                   std::uint32_t key, std::uint32_t levels, unsigned level_bits, std::uint8_t* out) {
+template <typename Code>
+inline void scheme_codes(bool uniform, const float* x, std::uint32_t first, std::uint32_t m, float scale,
+                         std::uint32_t key, std::uint32_t levels, unsigned level_bits, Code* out) {
   if (uniform) {
     uniform_codes(x, first, m, scale, key, levels, level_bits, out);
   } else {
     power_of_two_codes(x, first, m, scale, key, levels, level_bits, out);
   }
+}
+
+// The vector kernels: scheme_codes built per instruction set, for byte and 32-bit codes.
+GRADWIRE_VECTOR_KERNEL void codes8_portable(bool uniform, const float* x, std::uint32_t first, std::uint32_t m,
+                                            float scale, std::uint32_t key, std::uint32_t levels, unsigned level_bits,
+                                            std::uint8_t* out) {
+  scheme_codes(uniform, x, first, m, scale, key, levels, level_bits, out);
+}
+
+GRADWIRE_VECTOR_KERNEL void codes32(bool uniform, const float* x, std::uint32_t first, std::uint32_t m, float scale,
+                                    std::uint32_t key, std::uint32_t levels, unsigned level_bits, std::uint32_t* out) {
+  scheme_codes(uniform, x, first, m, scale, key, levels, level_bits, out);
 }
 
 /// Codes of m elements packed at `width` = level_bits + 1 <= 8 bits into the stream at dst
@@ -133,15 +146,6 @@ void pack_codes8(bool uniform, const float* x, std::uint32_t first, std::uint32_
     codes8_portable(uniform, x + done, first + done, m - done, scale, key, levels, level_bits, narrow + done);
   }
   bits::pack_bytes(narrow, m, level_bits + 1, dst);
-}
-
-GRADWIRE_VECTOR_KERNEL void codes32(bool uniform, const float* x, std::uint32_t first, std::uint32_t m, float scale,
-                                    std::uint32_t key, std::uint32_t levels, unsigned level_bits, std::uint32_t* out) {
-  if (uniform) {
-    uniform_codes(x, first, m, scale, key, levels, level_bits, out);
-  } else {
-    power_of_two_codes(x, first, m, scale, key, levels, level_bits, out);
-  }
 }
 
 }  // namespace
