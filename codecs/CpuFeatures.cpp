@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 
 namespace gradwire {
 
@@ -22,24 +23,38 @@ CpuFeatures detect() {
   return f;
 }
 
-bool portable_from_environment() {
-  const char* v = std::getenv("GRADWIRE_PORTABLE_KERNELS");
-  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+KernelLevel level_from_environment() {
+  const char* v = std::getenv("GRADWIRE_KERNELS");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "native") == 0) return KernelLevel::kNative;
+  if (std::strcmp(v, "avx2") == 0) return KernelLevel::kAvx2;
+  if (std::strcmp(v, "portable") == 0) return KernelLevel::kPortable;
+  std::cerr << "gradwire: GRADWIRE_KERNELS=" << v << " is not one of native, avx2, portable; using native\n";
+  return KernelLevel::kNative;
 }
 
-std::atomic<bool>& forced_portable() {
-  static std::atomic<bool> forced{portable_from_environment()};
-  return forced;
+std::atomic<KernelLevel>& current_level() {
+  static std::atomic<KernelLevel> level{level_from_environment()};
+  return level;
 }
 
 }  // namespace
 
 const CpuFeatures& cpu_features() {
-  static const CpuFeatures detected = detect();
-  static const CpuFeatures none;
-  return forced_portable().load(std::memory_order_relaxed) ? none : detected;
+  static const CpuFeatures native = detect();
+  static const CpuFeatures avx2 = [] {
+    CpuFeatures f = native;
+    f.avx512 = f.avx512vbmi = false;
+    return f;
+  }();
+  static const CpuFeatures portable;
+  switch (current_level().load(std::memory_order_relaxed)) {
+    case KernelLevel::kPortable: return portable;
+    case KernelLevel::kAvx2: return avx2;
+    case KernelLevel::kNative: break;
+  }
+  return native;
 }
 
-void use_portable_kernels(bool portable) { forced_portable().store(portable, std::memory_order_relaxed); }
+void use_kernels(KernelLevel level) { current_level().store(level, std::memory_order_relaxed); }
 
 }  // namespace gradwire

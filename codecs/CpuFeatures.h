@@ -1,10 +1,11 @@
 // The instruction-set extensions the hand-written kernels use, read once from the CPU.
 //
-// Every kernel that needs one of these (the AVX-512 rounding kernels, the packers, the top-k
-// compress scan, the F16C conversions) asks here and otherwise runs its portable loop, which
-// gives the same bytes. GRADWIRE_PORTABLE_KERNELS=1 in the environment switches them all off
-// (to compare, or to rule them out); tests switch them off to check the portable paths.
-// (Loops built with GRADWIRE_VECTOR_KERNEL are dispatched by the compiler, not from here.)
+// Every kernel that needs one of these (the AVX-512 and AVX2 rounding kernels, the packers,
+// the top-k compress scan, the F16C conversions) asks here and otherwise runs a narrower
+// version or its portable loop; all give the same bytes. GRADWIRE_KERNELS=avx2 in the
+// environment caps them at AVX2 (what a CPU without AVX-512 runs), GRADWIRE_KERNELS=portable
+// switches them all off: to compare, or to rule them out. Tests check every level. (Loops
+// built with GRADWIRE_VECTOR_KERNEL are dispatched by the compiler, not from here.)
 #pragma once
 
 namespace gradwire {
@@ -17,11 +18,14 @@ struct CpuFeatures {
   bool avx512vbmi = false;   ///< the above plus VBMI (vpermb)
 };
 
-/// What this CPU offers, or nothing while portable kernels are forced.
+/// The widest kernels allowed.
+enum class KernelLevel { kPortable, kAvx2, kNative };
+
+/// What this CPU offers, capped at the current kernel level.
 const CpuFeatures& cpu_features();
 
-/// Forces the portable loops everywhere (true) or restores what the CPU offers (false). For
-/// tests; not meant to be flipped while codecs run on other threads.
-void use_portable_kernels(bool portable);
+/// Caps the kernels (initially from GRADWIRE_KERNELS, default kNative). For tests and
+/// comparisons; not meant to be changed while codecs run on other threads.
+void use_kernels(KernelLevel level);
 
 }  // namespace gradwire

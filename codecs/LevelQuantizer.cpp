@@ -132,16 +132,13 @@ GRADWIRE_VECTOR_KERNEL void codes32(bool uniform, const float* x, std::uint32_t 
 }
 
 /// Codes of m elements packed at `width` = level_bits + 1 <= 8 bits into the stream at dst
-/// (a whole byte): one byte per code from the AVX-512 kernels where the CPU has them
-/// (identical results) and the portable loop for the rest, then packed 8 at a time.
+/// (a whole byte): one byte per code from the AVX-512 / AVX2 kernels where the CPU has them
+/// (identical results) and the portable loop for the rest, then packed.
 void pack_codes8(bool uniform, const float* x, std::uint32_t first, std::uint32_t m, float scale, std::uint32_t key,
                  std::uint32_t levels, unsigned level_bits, std::uint8_t* dst) {
   std::uint8_t narrow[kChunk];
-  std::uint32_t done = 0;
-  if (quant::has_avx512_kernels()) {
-    done = uniform ? quant::uniform_codes_avx512(x, first, m, scale, key, levels, level_bits, narrow)
-                   : quant::power_of_two_codes_avx512(x, first, m, scale, key, levels, level_bits, narrow);
-  }
+  const std::uint32_t done = uniform ? quant::uniform_codes_simd(x, first, m, scale, key, levels, level_bits, narrow)
+                                     : quant::power_of_two_codes_simd(x, first, m, scale, key, levels, level_bits, narrow);
   if (done < m) {
     codes8_portable(uniform, x + done, first + done, m - done, scale, key, levels, level_bits, narrow + done);
   }

@@ -212,11 +212,9 @@ Bytes TernGradCodec::write_codes(const float* x, std::uint64_t n, const Plan& p)
           bits::pack_at(chunk, m, 2, codes, 2 * c);
           continue;
         }
-        // From a whole byte: one byte per code (the AVX-512 kernel where the CPU has it,
-        // identical results), packed 8 at a time.
-        const std::uint32_t done = quant::has_avx512_kernels()
-                                       ? quant::ternary_codes_avx512(x + c, quant::dither_index(c), m, bound, inv, key, narrow)
-                                       : 0;
+        // From a whole byte: one byte per code (the AVX-512 / AVX2 kernel where the CPU has
+        // it, identical results), then packed.
+        const std::uint32_t done = quant::ternary_codes_simd(x + c, quant::dither_index(c), m, bound, inv, key, narrow);
         if (done < m) {
           ternary_codes(x + c + done, quant::dither_index(c) + done, m - done, bound, inv, key, chunk);
           for (std::uint32_t i = done; i < m; ++i) narrow[i] = static_cast<std::uint8_t>(chunk[i - done]);

@@ -9,7 +9,7 @@
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
-#define GRADWIRE_SCAN_AVX512 1
+#define GRADWIRE_SCAN_SIMD 1
 #endif
 
 namespace gradwire {
@@ -72,9 +72,7 @@ std::uint32_t sampled_threshold_key(const float* x, std::int64_t n, std::int64_t
 
 namespace {
 
-#ifdef GRADWIRE_SCAN_AVX512
-bool has_avx512() { return cpu_features().avx512; }
-
+#ifdef GRADWIRE_SCAN_SIMD
 // Positions (and keys, when keys_dst is not null) of the elements of x[0..len) whose key
 // reaches `key`, ascending, for len a multiple of 64: per 16 elements one compare and a
 // compress into a register (vpcompressd), stored whole at the write position, which then
@@ -109,6 +107,54 @@ __attribute__((target("avx512f"))) std::size_t append_at_least_avx512(const floa
   }
   return m;
 }
+
+// The AVX2 version: per 8 elements a compare, the mask as 8 bits (vmovmskps), and a
+// precomputed permutation that moves the kept lanes to the front (vpermd); stored whole, the
+// write position advances by the count. Groups of 32 with nothing to keep are skipped.
+struct LeftPack {
+  LeftPack() {
+    for (unsigned mask = 0; mask < 256; ++mask) {
+      unsigned k = 0;
+      for (unsigned lane = 0; lane < 8; ++lane) {
+        if (mask & (1u << lane)) table[mask][k++] = lane;
+      }
+    }
+  }
+  alignas(32) std::uint32_t table[256][8] = {};
+};
+const LeftPack kLeftPack;
+
+__attribute__((target("avx2"))) std::size_t append_at_least_avx2(const float* x, std::int64_t len, std::uint32_t key,
+                                                                 std::uint32_t first, std::uint32_t* dst,
+                                                                 std::uint32_t* keys_dst) {
+  // key >= 1 here is not guaranteed: compare keys > key - 1 as signed (keys are >= 0).
+  const __m256i below = _mm256_set1_epi32(static_cast<int>(key) - 1);
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+  __m256i index = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  std::size_t m = 0;
+  for (std::int64_t i = 0; i < len; i += 32) {
+    __m256i keys[4];
+    unsigned hit[4];
+    for (int q = 0; q < 4; ++q) {
+      keys[q] = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 8 * q)), abs_mask);
+      hit[q] = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(keys[q], below))));
+    }
+    if ((hit[0] | hit[1] | hit[2] | hit[3]) == 0) {
+      index = _mm256_add_epi32(index, _mm256_set1_epi32(32));
+      continue;
+    }
+    for (int q = 0; q < 4; ++q) {
+      const __m256i perm = _mm256_load_si256(reinterpret_cast<const __m256i*>(kLeftPack.table[hit[q]]));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + m), _mm256_permutevar8x32_epi32(index, perm));
+      if (keys_dst != nullptr) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(keys_dst + m), _mm256_permutevar8x32_epi32(keys[q], perm));
+      }
+      m += static_cast<std::size_t>(__builtin_popcount(hit[q]));
+      index = _mm256_add_epi32(index, _mm256_set1_epi32(8));
+    }
+  }
+  return m;
+}
 #endif
 
 // Elements per call of the vector collector: the output grows by at most this much per call.
@@ -119,13 +165,16 @@ void collect(const float* x, std::int64_t n, std::uint32_t key, std::uint32_t ba
   std::size_t used = out.size();
   std::int64_t i = 0;
   std::size_t vector_used = used;
-#ifdef GRADWIRE_SCAN_AVX512
-  if (has_avx512()) {
+#ifdef GRADWIRE_SCAN_SIMD
+  const bool avx512 = cpu_features().avx512;
+  if (avx512 || cpu_features().avx2) {
     for (; i + 64 <= n; i += kCollectWindow) {
       const std::int64_t len = std::min<std::int64_t>(kCollectWindow, (n - i) / 64 * 64);
       std::uint32_t* dst = room_for(out, used, len);
       std::uint32_t* kdst = keys != nullptr ? room_for(*keys, used, len) : nullptr;
-      used += append_at_least_avx512(x + i, len, key, base + static_cast<std::uint32_t>(i), dst, kdst);
+      const std::uint32_t first = base + static_cast<std::uint32_t>(i);
+      used += avx512 ? append_at_least_avx512(x + i, len, key, first, dst, kdst)
+                     : append_at_least_avx2(x + i, len, key, first, dst, kdst);
       if (len < kCollectWindow) {
         i += len;
         break;
@@ -145,8 +194,8 @@ void collect(const float* x, std::int64_t n, std::uint32_t key, std::uint32_t ba
   }
   out.resize(used);
   if (keys != nullptr) {
-    // The scalar paths write no keys: theirs (all of them without AVX-512, else those of the
-    // last < 64 elements) are read back from the positions.
+    // The scalar paths write no keys: theirs (all of them without AVX2, else those of the last
+    // < 64 elements) are read back from the positions.
     keys->resize(used);
     for (std::size_t j = vector_used; j < used; ++j) (*keys)[j] = magnitude_key(x[out[j] - base]);
   }

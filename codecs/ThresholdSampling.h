@@ -56,8 +56,8 @@ std::uint32_t sampled_threshold_key(const float* x, std::int64_t n, std::int64_t
                                     std::vector<std::uint32_t>* scratch = nullptr);
 
 /// Appends base + i for every i in [0, n) with magnitude_key(x[i]) >= key, ascending. One
-/// branch-light scan: with AVX-512, 16 elements per compare and compress (vpcompressd);
-/// otherwise blocks of kScanBlock are tested with a vectorisable OR of comparisons, and only
+/// branch-light scan: with AVX-512, 16 elements per compare and compress (vpcompressd); with
+/// AVX2, 8 per compare and a table-driven permute (vpermd); otherwise blocks of kScanBlock are tested with a vectorisable OR of comparisons, and only
 /// blocks holding a candidate are walked (with a branch-free append).
 void collect_at_least(const float* x, std::int64_t n, std::uint32_t key, std::uint32_t base,
                       std::vector<std::uint32_t>& out);

@@ -57,14 +57,21 @@ std::unique_ptr<Codec> make(const json& object, const CodecContext& ctx = contex
   return CodecRegistry::builtin().create(object, ctx);
 }
 
-/// Forces the portable loops (or the CPU's kernels) for a scope.
-class PortableKernels {
+/// Caps the hand-written kernels at a level for a scope.
+class KernelsAt {
  public:
-  explicit PortableKernels(bool portable) { use_portable_kernels(portable); }
-  ~PortableKernels() { use_portable_kernels(false); }
-  PortableKernels(const PortableKernels&) = delete;
-  PortableKernels& operator=(const PortableKernels&) = delete;
+  explicit KernelsAt(KernelLevel level) { use_kernels(level); }
+  ~KernelsAt() { use_kernels(KernelLevel::kNative); }
+  KernelsAt(const KernelsAt&) = delete;
+  KernelsAt& operator=(const KernelsAt&) = delete;
 };
+
+/// Every kernel level: the CPU's widest, AVX2 (CPUs without AVX-512), the portable loops.
+constexpr KernelLevel kKernelLevels[] = {KernelLevel::kNative, KernelLevel::kAvx2, KernelLevel::kPortable};
+
+const char* level_name(KernelLevel level) {
+  return level == KernelLevel::kNative ? "native" : level == KernelLevel::kAvx2 ? "avx2" : "portable";
+}
 
 /// Consecutive layers "l0", "l1", ... of these shapes.
 std::vector<LayerSlice> layout_of(const std::vector<std::vector<std::int64_t>>& shapes) {
@@ -113,8 +120,8 @@ TEST(BitPacking, ByteCodesPackLikeWordCodes) {
   // pack_bytes / unpack_bytes (pext / pdep where the CPU has them) give pack()'s bytes, and
   // write nothing past the stream: lengths around the 8-code blocks and the 8-byte stores.
   std::mt19937 rng(5);
-  for (const bool portable : {false, true}) {
-    const PortableKernels mode(portable);
+  for (const KernelLevel kernels : kKernelLevels) {
+    const KernelsAt mode(kernels);
     for (unsigned w = 1; w <= 8; ++w) {
       for (std::size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 64, 65, 100, 512, 1000}) {
         std::vector<std::uint32_t> words(n);
@@ -126,7 +133,7 @@ TEST(BitPacking, ByteCodesPackLikeWordCodes) {
         EXPECT_TRUE(std::equal(expected.begin(), expected.end(), bytes.begin())) << "w=" << w << " n=" << n;
         for (std::size_t b = expected.size(); b < bytes.size(); ++b) ASSERT_EQ(bytes[b], 0xAB) << "wrote past the stream";
         bits::unpack_bytes(expected.data(), n, w, back.data());
-        EXPECT_EQ(codes, back) << "w=" << w << " n=" << n << (portable ? " (portable)" : "");
+        EXPECT_EQ(codes, back) << "w=" << w << " n=" << n << " (" << level_name(kernels) << ")";
       }
     }
   }
@@ -281,8 +288,8 @@ TEST(RoundTrip, DecodedValuesLieOnEachSchemesLevels) {
 
 // The codes in a QSGD / natural dithering payload are exactly the stochastic roundings the
 // format defines, computed here element by element from the dither stream (Dither::hash of
-// the element index), against every code path of the encoder: the vector kernels (AVX-512
-// or portable), partial chunks, buckets that do not start on a byte, one whole-tensor bucket,
+// the element index), against every code path of the encoder: the kernels at every level
+// (AVX-512, AVX2, portable), partial chunks, buckets that do not start on a byte, one whole-tensor bucket,
 // zero, huge, denormal and NaN entries.
 TEST(RoundTrip, LevelCodesAreTheDefinedStochasticRoundings) {
   auto g = random_gradient(5003, 21);
@@ -297,8 +304,8 @@ TEST(RoundTrip, LevelCodesAreTheDefinedStochasticRoundings) {
     LevelQuantizer::Levels scheme;
     std::uint32_t levels, bucket;
   };
-  for (const bool portable : {false, true}) {
-    const PortableKernels mode(portable);
+  for (const KernelLevel kernels : kKernelLevels) {
+    const KernelsAt mode(kernels);
     for (const Case c : {Case{LevelQuantizer::Levels::kUniform, 7, 512}, Case{LevelQuantizer::Levels::kUniform, 3, 100},
                          Case{LevelQuantizer::Levels::kUniform, 300, 512}, Case{LevelQuantizer::Levels::kUniform, 1, 0},
                          Case{LevelQuantizer::Levels::kPowerOfTwo, 8, 512}, Case{LevelQuantizer::Levels::kPowerOfTwo, 4, 100},
@@ -347,7 +354,7 @@ TEST(RoundTrip, LevelCodesAreTheDefinedStochasticRoundings) {
         }
         const std::uint32_t sign = std::signbit(v[i]) ? 1u : 0u;
         ASSERT_EQ(codes[i], level | (sign << level_bits))
-            << what << (portable ? " (portable)" : "") << " element " << i << " value " << v[i];
+            << what << " (" << level_name(kernels) << ")" << " element " << i << " value " << v[i];
       }
     }
   }
@@ -361,8 +368,8 @@ TEST(RoundTrip, TernaryCodesAreTheDefinedStochasticRoundings) {
   auto g = random_gradient(n, 23);
   g.data_ptr<float>()[2500] = 40.0f;  // clipped at 2.5 sigma
   const float* v = g.data_ptr<float>();
-  for (const bool portable : {false, true}) {
-    const PortableKernels mode(portable);
+  for (const KernelLevel kernels : kKernelLevels) {
+    const KernelsAt mode(kernels);
     for (const json& config : {json{{"kind", "terngrad"}}, json{{"kind", "terngrad"}, {"scaler_sharing", true}, {"shared_scale", 0.5}}}) {
       const CodecContext ctx = context(3, n, layers);
       auto codec = make(config, ctx);
@@ -391,24 +398,24 @@ TEST(RoundTrip, TernaryCodesAreTheDefinedStochasticRoundings) {
   }
 }
 
-// Payloads do not depend on the CPU: every quantiser gives the same bytes with the
-// hand-written kernels as with the portable loops, on a tensor large enough for the threaded
-// paths, with a layout whose layers start mid-byte.
-TEST(RoundTrip, PortableAndNativeKernelsGiveTheSameBytes) {
+// Payloads do not depend on the CPU: every quantiser gives the same bytes with the AVX-512,
+// AVX2 and portable kernels, on a tensor large enough for the threaded paths, with a layout
+// whose layers start mid-byte.
+TEST(RoundTrip, EveryKernelLevelGivesTheSameBytes) {
   const std::int64_t n = 300007;
   const auto layers = layout_of({{7}, {100000}, {3, 33333}, {100001}});
   const auto g = random_gradient(n, 29, 0.01);
   for (const char* kind : kAllQuantizers) {
-    Bytes native, portable;
-    {
-      const PortableKernels mode(false);
-      native = make({{"kind", kind}}, context(1, n, layers))->encode(g);
+    Bytes native;
+    for (const KernelLevel level : kKernelLevels) {
+      const KernelsAt mode(level);
+      const Bytes payload = make({{"kind", kind}}, context(1, n, layers))->encode(g);
+      if (level == KernelLevel::kNative) {
+        native = payload;
+      } else {
+        EXPECT_EQ(payload, native) << kind << " (" << level_name(level) << ")";
+      }
     }
-    {
-      const PortableKernels mode(true);
-      portable = make({{"kind", kind}}, context(1, n, layers))->encode(g);
-    }
-    EXPECT_EQ(native, portable) << kind;
   }
 }
 

@@ -95,11 +95,13 @@ TEST(Selection, TopKSampledBoundPathIsExactWithTies) {
     }
     for (std::int64_t k : {64, 300, 3000, 30000}) {
       const auto want = brute_topk(x, k);
-      EXPECT_EQ(TopKCodec::select_largest(x.data_ptr<float>(), x.numel(), k), want) << "seed " << seed << " k " << k;
-      use_portable_kernels(true);  // the scan without AVX-512 (other CPUs)
-      EXPECT_EQ(TopKCodec::select_largest(x.data_ptr<float>(), x.numel(), k), want)
-          << "seed " << seed << " k " << k << " (portable)";
-      use_portable_kernels(false);
+      // Every kernel level: the CPU's widest scan, AVX2 (CPUs without AVX-512), portable.
+      for (const KernelLevel level : {KernelLevel::kNative, KernelLevel::kAvx2, KernelLevel::kPortable}) {
+        use_kernels(level);
+        const auto got = TopKCodec::select_largest(x.data_ptr<float>(), x.numel(), k);
+        use_kernels(KernelLevel::kNative);
+        EXPECT_EQ(got, want) << "seed " << seed << " k " << k << " level " << static_cast<int>(level);
+      }
     }
   }
 }
@@ -398,19 +400,20 @@ TEST(Selection, CollectAtLeastMatchesAPlainScan) {
       if (magnitude_key(p[i]) >= magnitude_key(t)) want.push_back(5 + static_cast<std::uint32_t>(i));
     }
     EXPECT_EQ(got, want) << t;
-    // The overload that also returns the keys: the same positions, each with its own key; and
-    // both without AVX-512 (other CPUs).
-    for (const bool portable : {false, true}) {
-      use_portable_kernels(portable);
+    // The overload that also returns the keys: the same positions, each with its own key; at
+    // every kernel level (the CPU's widest scan, AVX2, portable).
+    for (const KernelLevel level : {KernelLevel::kNative, KernelLevel::kAvx2, KernelLevel::kPortable}) {
+      use_kernels(level);
       std::vector<std::uint32_t> plain{42}, with_keys{42}, keys;
       collect_at_least(p, x.numel(), magnitude_key(t), 5, plain);
       collect_at_least(p, x.numel(), magnitude_key(t), 5, with_keys, keys);
-      use_portable_kernels(false);
-      EXPECT_EQ(plain, want) << t << " portable " << portable;
-      EXPECT_EQ(with_keys, want) << t << " portable " << portable;
+      use_kernels(KernelLevel::kNative);
+      const int l = static_cast<int>(level);
+      EXPECT_EQ(plain, want) << t << " level " << l;
+      EXPECT_EQ(with_keys, want) << t << " level " << l;
       ASSERT_EQ(keys.size(), with_keys.size());
       for (std::size_t j = 1; j < keys.size(); ++j) {
-        ASSERT_EQ(keys[j], magnitude_key(p[with_keys[j] - 5])) << t << " entry " << j << " portable " << portable;
+        ASSERT_EQ(keys[j], magnitude_key(p[with_keys[j] - 5])) << t << " entry " << j << " level " << l;
       }
     }
   }
