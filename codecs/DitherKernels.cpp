@@ -5,15 +5,16 @@
 #if defined(__GNUC__) && defined(__x86_64__)
 // GCC 12 warns inside its own avx512fintrin.h (the _mm512_undefined_* placeholders of
 // masked conversions are "maybe uninitialised"); the warning concerns the header, not us.
+// Below: the AVX-512 coders, then the AVX2 ones, then the entry points that pick one.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
-#define GRADWIRE_DITHER_AVX512 1
+#define GRADWIRE_DITHER_SIMD 1
 #endif
 
 namespace gradwire {
 namespace quant {
 
-#ifdef GRADWIRE_DITHER_AVX512
+#ifdef GRADWIRE_DITHER_SIMD
 
 namespace {
 
@@ -44,9 +45,9 @@ GRADWIRE_AVX512 inline __m512i uniform_bits(__m512i h) {
 }
 
 // Runs a coder (16 codes per call, advancing its own dither counter) over m elements and
-// stores the codes as bytes: 64 at a time narrowed by two pack instructions and one dword
-// permute into a single 64-byte store (which the packer's 64-byte loads then forward from;
-// four 16-byte stores would not forward to one 64-byte load), then 16 at a time.
+// stores the codes as bytes: 64 at a time, narrowed by two pack instructions and one dword
+// permute into a single 64-byte store (fewer instructions than four vpmovdb and stores),
+// then 16 at a time.
 template <typename Coder>
 GRADWIRE_AVX512 inline std::uint32_t store_codes(Coder& coder, const float* x, std::uint32_t m, std::uint8_t* out) {
   // After packus_epi32 then packus_epi16, dword slot 4k + j holds codes 4k..4k+3 of input j
