@@ -145,6 +145,40 @@ void pack_codes8(bool uniform, const float* x, std::uint32_t first, std::uint32_
   bits::pack_bytes(narrow, m, level_bits + 1, dst);
 }
 
+// Decoded values of m codes: uniform l (norm / s), sign applied by flipping the sign bit.
+// Returns the largest level seen (the caller rejects one above s).
+GRADWIRE_VECTOR_KERNEL std::uint32_t uniform_values(const std::uint32_t* codes, std::uint32_t m, unsigned level_bits,
+                                                    float step, float* out) {
+  const std::uint32_t level_mask = (1u << level_bits) - 1u;
+  std::uint32_t worst = 0;
+  for (std::uint32_t i = 0; i < m; ++i) {
+    const std::uint32_t level = codes[i] & level_mask;
+    worst = level > worst ? level : worst;
+    const std::uint32_t bits = float_bits(static_cast<float>(level) * step) ^ ((codes[i] >> level_bits) << 31);
+    std::memcpy(out + i, &bits, 4);
+  }
+  return worst;
+}
+
+// Powers of two: 0 for level 0, else norm 2^(l - s).
+GRADWIRE_VECTOR_KERNEL std::uint32_t power_of_two_values(const std::uint32_t* codes, std::uint32_t m,
+                                                         unsigned level_bits, std::int32_t top, float norm, float* out) {
+  const std::uint32_t level_mask = (1u << level_bits) - 1u;
+  std::uint32_t worst = 0;
+  for (std::uint32_t i = 0; i < m; ++i) {
+    const std::uint32_t level = codes[i] & level_mask;
+    worst = level > worst ? level : worst;
+    // 2^(l - s) built from its exponent bits; l = 0 gives 0. (l - s + 127 >= 64.)
+    const std::int32_t e = static_cast<std::int32_t>(level) - top + 127;
+    const std::uint32_t factor_bits = level == 0 ? 0u : static_cast<std::uint32_t>(e > 0 ? e : 0) << 23;
+    float factor;
+    std::memcpy(&factor, &factor_bits, 4);
+    const std::uint32_t bits = float_bits(norm * factor) ^ ((codes[i] >> level_bits) << 31);
+    std::memcpy(out + i, &bits, 4);
+  }
+  return worst;
+}
+
 }  // namespace
 
 LevelQuantizer::LevelQuantizer(Levels scheme, std::uint32_t levels, std::uint32_t bucket, Norm norm,
@@ -280,7 +314,6 @@ torch::Tensor LevelQuantizer::decode(ByteSpan payload) const {
 
   // Values: uniform l (norm / s); powers of two 0 and norm 2^(l - s). Decoded kChunk codes at a
   // time with branch-free arithmetic; a level above s is remembered and rejected at the end.
-  const std::uint32_t level_mask = (1u << level_bits) - 1u;
   torch::Tensor out = torch::empty({static_cast<std::int64_t>(n)}, torch::kFloat);
   float* dst = out.data_ptr<float>();
   const auto top = static_cast<std::int32_t>(s);
@@ -300,27 +333,9 @@ torch::Tensor LevelQuantizer::decode(ByteSpan payload) const {
       } else {
         bits::unpack_at(codes_in, m, width, c * width, codes);
       }
-      float* o = dst + c;
-      if (scheme_ == Levels::kUniform) {
-        for (std::uint32_t i = 0; i < m; ++i) {
-          const std::uint32_t level = codes[i] & level_mask;
-          worst = level > worst ? level : worst;
-          const std::uint32_t bits = float_bits(static_cast<float>(level) * step) ^ ((codes[i] >> level_bits) << 31);
-          std::memcpy(o + i, &bits, 4);
-        }
-      } else {
-        for (std::uint32_t i = 0; i < m; ++i) {
-          const std::uint32_t level = codes[i] & level_mask;
-          worst = level > worst ? level : worst;
-          // 2^(l - s) built from its exponent bits; l = 0 gives 0. (l - s + 127 >= 64.)
-          const std::int32_t e = static_cast<std::int32_t>(level) - top + 127;
-          const std::uint32_t factor_bits = level == 0 ? 0u : static_cast<std::uint32_t>(e > 0 ? e : 0) << 23;
-          float factor;
-          std::memcpy(&factor, &factor_bits, 4);
-          const std::uint32_t bits = float_bits(norm * factor) ^ ((codes[i] >> level_bits) << 31);
-          std::memcpy(o + i, &bits, 4);
-        }
-      }
+      const std::uint32_t w = scheme_ == Levels::kUniform ? uniform_values(codes, m, level_bits, step, dst + c)
+                                                          : power_of_two_values(codes, m, level_bits, top, norm, dst + c);
+      worst = w > worst ? w : worst;
     }
   }
   if (worst > s) reader.fail("level " + std::to_string(worst) + " exceeds levels = " + std::to_string(s));
