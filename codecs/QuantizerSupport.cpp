@@ -325,6 +325,23 @@ void pack_signs_parallel(const float* x, std::uint64_t n, std::uint8_t* signs) {
   });
 }
 
+namespace {
+
+// expand_signs over whole sign bytes: the eight outputs of a byte are one 8-lane vector
+// (broadcast, variable shift, mask, select) in the AVX2 and AVX-512 builds.
+GRADWIRE_VECTOR_KERNEL void expand_sign_bytes(const std::uint8_t* bytes, std::uint64_t count, std::uint32_t nb,
+                                              std::uint32_t diff, float* dst) {
+  for (std::uint64_t k = 0; k < count; ++k) {
+    const std::uint32_t byte = bytes[k];
+    for (unsigned j = 0; j < 8; ++j) {
+      const std::uint32_t out = nb ^ (diff & (0u - ((byte >> j) & 1u)));
+      std::memcpy(dst + 8 * k + j, &out, 4);
+    }
+  }
+}
+
+}  // namespace
+
 void expand_signs(const std::uint8_t* signs, std::uint64_t first_bit, std::uint64_t n, float pos,
                   float neg, float* dst) {
   std::uint32_t pb, nb;
@@ -340,13 +357,9 @@ void expand_signs(const std::uint8_t* signs, std::uint64_t first_bit, std::uint6
     std::memcpy(dst + i, &out, 4);
   }
   // Whole bytes: eight outputs per sign byte.
-  for (; i + 8 <= n; i += 8) {
-    const std::uint32_t byte = signs[(first_bit + i) / 8];
-    for (unsigned j = 0; j < 8; ++j) {
-      const std::uint32_t out = nb ^ (diff & (0u - ((byte >> j) & 1u)));
-      std::memcpy(dst + i + j, &out, 4);
-    }
-  }
+  const std::uint64_t whole = (n - i) / 8;
+  expand_sign_bytes(signs + (first_bit + i) / 8, whole, nb, diff, dst + i);
+  i += 8 * whole;
   for (; i < n; ++i) {
     const std::uint64_t b = first_bit + i;
     const std::uint32_t bit = (signs[b / 8] >> (b % 8)) & 1u;

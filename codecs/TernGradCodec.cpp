@@ -54,6 +54,19 @@ GRADWIRE_VECTOR_KERNEL void ternary_codes(const float* x, std::uint32_t first, s
   }
 }
 
+/// Values of m (summed) ternary codes: scale * code, the codes sign-extended from 32 - shift
+/// bits; returns non-zero when a code lies outside [-limit, limit].
+GRADWIRE_VECTOR_KERNEL std::int32_t ternary_values(const std::uint32_t* codes, std::uint32_t m, unsigned shift,
+                                                   std::int32_t limit, float scale, float* out) {
+  std::int32_t bad = 0;
+  for (std::uint32_t i = 0; i < m; ++i) {
+    const std::int32_t code = static_cast<std::int32_t>(codes[i] << shift) >> shift;
+    bad |= static_cast<std::int32_t>(code > limit) | static_cast<std::int32_t>(code < -limit);
+    out[i] = scale * static_cast<float>(code);
+  }
+  return bad;
+}
+
 inline std::int32_t sign_extend(std::uint32_t code, unsigned width) {
   const unsigned shift = 32 - width;
   return static_cast<std::int32_t>(code << shift) >> shift;
@@ -335,7 +348,7 @@ torch::Tensor TernGradCodec::decode(ByteSpan payload) const {
   torch::Tensor out = torch::empty({static_cast<std::int64_t>(p.n)}, torch::kFloat);
   float* dst = out.data_ptr<float>();
   const auto limit = static_cast<std::int32_t>(p.contributors);
-  const unsigned shift = 32 - p.width;
+  const unsigned shift = 32 - p.width;  // codes are sign-extended from their top bit
   std::int32_t bad = 0;
   std::uint32_t codes[kChunk];
   std::uint64_t at = 0;
@@ -345,11 +358,7 @@ torch::Tensor TernGradCodec::decode(ByteSpan payload) const {
     for (std::uint64_t c = at; c < end; c += kChunk) {
       const auto m = static_cast<std::uint32_t>(std::min<std::uint64_t>(kChunk, end - c));
       bits::unpack_at(p.codes, m, p.width, c * p.width, codes);
-      for (std::uint32_t i = 0; i < m; ++i) {
-        const std::int32_t code = static_cast<std::int32_t>(codes[i] << shift) >> shift;  // sign-extend
-        bad |= static_cast<std::int32_t>(code > limit) | static_cast<std::int32_t>(code < -limit);
-        dst[c + i] = scale * static_cast<float>(code);
-      }
+      bad |= ternary_values(codes, m, shift, limit, scale, dst + c);
     }
     at = end;
   }
