@@ -113,15 +113,11 @@ namespace {
 
 #ifdef GRADWIRE_SIGNS_AVX2
 // pext / pdep move the low `width` bits of each of 8 bytes into 8 * width contiguous bits and
-// back: a whole block of 8 codes in one instruction. AMD's Zen 1 and Zen 2 implement them in
-// microcode (hundreds of cycles), so they take the portable loops.
-bool has_fast_pext() { return cpu_features().fast_pext; }
-
+// back: a whole block of 8 codes in one instruction (CpuFeatures::fast_pext: not on AMD Zen
+// 1/2, which run them in microcode).
 inline std::uint64_t low_bits_of_each_byte(unsigned width) {
   return 0x0101010101010101ull * ((1u << width) - 1u);
 }
-
-bool has_vbmi() { return cpu_features().avx512vbmi; }
 
 // vpermb indices per width w: output byte t takes byte t % w of qword t / w (t < 8w).
 struct QwordLowBytes {
@@ -215,8 +211,8 @@ __attribute__((target("bmi2"))) std::size_t unpack_bytes_pdep(const std::uint8_t
 void pack_bytes(const std::uint8_t* codes, std::size_t count, unsigned width, std::uint8_t* dst) {
   std::size_t done = 0;
 #ifdef GRADWIRE_SIGNS_AVX2
-  if (width < 8 && has_vbmi()) done = pack_bytes_vbmi(codes, count, width, dst);
-  if (has_fast_pext()) done += pack_bytes_pext(codes + done, count - done, width, dst + done / 8 * width);
+  if (width < 8 && cpu_features().avx512vbmi) done = pack_bytes_vbmi(codes, count, width, dst);
+  if (cpu_features().fast_pext) done += pack_bytes_pext(codes + done, count - done, width, dst + done / 8 * width);
 #endif
   // done is a multiple of 8, so the rest starts on a whole byte of the stream.
   codes += done;
@@ -226,7 +222,7 @@ void pack_bytes(const std::uint8_t* codes, std::size_t count, unsigned width, st
 void unpack_bytes(const std::uint8_t* src, std::size_t count, unsigned width, std::uint8_t* codes) {
   std::size_t done = 0;
 #ifdef GRADWIRE_SIGNS_AVX2
-  if (has_fast_pext()) done = unpack_bytes_pdep(src, count, width, codes);
+  if (cpu_features().fast_pext) done = unpack_bytes_pdep(src, count, width, codes);
 #endif
   codes += done;
   unpack_with(src + done / 8 * width, count - done, width,
@@ -263,7 +259,6 @@ __attribute__((target("avx2"))) std::size_t pack_signs_avx2(const float* v, std:
   return whole * 32;
 }
 
-bool has_avx2() { return cpu_features().avx2; }
 #endif
 
 }  // namespace
@@ -271,7 +266,7 @@ bool has_avx2() { return cpu_features().avx2; }
 void pack_signs(const float* values, std::size_t count, std::uint8_t* dst) {
   std::size_t done = 0;
 #ifdef GRADWIRE_SIGNS_AVX2
-  if (has_avx2()) done = pack_signs_avx2(values, count, dst);
+  if (cpu_features().avx2) done = pack_signs_avx2(values, count, dst);
 #endif
   values += done;
   dst += done / 8;

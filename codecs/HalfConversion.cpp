@@ -26,8 +26,6 @@ inline std::uint16_t load_u16_le(const std::uint8_t* p) {
 }
 
 #ifdef GRADWIRE_F16C
-bool have_f16c() { return cpu_features().f16c; }
-
 // vcvtps2ph with round-to-nearest-even is IEEE conversion, as c10's fp16_ieee_from_fp32_value.
 __attribute__((target("avx,f16c"))) std::uint64_t fp16_encode_f16c(const float* src, std::uint64_t n,
                                                                    std::uint8_t* dst) {
@@ -55,7 +53,7 @@ __attribute__((target("avx,f16c"))) std::uint64_t fp16_decode_f16c(const std::ui
 void floats_to_fp16(const float* src, std::uint64_t n, std::uint8_t* dst) {
   std::uint64_t i = 0;
 #ifdef GRADWIRE_F16C
-  if (have_f16c()) i = fp16_encode_f16c(src, n, dst);
+  if (cpu_features().f16c) i = fp16_encode_f16c(src, n, dst);
 #endif
   for (; i < n; ++i) store_u16_le(dst + 2 * i, c10::detail::fp16_ieee_from_fp32_value(src[i]));
 }
@@ -63,7 +61,7 @@ void floats_to_fp16(const float* src, std::uint64_t n, std::uint8_t* dst) {
 void fp16_to_floats(const std::uint8_t* src, std::uint64_t n, float* dst) {
   std::uint64_t i = 0;
 #ifdef GRADWIRE_F16C
-  if (have_f16c()) i = fp16_decode_f16c(src, n, dst);
+  if (cpu_features().f16c) i = fp16_decode_f16c(src, n, dst);
 #endif
   for (; i < n; ++i) dst[i] = c10::detail::fp16_ieee_to_fp32_value(load_u16_le(src + 2 * i));
 }
