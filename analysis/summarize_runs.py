@@ -3,7 +3,7 @@
 
 Usage: analysis/summarize_runs.py [--csv] RUN_DIR [RUN_DIR ...]
 Standard library only, so it works with any python3. Plotted reports come with the `report`
-command (issue 8); this is the quick comparison table.
+command; this is the quick comparison table.
 """
 import argparse
 import csv

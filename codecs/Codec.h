@@ -22,8 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "codecs/ByteSpan.h"
-#include "codecs/LossTolerance.h"
+#include "common/ByteSpan.h"
+#include "common/DecodeError.h"
+#include "common/LossTolerance.h"
 
 namespace at {
 class Tensor;
@@ -34,13 +35,6 @@ using at::Tensor;
 
 namespace gradwire {
 
-using Bytes = std::vector<std::uint8_t>;
-
-/// Raised by Codec::decode / accumulate for malformed or mismatched payloads.
-class DecodeError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 /// How payloads of different workers are combined. The collectives pick their algorithm from
 /// this declaration rather than from the codec's name.
@@ -55,12 +49,12 @@ enum class Aggregation {
 enum class CodecId : std::uint8_t {
   kDense = 1,
   kTopK = 2,  ///< sparse: u32 k, indices, values (also used by other sparsifiers)
-  // Reserved for the sparsification family (issue 3):
+  // Reserved for the sparsification family:
   kRandomK = 3,
   kCompactSparse = 4,  ///< sparse with delta/varint or bit-packed indices, fp32/fp16 values
   kAdaComp = 5,
   kZstd = 6,           ///< lossless stage wrapping any payload
-  // Reserved for the quantisation family (issue 4):
+  // Reserved for the quantisation family:
   kQsgd = 10,
   kTernGrad = 11,
   kOneBit = 12,
@@ -71,7 +65,7 @@ enum class CodecId : std::uint8_t {
   kFp16 = 17,
   kBf16 = 18,
   kCompose = 19,
-  // Reserved for correlation-exploiting codecs (issue 5):
+  // Reserved for correlation-exploiting codecs:
   kPowerSgd = 30,
   kGradiVeQ = 31,
   kLgc = 32,
@@ -106,7 +100,7 @@ class Codec {
   virtual bool applies_momentum() const { return false; }
 
   /// Whether this codec's payloads can be decoded with parts lost on a lossy transport (see
-  /// codecs/LossTolerance.h). The default: no, every byte must arrive.
+  /// common/LossTolerance.h). The default: no, every byte must arrive.
   virtual LossTolerance loss_tolerance() const { return {}; }
 
   /// Summable codecs: acc := acc + other, without decoding. Both must describe the same

@@ -5,12 +5,12 @@
 #include <stdexcept>
 
 #include "codecs/BuiltinCodecs.h"
-#include "codecs/ConfigError.h"
 #include "codecs/DenseCodec.h"
 #include "codecs/ErrorFeedback.h"
-#include "codecs/TopKCodec.h"
-#include "codecs/WireFormat.h"
+#include "codecs/sparsify/TopKCodec.h"
+#include "codecs/wire/WireFormat.h"
 #include "codecs/ZstdStage.h"
+#include "common/ConfigError.h"
 
 namespace gradwire {
 
@@ -22,110 +22,6 @@ using nlohmann::json;
 constexpr const char* kKindKey = "kind";
 constexpr const char* kErrorFeedbackKey = "error_feedback";
 constexpr const char* kZstdKey = "zstd";  // lossless zstd stage over any payload (ZstdStage.h)
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += ", ";
-    out += item;
-  }
-  return out;
-}
-
-/// Shortest faithful form of a bound or value: 1 not 1.0, 0.01 not 0.0100000000000000002.
-std::string format_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.15g", v);
-  return buf;
-}
-
-/// A JSON value as the user wrote it, shortened for messages.
-std::string describe(const json& value) {
-  if (value.is_number_float()) return format_number(value.get<double>());
-  std::string text = value.dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
-}
-
-std::string type_word(const json& value) {
-  if (value.is_boolean()) return "boolean";
-  if (value.is_number()) return "number";
-  if (value.is_string()) return "string";
-  if (value.is_array()) return "array";
-  if (value.is_object()) return "object";
-  return "null";
-}
-
-std::string range_text(const CodecParam& p) {
-  const bool has_min = p.min > -1e300;
-  const bool has_max = p.max < 1e300;
-  if (has_min && has_max) {
-    return std::string(" in ") + (p.min_exclusive ? "(" : "[") + format_number(p.min) + ", " +
-           format_number(p.max) + "]";
-  }
-  if (has_min) return (p.min_exclusive ? " > " : " >= ") + format_number(p.min);
-  if (has_max) return " <= " + format_number(p.max);
-  return "";
-}
-
-bool in_range(const CodecParam& p, double v) {
-  if (p.min_exclusive ? !(v > p.min) : !(v >= p.min)) return false;
-  return v <= p.max;
-}
-
-/// Validates one present parameter value and returns it in canonical form (integers written
-/// as 3.0 become 3).
-json check_param(const CodecParam& p, const json& value, const std::string& where) {
-  switch (p.type) {
-    case CodecParam::Type::kNumber: {
-      const std::string expected = "expected a number" + range_text(p);
-      if (!value.is_number()) {
-        throw ConfigError(where, expected + ", got " + describe(value) + " (" + type_word(value) + ")");
-      }
-      const double v = value.get<double>();
-      if (!std::isfinite(v) || !in_range(p, v)) {
-        throw ConfigError(where, expected + ", got " + describe(value));
-      }
-      return value;
-    }
-    case CodecParam::Type::kInteger: {
-      const std::string expected = "expected an integer" + range_text(p);
-      if (!value.is_number()) {
-        throw ConfigError(where, expected + ", got " + describe(value) + " (" + type_word(value) + ")");
-      }
-      const double v = value.get<double>();
-      if (value.is_number_float() && (!std::isfinite(v) || std::floor(v) != v)) {
-        throw ConfigError(where, expected + ", got " + describe(value) + " (not integral)");
-      }
-      if (!in_range(p, v)) throw ConfigError(where, expected + ", got " + describe(value));
-      if (value.is_number_float()) return json(static_cast<std::int64_t>(v));
-      return value;
-    }
-    case CodecParam::Type::kBool:
-      if (!value.is_boolean()) {
-        throw ConfigError(where, "expected true or false, got " + describe(value) + " (" +
-                                     type_word(value) + ")");
-      }
-      return value;
-    case CodecParam::Type::kString: {
-      const std::string expected =
-          p.choices.empty() ? "expected a string" : "expected one of: " + join(p.choices);
-      if (!value.is_string()) {
-        throw ConfigError(where, expected + "; got " + describe(value) + " (" + type_word(value) + ")");
-      }
-      if (!p.choices.empty()) {
-        const auto s = value.get<std::string>();
-        bool ok = false;
-        for (const auto& c : p.choices) ok = ok || c == s;
-        if (!ok) throw ConfigError(where, expected + "; got " + describe(value));
-      }
-      return value;
-    }
-    case CodecParam::Type::kCodec:
-      break;  // resolved by CodecRegistry::resolve, which knows the registered codecs
-  }
-  throw std::logic_error("codec param '" + p.name + "' has an unknown type");
-}
 
 CodecRegistry make_builtin() {
   CodecRegistry r;
@@ -210,21 +106,21 @@ nlohmann::json CodecRegistry::resolve(const nlohmann::json& object,
 
   if (!object.is_object()) {
     throw ConfigError(path, "expected an object like {\"kind\": \"topk\", \"ratio\": 0.01}, got " +
-                                describe(object));
+                                brief_value(object));
   }
   const auto kind = object.find(kKindKey);
   if (kind == object.end()) {
-    throw ConfigError(at(kKindKey), "missing; expected a codec name, one of: " + join(names));
+    throw ConfigError(at(kKindKey), "missing; expected a codec name, one of: " + join_names(names));
   }
   if (!kind->is_string()) {
-    throw ConfigError(at(kKindKey), "expected a string naming a codec (one of: " + join(names) +
-                                        "), got " + describe(*kind));
+    throw ConfigError(at(kKindKey), "expected a string naming a codec (one of: " + join_names(names) +
+                                        "), got " + brief_value(*kind));
   }
   const std::string name = kind->get<std::string>();
   const CodecInfo* info = find(name);
   if (info == nullptr) {
     throw ConfigError(at(kKindKey),
-                      "unknown codec \"" + name + "\"; expected one of: " + join(names));
+                      "unknown codec \"" + name + "\"; expected one of: " + join_names(names));
   }
 
   std::vector<std::string> allowed{kKindKey};
@@ -238,7 +134,7 @@ nlohmann::json CodecRegistry::resolve(const nlohmann::json& object,
     bool known = false;
     for (const auto& a : allowed) known = known || a == it.key();
     if (!known) {
-      throw ConfigError(at(it.key()), "unknown key; expected one of: " + join(allowed));
+      throw ConfigError(at(it.key()), "unknown key; expected one of: " + join_names(allowed));
     }
   }
 
@@ -246,12 +142,12 @@ nlohmann::json CodecRegistry::resolve(const nlohmann::json& object,
   out[kKindKey] = name;
   for (const auto& p : info->params) {
     const auto value = object.find(p.name);
-    if (p.type == CodecParam::Type::kCodec) {
+    if (p.type == CodecParam::Type::kNested) {
       // A nested codec object: resolved (defaults filled, keys checked) like the outer one.
       out[p.name] = resolve(value == object.end() ? p.default_value : *value, at(p.name));
       continue;
     }
-    out[p.name] = value == object.end() ? p.default_value : check_param(p, *value, at(p.name));
+    out[p.name] = value == object.end() ? p.default_value : p.check(*value, at(p.name));
   }
   CodecParam ef;
   ef.name = kErrorFeedbackKey;
@@ -259,11 +155,11 @@ nlohmann::json CodecRegistry::resolve(const nlohmann::json& object,
   const auto ef_value = object.find(kErrorFeedbackKey);
   out[kErrorFeedbackKey] = ef_value == object.end()
                                ? json(info->own_error_feedback && info->error_feedback_default)
-                               : check_param(ef, *ef_value, at(kErrorFeedbackKey));
+                               : ef.check(*ef_value, at(kErrorFeedbackKey));
   // `zstd` appears in the resolved object only when given (absent = off), so resolved
   // scenarios written before the stage existed stay unchanged.
   const auto zstd_value = object.find(kZstdKey);
-  if (zstd_value != object.end()) out[kZstdKey] = check_param(ef, *zstd_value, at(kZstdKey));
+  if (zstd_value != object.end()) out[kZstdKey] = ef.check(*zstd_value, at(kZstdKey));
   if (info->multi_round && out.value(kZstdKey, false)) {
     throw ConfigError(at(kZstdKey), "\"" + name + "\" exchanges several rounds per step; the zstd "
                                     "stage can only wrap single-payload codecs");

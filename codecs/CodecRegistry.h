@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codecs/Codec.h"
+#include "common/ParamSpec.h"
 
 namespace gradwire {
 
@@ -38,19 +39,9 @@ struct CodecContext {
   std::int64_t steps_per_epoch = 0; ///< training steps per epoch of a worker's shard (0: unknown)
 };
 
-struct CodecParam {
-  /// kCodec: a nested codec object ({"kind": ..., params...}), resolved recursively by the
-  /// registry with the same validation and paths (e.g. compose's "select" and "quantize").
-  enum class Type { kNumber, kInteger, kBool, kString, kCodec };
-  std::string name;
-  Type type = Type::kNumber;
-  nlohmann::json default_value;
-  std::string help;
-  double min = -1e300;  ///< inclusive bounds for numbers / integers
-  double max = 1e300;
-  bool min_exclusive = false;
-  std::vector<std::string> choices;  ///< allowed strings (empty: any)
-};
+/// A codec's declared parameter; kNested is a nested codec object ({"kind": ..., params...}),
+/// resolved recursively by the registry with the same validation and paths.
+using CodecParam = ParamSpec;
 
 struct CodecInfo {
   std::string name;

@@ -4,7 +4,7 @@
 
 #include <torch/types.h>
 
-#include "codecs/WireFormat.h"
+#include "codecs/wire/WireFormat.h"
 
 namespace gradwire {
 

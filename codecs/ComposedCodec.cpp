@@ -7,10 +7,10 @@
 
 #include <torch/types.h>
 
-#include "codecs/BitPacking.h"
 #include "codecs/CodecState.h"
 #include "codecs/GradientChecks.h"
-#include "codecs/WireFormat.h"
+#include "codecs/wire/BitPacking.h"
+#include "codecs/wire/WireFormat.h"
 
 namespace gradwire {
 

@@ -3,7 +3,7 @@
 #include <torch/types.h>
 
 #include "codecs/GradientChecks.h"
-#include "codecs/WireFormat.h"
+#include "codecs/wire/WireFormat.h"
 
 namespace gradwire {
 

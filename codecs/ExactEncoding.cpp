@@ -4,7 +4,7 @@
 
 #include "codecs/DenseCodec.h"
 #include "codecs/GradientChecks.h"
-#include "codecs/TopKCodec.h"
+#include "codecs/sparsify/TopKCodec.h"
 
 namespace gradwire {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "codecs/Codec.h"
-#include "codecs/WireFormat.h"
+#include "codecs/wire/WireFormat.h"
 
 namespace gradwire {
 

@@ -7,7 +7,7 @@
 
 #include "codecs/CodecState.h"
 #include "codecs/GradientChecks.h"
-#include "codecs/ThresholdSampling.h"
+#include "codecs/sparsify/ThresholdSampling.h"
 
 namespace gradwire {
 

@@ -38,7 +38,7 @@ void momentum_accumulate_collect(float* u, float* v, const float* g, std::int64_
 /// The value v[i] will have after momentum_accumulate, without writing anything: the same
 /// float operations in the same order (so the same bits), used to sample the updated velocity
 /// before the fused pass. (A build that contracts a * b + c into FMA must do so alike in both;
-/// tests/sparsifiers_test.cpp checks the fused encode against the two-pass one bit for bit.)
+/// tests/codecs/sparsifiers_test.cpp checks the fused encode against the two-pass one bit for bit.)
 inline float momentum_preview(float u, float v, float g, float momentum, bool nesterov,
                               float g_scale) {
   if (momentum == 0.0f) return v + g_scale * g;

@@ -5,7 +5,7 @@
 #include <torch/types.h>
 #include <zstd.h>
 
-#include "codecs/WireFormat.h"
+#include "codecs/wire/WireFormat.h"
 
 namespace gradwire {
 

@@ -11,25 +11,28 @@
 #include <ns3/traffic-control-helper.h>
 #include <ns3/uinteger.h>
 
-#include "codecs/ConfigError.h"
-#include "codecs/JsonFields.h"
+#include "common/ConfigError.h"
+#include "common/JsonFields.h"
+#include "common/Units.h"
+#include "netmodels/DeclaredFields.h"
+#include "netmodels/NetworkParams.h"
 #include "netmodels/TcpDefaults.h"
-#include "netmodels/Units.h"
 
 namespace gradwire {
 
 EthernetConfig EthernetConfig::from_json(const nlohmann::json& object, const std::string& path) {
+  const std::vector<ParamSpec>& declared = ethernet_params();
+  const auto spec = [&](const char* name) -> const ParamSpec& {
+    return param_named(declared, name);
+  };
   JsonFields fields(object, path);
-  fields.allow({"family", "rate", "delay", "mtu", "queue", "tcp_buffer", "impairments"});
+  fields.allow(allowed_keys({"family"}, declared));
   EthernetConfig c;
-  c.rate_bps = read_data_rate(fields, "rate", c.rate_bps);
-  c.delay_s = read_duration(fields, "delay", c.delay_s);
-  // 576 is the IPv4 minimum; 9000 covers jumbo frames, which cut simulation cost ~10x.
-  c.mtu = static_cast<std::uint32_t>(fields.integer("mtu", c.mtu, 576, 9216));
-  c.queue_packets =
-      static_cast<std::uint32_t>(fields.integer("queue", c.queue_packets, 1, 1000000));
-  c.tcp_buffer_bytes = static_cast<std::uint32_t>(
-      fields.integer("tcp_buffer", c.tcp_buffer_bytes, 4096, 1 << 30));
+  c.rate_bps = declared_rate(fields, spec("rate"));
+  c.delay_s = declared_duration(fields, spec("delay"));
+  c.mtu = static_cast<std::uint32_t>(declared_integer(fields, spec("mtu")));
+  c.queue_packets = static_cast<std::uint32_t>(declared_integer(fields, spec("queue")));
+  c.tcp_buffer_bytes = static_cast<std::uint32_t>(declared_integer(fields, spec("tcp_buffer")));
   c.impairments = ImpairmentsConfig::from_json(fields.object_at("impairments"),
                                                fields.path_of("impairments"), false);
   return c;

@@ -28,7 +28,7 @@ struct EthernetConfig {
   ImpairmentsConfig impairments;  ///< applied to both directions of each impaired host's link
 
   /// Reads a resolved or partial `network` object (family "ethernet"); missing keys take the
-  /// defaults above. Throws ConfigError naming `path`.key for bad values.
+  /// declared defaults (ethernet_params()). Throws ConfigError naming `path`.key for bad values.
   static EthernetConfig from_json(const nlohmann::json& object, const std::string& path);
   nlohmann::json to_json() const;
 };

@@ -1,20 +1,63 @@
 #include "netmodels/HybridNetwork.h"
 
 #include <sstream>
+#include <stdexcept>
 
 #include <ns3/internet-stack-helper.h>
 
-#include "codecs/ConfigError.h"
-#include "codecs/JsonFields.h"
+#include "common/ConfigError.h"
+#include "common/JsonFields.h"
+#include "common/Units.h"
+#include "netmodels/DeclaredFields.h"
+#include "netmodels/NetworkParams.h"
 #include "netmodels/NetworkParts.h"
 #include "netmodels/TcpDefaults.h"
-#include "netmodels/Units.h"
 
 namespace gradwire {
 
+namespace {
+
+EthernetGroupConfig read_ethernet_group(const nlohmann::json& object, const std::string& path) {
+  const std::vector<ParamSpec>& declared = ethernet_group_params();
+  const auto spec = [&](const char* name) -> const ParamSpec& {
+    return param_named(declared, name);
+  };
+  JsonFields g(object, path);
+  g.allow(allowed_keys(param_names(hybrid_group_params()), declared));
+  EthernetGroupConfig e;
+  e.rate_bps = declared_rate(g, spec("rate"));
+  e.delay_s = declared_duration(g, spec("delay"));
+  e.queue_packets = static_cast<std::uint32_t>(declared_integer(g, spec("queue")));
+  e.backhaul_rate_bps = declared_rate(g, spec("backhaul_rate"));
+  e.backhaul_delay_s = declared_duration(g, spec("backhaul_delay"));
+  e.impairments =
+      ImpairmentsConfig::from_json(g.object_at("impairments"), g.path_of("impairments"), false);
+  return e;
+}
+
+nlohmann::json ethernet_group_json(const EthernetGroupConfig& e) {
+  return {{"family", network_family_name(NetworkFamily::kEthernet)},
+          {"rate", format_bps(e.rate_bps)},
+          {"delay", format_duration(e.delay_s)},
+          {"queue", e.queue_packets},
+          {"backhaul_rate", format_bps(e.backhaul_rate_bps)},
+          {"backhaul_delay", format_duration(e.backhaul_delay_s)},
+          {"impairments", e.impairments.to_json(false)}};
+}
+
+[[noreturn]] void not_a_group_family(NetworkFamily family) {
+  throw std::logic_error("a hybrid group cannot be of family " + network_family_name(family));
+}
+
+}  // namespace
+
 HybridConfig HybridConfig::from_json(const nlohmann::json& object, const std::string& path) {
+  const std::vector<ParamSpec>& declared = hybrid_params();
+  const auto spec = [&](const char* name) -> const ParamSpec& {
+    return param_named(declared, name);
+  };
   JsonFields f(object, path);
-  f.allow({"family", "groups", "server_rate", "server_delay", "tcp_buffer"});
+  f.allow(allowed_keys({"family"}, declared));
   HybridConfig c;
   const std::string where = f.path_of("groups");
   if (!f.has("groups") || !object.at("groups").is_array() || object.at("groups").empty()) {
@@ -22,40 +65,39 @@ HybridConfig HybridConfig::from_json(const nlohmann::json& object, const std::st
                              "[{\"family\": \"wifi\", \"workers\": 4}, {\"family\": \"lte\", "
                              "\"workers\": 2}]");
   }
+  const ParamSpec& family_spec = param_named(hybrid_group_params(), "family");
+  const ParamSpec& workers_spec = param_named(hybrid_group_params(), "workers");
   bool lte_seen = false;
   const auto& groups = object.at("groups");
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const std::string gp = where + "[" + std::to_string(i) + "]";
     JsonFields g(groups[i], gp);
     HybridGroup group;
-    group.family = g.required_string("family", {"wifi", "lte", "ethernet"});
-    if (!g.has("workers")) throw ConfigError(g.path_of("workers"), "missing; expected an integer >= 1");
-    group.workers = static_cast<std::uint32_t>(g.integer("workers", 1, 1, 250));
-    if (group.family == "wifi") {
-      group.wifi = WifiConfig::from_json(groups[i], gp, true);
-    } else if (group.family == "lte") {
-      if (lte_seen) throw ConfigError(g.path_of("family"), "at most one \"lte\" group (one EPC)");
-      lte_seen = true;
-      group.lte = LteConfig::from_json(groups[i], gp, true);
-    } else {
-      g.allow({"family", "workers", "rate", "delay", "queue", "backhaul_rate", "backhaul_delay",
-               "impairments"});
-      auto& e = group.ethernet;
-      e.rate_bps = read_data_rate(g, "rate", e.rate_bps);
-      e.delay_s = read_duration(g, "delay", e.delay_s);
-      e.queue_packets = static_cast<std::uint32_t>(g.integer("queue", e.queue_packets, 1, 1000000));
-      e.backhaul_rate_bps = read_data_rate(g, "backhaul_rate", e.backhaul_rate_bps);
-      e.backhaul_delay_s = read_duration(g, "backhaul_delay", e.backhaul_delay_s);
-      e.impairments = ImpairmentsConfig::from_json(g.object_at("impairments"),
-                                                   g.path_of("impairments"), false);
+    group.family = parse_network_family(declared_required_string(g, family_spec));
+    group.workers = static_cast<std::uint32_t>(declared_required_integer(g, workers_spec));
+    switch (group.family) {
+      case NetworkFamily::kWifi:
+        group.wifi = WifiConfig::from_json(groups[i], gp, true);
+        break;
+      case NetworkFamily::kLte:
+        if (lte_seen) {
+          throw ConfigError(g.path_of("family"), "at most one \"lte\" group (one EPC)");
+        }
+        lte_seen = true;
+        group.lte = LteConfig::from_json(groups[i], gp, true);
+        break;
+      case NetworkFamily::kEthernet:
+        group.ethernet = read_ethernet_group(groups[i], gp);
+        break;
+      case NetworkFamily::kHybrid:
+        not_a_group_family(group.family);
     }
     c.groups.push_back(group);
   }
   if (c.groups.size() > 200) throw ConfigError(where, "at most 200 groups");
-  c.server_rate_bps = read_data_rate(f, "server_rate", c.server_rate_bps);
-  c.server_delay_s = read_duration(f, "server_delay", c.server_delay_s);
-  c.tcp_buffer_bytes =
-      static_cast<std::uint32_t>(f.integer("tcp_buffer", c.tcp_buffer_bytes, 4096, 1 << 30));
+  c.server_rate_bps = declared_rate(f, spec("server_rate"));
+  c.server_delay_s = declared_duration(f, spec("server_delay"));
+  c.tcp_buffer_bytes = static_cast<std::uint32_t>(declared_integer(f, spec("tcp_buffer")));
   return c;
 }
 
@@ -63,22 +105,16 @@ nlohmann::json HybridConfig::to_json() const {
   nlohmann::json groups_json = nlohmann::json::array();
   for (const auto& g : groups) {
     nlohmann::json j;
-    if (g.family == "wifi") j = g.wifi.to_json(true);
-    if (g.family == "lte") j = g.lte.to_json(true);
-    if (g.family == "ethernet") {
-      const auto& e = g.ethernet;
-      j = {{"family", "ethernet"},
-           {"rate", format_bps(e.rate_bps)},
-           {"delay", format_duration(e.delay_s)},
-           {"queue", e.queue_packets},
-           {"backhaul_rate", format_bps(e.backhaul_rate_bps)},
-           {"backhaul_delay", format_duration(e.backhaul_delay_s)},
-           {"impairments", e.impairments.to_json(false)}};
+    switch (g.family) {
+      case NetworkFamily::kWifi: j = g.wifi.to_json(true); break;
+      case NetworkFamily::kLte: j = g.lte.to_json(true); break;
+      case NetworkFamily::kEthernet: j = ethernet_group_json(g.ethernet); break;
+      case NetworkFamily::kHybrid: not_a_group_family(g.family);
     }
     j["workers"] = g.workers;
     groups_json.push_back(j);
   }
-  return {{"family", "hybrid"},
+  return {{"family", network_family_name(NetworkFamily::kHybrid)},
           {"groups", groups_json},
           {"server_rate", format_bps(server_rate_bps)},
           {"server_delay", format_duration(server_delay_s)},
@@ -124,7 +160,7 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
       return "network.groups[" + std::to_string(g) + "].impairments.background[" +
              std::to_string(i) + "]";
     };
-    if (group.family == "ethernet") {
+    if (group.family == NetworkFamily::kEthernet) {
       const auto& e = group.ethernet;
       impairments = &e.impairments;
       auto sw = ns3::CreateObject<ns3::Node>();
@@ -141,7 +177,7 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
         if (i < group.workers) {
           hosts_.push_back(node);
           addresses_.push_back(link.a_address);
-          families_.push_back("ethernet");
+          families_.push_back(network_family_name(group.family));
           attachments.push_back(HostAttachment{link.a_device, link.b_device, false, link.a_address});
         } else {
           flows.push_back({e.impairments.background[i - group.workers], node, link.a_address,
@@ -155,7 +191,7 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
       net << "10." << (g + 1) << ".0.0";
       add_network_route(core, ns3::Ipv4Address(net.str().c_str()), ns3::Ipv4Mask("255.255.0.0"),
                         up.a_address, up.b_interface);
-    } else if (group.family == "wifi") {
+    } else if (group.family == NetworkFamily::kWifi) {
       impairments = &group.wifi.impairments;
       std::ostringstream subnet;
       subnet << "192.168." << (g + 1) << ".0";
@@ -164,7 +200,7 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
         if (i < group.workers) {
           hosts_.push_back(cell.stations.Get(i));
           addresses_.push_back(cell.station_addresses[i]);
-          families_.push_back("wifi");
+          families_.push_back(network_family_name(group.family));
           attachments.push_back(HostAttachment{cell.station_devices.Get(i), cell.ap_device, true,
                                                cell.station_addresses[i]});
         } else {
@@ -178,7 +214,7 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
       add_default_route(cell.ap, up.b_address, up.a_interface);
       add_network_route(core, ns3::Ipv4Address(subnet.str().c_str()),
                         ns3::Ipv4Mask("255.255.255.0"), up.a_address, up.b_interface);
-    } else {
+    } else if (group.family == NetworkFamily::kLte) {
       impairments = &group.lte.impairments;
       const LteCell cell = build_lte_cell(group.lte, group.workers);
       keep_.push_back(cell.lte_helper);
@@ -187,7 +223,7 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
         if (i < group.workers) {
           hosts_.push_back(cell.ues.Get(i));
           addresses_.push_back(cell.ue_addresses[i]);
-          families_.push_back("lte");
+          families_.push_back(network_family_name(group.family));
           attachments.push_back(HostAttachment{cell.ue_devices.Get(i), cell.pgw_tun, true,
                                                cell.ue_addresses[i]});
         } else {
@@ -200,6 +236,8 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
       add_default_route(cell.pgw, up.b_address, up.a_interface);
       add_network_route(core, ns3::Ipv4Address("7.0.0.0"), ns3::Ipv4Mask("255.0.0.0"),
                         up.a_address, up.b_interface);
+    } else {
+      not_a_group_family(group.family);
     }
     // Host indices inside a group's `impairments` count within the group.
     auto netems = apply_impairments(*impairments, attachments);
@@ -237,7 +275,8 @@ std::string HybridNetwork::describe() const {
   std::ostringstream out;
   out << "hybrid edge:";
   for (std::size_t g = 0; g < config_.groups.size(); ++g) {
-    out << (g ? " +" : " ") << config_.groups[g].workers << " " << config_.groups[g].family;
+    out << (g ? " +" : " ") << config_.groups[g].workers << " "
+        << network_family_name(config_.groups[g].family);
   }
   out << (hosts_.size() > config_.workers() ? ", server behind a core router" : ", no server");
   return out.str();

@@ -14,6 +14,7 @@
 #include "netmodels/Impairments.h"
 #include "netmodels/LteNetwork.h"
 #include "netmodels/Network.h"
+#include "netmodels/NetworkRegistry.h"
 #include "netmodels/WifiNetwork.h"
 
 namespace gradwire {
@@ -28,7 +29,7 @@ struct EthernetGroupConfig {
 };
 
 struct HybridGroup {
-  std::string family;          ///< "wifi", "lte" or "ethernet"
+  NetworkFamily family = NetworkFamily::kEthernet;  ///< wifi, lte or ethernet
   std::uint32_t workers = 1;
   WifiConfig wifi;
   LteConfig lte;

@@ -15,9 +15,11 @@
 #include <ns3/traffic-control-layer.h>
 #include <ns3/uinteger.h>
 
-#include "codecs/ConfigError.h"
-#include "codecs/JsonFields.h"
-#include "netmodels/Units.h"
+#include "common/ConfigError.h"
+#include "common/JsonFields.h"
+#include "common/Units.h"
+#include "netmodels/DeclaredFields.h"
+#include "netmodels/NetworkParams.h"
 
 namespace gradwire {
 
@@ -70,64 +72,58 @@ const nlohmann::json& array_at(const nlohmann::json& object, const std::string& 
 }
 
 LossSpec read_loss(const nlohmann::json& object, const std::string& path) {
+  const auto spec = [](const char* name) -> const ParamSpec& {
+    return param_named(loss_params(), name);
+  };
   JsonFields f(object, path);
   LossSpec l;
-  l.model = f.string("model", "none", {"none", "uniform", "gilbert-elliott"});
-  if (l.model == "none") {
-    f.allow({"model"});
-  } else if (l.model == "uniform") {
-    f.allow({"model", "rate"});
-    l.rate = f.number("rate", 0.01, 0.0, 1.0);
-  } else {
-    f.allow({"model", "p", "r", "loss_good", "loss_bad"});
-    l.p = f.number("p", l.p, 0.0, 1.0);
-    l.r = f.number("r", l.r, 0.0, 1.0, true);
-    l.loss_good = f.number("loss_good", l.loss_good, 0.0, 1.0);
-    l.loss_bad = f.number("loss_bad", l.loss_bad, 0.0, 1.0);
+  l.model = declared_string(f, spec("model"));
+  f.allow(loss_keys(l.model));
+  if (l.model == "uniform") {
+    l.rate = declared_number(f, spec("rate"));
+  } else if (l.model == "gilbert-elliott") {
+    l.p = declared_number(f, spec("p"));
+    l.r = declared_number(f, spec("r"));
+    l.loss_good = declared_number(f, spec("loss_good"));
+    l.loss_bad = declared_number(f, spec("loss_bad"));
   }
   return l;
 }
 
 BackgroundFlowSpec read_background(const nlohmann::json& object, const std::string& path,
                                    bool wireless) {
+  const std::vector<ParamSpec>& declared = background_params(wireless);
+  const auto spec = [&](const char* name) -> const ParamSpec& {
+    return param_named(declared, name);
+  };
   JsonFields f(object, path);
-  if (wireless) {
-    f.allow({"rate", "on", "off", "distribution", "packet_bytes", "direction", "target", "start",
-             "distance_m"});
-  } else {
-    f.allow({"rate", "on", "off", "distribution", "packet_bytes", "direction", "target",
-             "start"});
-  }
+  f.allow(allowed_keys({}, declared));
   BackgroundFlowSpec b;
-  b.rate_bps = read_data_rate(f, "rate", b.rate_bps);
-  b.on_s = read_duration(f, "on", b.on_s);
-  b.off_s = read_duration(f, "off", b.off_s);
-  if (b.on_s <= 0) throw ConfigError(f.path_of("on"), "expected a duration > 0");
-  b.distribution = f.string("distribution", b.distribution, {"constant", "exponential"});
-  b.packet_bytes = static_cast<std::uint32_t>(f.integer("packet_bytes", b.packet_bytes, 12, 1472));
-  b.direction = f.string("direction", b.direction, {"uplink", "downlink"});
-  b.target = static_cast<int>(f.integer("target", b.target, -100000, 100000));
-  b.start_s = read_duration(f, "start", b.start_s);
-  if (wireless) b.distance_m = f.number("distance_m", 10.0, 0.0, 100000.0);
+  b.rate_bps = declared_rate(f, spec("rate"));
+  b.on_s = declared_duration(f, spec("on"));
+  b.off_s = declared_duration(f, spec("off"));
+  check_declared_bounds(f, spec("on"), b.on_s);
+  b.distribution = declared_string(f, spec("distribution"));
+  b.packet_bytes = static_cast<std::uint32_t>(declared_integer(f, spec("packet_bytes")));
+  b.direction = declared_string(f, spec("direction"));
+  b.target = static_cast<int>(declared_integer(f, spec("target")));
+  b.start_s = declared_duration(f, spec("start"));
+  if (wireless) b.distance_m = declared_number(f, spec("distance_m"));
   return b;
 }
 
 MobilitySpec read_mobility(const nlohmann::json& object, const std::string& path) {
+  const auto spec = [](const char* name) -> const ParamSpec& {
+    return param_named(mobility_params(), name);
+  };
   JsonFields f(object, path);
   MobilitySpec m;
-  m.model = f.string("model", m.model, {"static", "random-walk", "random-waypoint"});
-  if (m.model == "static") {
-    f.allow({"model"});
-    return m;
-  }
-  if (m.model == "random-walk") {
-    f.allow({"model", "speed_mps", "bounds_m"});
-  } else {
-    f.allow({"model", "speed_mps", "pause", "bounds_m"});
-    m.pause_s = read_duration(f, "pause", m.pause_s);
-  }
-  m.speed_mps = f.number("speed_mps", m.speed_mps, 0.0, 1000.0, true);
-  m.bounds_m = f.number("bounds_m", m.bounds_m, 0.0, 100000.0, true);
+  m.model = declared_string(f, spec("model"));
+  f.allow(mobility_keys(m.model));
+  if (m.model == "static") return m;
+  if (m.model == "random-waypoint") m.pause_s = declared_duration(f, spec("pause"));
+  m.speed_mps = declared_number(f, spec("speed_mps"));
+  m.bounds_m = declared_number(f, spec("bounds_m"));
   return m;
 }
 
@@ -149,33 +145,33 @@ double LossSpec::mean_loss() const {
 
 ImpairmentsConfig ImpairmentsConfig::from_json(const nlohmann::json& object,
                                                const std::string& path, bool wireless) {
+  const std::vector<ParamSpec>& declared = impairments_params(wireless);
+  const auto spec = [&](const char* name) -> const ParamSpec& {
+    return param_named(declared, name);
+  };
   JsonFields f(object, path);
-  if (wireless) {
-    f.allow({"hosts", "loss", "delay", "jitter", "rate_cap", "queue", "outages", "background",
-             "mobility"});
-  } else {
-    f.allow({"hosts", "loss", "delay", "jitter", "rate_cap", "queue", "outages", "background"});
-  }
+  f.allow(allowed_keys({}, declared));
   ImpairmentsConfig c;
   c.hosts = read_host_list(object, "hosts", path, true);
   c.loss = read_loss(f.object_at("loss"), f.path_of("loss"));
-  c.delay_s = read_duration(f, "delay", 0.0);
-  c.jitter_s = read_duration(f, "jitter", 0.0);
+  c.delay_s = declared_duration(f, spec("delay"));
+  c.jitter_s = declared_duration(f, spec("jitter"));
+  // null, the declared default, means no cap.
   if (f.has("rate_cap") && !f.object().at("rate_cap").is_null()) {
-    c.rate_cap_bps = read_data_rate(f, "rate_cap", 0.0);
+    c.rate_cap_bps = declared_rate(f, spec("rate_cap"));
   }
-  c.queue_packets = static_cast<std::uint32_t>(f.integer("queue", c.queue_packets, 1, 1000000));
+  c.queue_packets = static_cast<std::uint32_t>(declared_integer(f, spec("queue")));
   const auto& outages = array_at(object, "outages", path);
   for (std::size_t i = 0; i < outages.size(); ++i) {
     const std::string p = f.path_of("outages") + "[" + std::to_string(i) + "]";
     JsonFields o(outages[i], p);
-    o.allow({"down", "up", "hosts"});
+    o.allow(allowed_keys({}, outage_params()));
     if (!o.has("down") || !o.has("up")) {
       throw ConfigError(p, "expected {\"down\": \"1s\", \"up\": \"2s\"} (both required)");
     }
     OutageSpec s;
-    s.down_s = read_duration(o, "down", 0.0);
-    s.up_s = read_duration(o, "up", 0.0);
+    s.down_s = declared_duration(o, param_named(outage_params(), "down"));
+    s.up_s = declared_duration(o, param_named(outage_params(), "up"));
     if (s.up_s <= s.down_s) {
       throw ConfigError(o.path_of("up"), "expected a time after `down`");
     }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 #include <ns3/config.h>
 #include <ns3/double.h>
@@ -13,10 +14,12 @@
 #include <ns3/uinteger.h>
 #include <ns3/virtual-net-device.h>
 
-#include "codecs/ConfigError.h"
-#include "codecs/JsonFields.h"
+#include "common/ConfigError.h"
+#include "common/JsonFields.h"
+#include "common/Units.h"
+#include "netmodels/DeclaredFields.h"
+#include "netmodels/NetworkParams.h"
 #include "netmodels/TcpDefaults.h"
-#include "netmodels/Units.h"
 
 namespace gradwire {
 
@@ -33,52 +36,54 @@ const std::vector<std::pair<std::string, std::string>>& schedulers() {
   return kSchedulers;
 }
 
-std::uint32_t read_rbs(const JsonFields& f, const std::string& key, std::uint32_t fallback) {
-  const auto v = static_cast<std::uint32_t>(f.integer(key, fallback, 6, 100));
+std::uint32_t read_rbs(const JsonFields& f, const ParamSpec& spec) {
+  const auto v = static_cast<std::uint32_t>(declared_integer(f, spec));
   if (v != 6 && v != 15 && v != 25 && v != 50 && v != 75 && v != 100) {
-    throw ConfigError(f.path_of(key),
+    throw ConfigError(f.path_of(spec.name),
                       "expected resource blocks 6, 15, 25, 50, 75 or 100 (1.4 to 20 MHz)");
   }
   return v;
+}
+
+/// The ns-3 type of a declared scheduler name.
+const std::string& scheduler_type(const std::string& name) {
+  for (const auto& s : schedulers()) {
+    if (s.first == name) return s.second;
+  }
+  throw std::logic_error("no ns-3 scheduler for the declared scheduler '" + name + "'");
 }
 
 }  // namespace
 
 LteConfig LteConfig::from_json(const nlohmann::json& object, const std::string& path,
                                bool group) {
+  const std::vector<ParamSpec>& declared = group ? lte_group_params() : lte_params();
+  const auto spec = [&](const char* name) -> const ParamSpec& {
+    return param_named(declared, name);
+  };
   JsonFields f(object, path);
-  std::vector<std::string> keys = {"family",    "enbs",         "enb_spacing_m", "placement",
-                                   "ul_bandwidth", "dl_bandwidth", "scheduler",   "rlc",
-                                   "ue_tx_power_dbm", "enb_tx_power_dbm", "pathloss",
-                                   "exponent",  "backhaul_rate", "backhaul_delay", "impairments"};
-  if (group) {
-    keys.push_back("workers");
-  } else {
-    keys.push_back("server");
-    keys.push_back("tcp_buffer");
-  }
-  f.allow(keys);
+  f.allow(group ? allowed_keys({"family"}, declared, {"workers"})
+                : allowed_keys({"family"}, declared));
   LteConfig c;
-  c.enbs = static_cast<std::uint32_t>(f.integer("enbs", c.enbs, 1, 16));
-  c.enb_spacing_m = f.number("enb_spacing_m", c.enb_spacing_m, 1.0, 100000.0);
+  c.enbs = static_cast<std::uint32_t>(declared_integer(f, spec("enbs")));
+  c.enb_spacing_m = declared_number(f, spec("enb_spacing_m"));
   c.placement = PlacementSpec::from_json(f.object_at("placement"), f.path_of("placement"), 100.0);
-  c.ul_bandwidth = read_rbs(f, "ul_bandwidth", c.ul_bandwidth);
-  c.dl_bandwidth = read_rbs(f, "dl_bandwidth", c.dl_bandwidth);
-  std::vector<std::string> names;
-  for (const auto& s : schedulers()) names.push_back(s.first);
-  c.scheduler = f.string("scheduler", c.scheduler, names);
-  c.rlc = f.string("rlc", c.rlc, {"am", "um"});
-  c.ue_tx_power_dbm = f.number("ue_tx_power_dbm", c.ue_tx_power_dbm, -40.0, 40.0);
-  c.enb_tx_power_dbm = f.number("enb_tx_power_dbm", c.enb_tx_power_dbm, 0.0, 60.0);
-  c.pathloss = f.string("pathloss", c.pathloss, {"friis", "log-distance", "cost231"});
-  c.exponent = f.number("exponent", c.exponent, 1.0, 8.0);
+  c.ul_bandwidth = read_rbs(f, spec("ul_bandwidth"));
+  c.dl_bandwidth = read_rbs(f, spec("dl_bandwidth"));
+  c.scheduler = declared_string(f, spec("scheduler"));
+  c.rlc = declared_string(f, spec("rlc"));
+  c.ue_tx_power_dbm = declared_number(f, spec("ue_tx_power_dbm"));
+  c.enb_tx_power_dbm = declared_number(f, spec("enb_tx_power_dbm"));
+  c.pathloss = declared_string(f, spec("pathloss"));
+  c.exponent = declared_number(f, spec("exponent"));
   if (!group) {
-    c.server = f.string("server", c.server, {"remote", "edge", "ue"});
-    c.tcp_buffer_bytes = static_cast<std::uint32_t>(
-        f.integer("tcp_buffer", c.tcp_buffer_bytes, 4096, 1 << 30));
+    c.server = declared_string(f, spec("server"));
+    c.tcp_buffer_bytes = static_cast<std::uint32_t>(declared_integer(f, spec("tcp_buffer")));
   }
-  c.backhaul_rate_bps = read_data_rate(f, "backhaul_rate", c.backhaul_rate_bps);
-  c.backhaul_delay_s = read_duration(f, "backhaul_delay", c.server == "edge" ? 100e-6 : 10e-3);
+  c.backhaul_rate_bps = declared_rate(f, spec("backhaul_rate"));
+  // A server next to the PGW (MEC) sits behind a short link; an Internet server far away.
+  c.backhaul_delay_s =
+      declared_duration(f, spec("backhaul_delay"), c.server == "edge" ? 100e-6 : 10e-3);
   c.impairments =
       ImpairmentsConfig::from_json(f.object_at("impairments"), f.path_of("impairments"), true);
   return c;
@@ -134,9 +139,7 @@ LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues) {
   lte->SetEpcHelper(epc);
   cell.lte_helper = lte;
   cell.epc_helper = epc;
-  for (const auto& s : schedulers()) {
-    if (s.first == config.scheduler) lte->SetSchedulerType(s.second);
-  }
+  lte->SetSchedulerType(scheduler_type(config.scheduler));
   if (config.pathloss == "friis") {
     lte->SetPathlossModelType(ns3::TypeId::LookupByName("ns3::FriisPropagationLossModel"));
   } else if (config.pathloss == "cost231") {

@@ -1,15 +1,14 @@
 #include "netmodels/NetworkFactory.h"
 
-#include "codecs/JsonFields.h"
-#include "netmodels/EthernetNetwork.h"
-#include "netmodels/HybridNetwork.h"
+#include "common/JsonFields.h"
+#include "netmodels/DeclaredFields.h"
 #include "netmodels/Impairments.h"
-#include "netmodels/LteNetwork.h"
-#include "netmodels/WifiNetwork.h"
+#include "netmodels/NetworkParams.h"
+#include "netmodels/NetworkRegistry.h"
 
 namespace gradwire {
 
-std::vector<std::string> network_families() { return {"ethernet", "wifi", "lte", "hybrid"}; }
+std::vector<std::string> network_families() { return NetworkRegistry::builtin().names(); }
 
 namespace {
 
@@ -20,30 +19,25 @@ nlohmann::json without_transport(const nlohmann::json& object) {
   return rest;
 }
 
+const ParamSpec& family_spec() { return param_named(network_params(), "family"); }
+
 nlohmann::json resolve_family(const nlohmann::json& object, const std::string& path) {
   JsonFields fields(object, path);
-  const std::string family = fields.string("family", "ethernet", network_families());
+  const std::string family = declared_string(fields, family_spec());
   // Each family validates its own keys and fills in its defaults.
-  if (family == "wifi") return WifiConfig::from_json(object, path).to_json();
-  if (family == "lte") return LteConfig::from_json(object, path).to_json();
-  if (family == "hybrid") return HybridConfig::from_json(object, path).to_json();
-  return EthernetConfig::from_json(object, path).to_json();
+  return NetworkRegistry::builtin().find(family)->resolve(object, path);
 }
 
 }  // namespace
 
 nlohmann::json resolve_network(const nlohmann::json& object, const std::string& path) {
   nlohmann::json resolved = resolve_family(without_transport(object), path);
-  const nlohmann::json transport =
-      object.is_object() && object.contains("transport") ? object.at("transport") : nlohmann::json();
-  resolved["transport"] = TransportConfig::from_json(transport, path + ".transport").to_json();
+  // How messages cross the hosts is the transport layer's to validate (nodes/transport); the
+  // network only carries the key through.
+  if (object.is_object() && object.contains("transport")) {
+    resolved["transport"] = object.at("transport");
+  }
   return resolved;
-}
-
-TransportConfig transport_of(const nlohmann::json& resolved) {
-  const auto it = resolved.find("transport");
-  return TransportConfig::from_json(it == resolved.end() ? nlohmann::json() : *it,
-                                    "network.transport");
 }
 
 std::uint32_t network_mtu(const nlohmann::json& resolved) {
@@ -53,19 +47,14 @@ std::uint32_t network_mtu(const nlohmann::json& resolved) {
 
 std::unique_ptr<Network> build_network(const nlohmann::json& object, std::size_t hosts) {
   const nlohmann::json resolved = without_transport(object);
-  const std::string family = resolved.value("family", "ethernet");
+  const NetworkRegistry& registry = NetworkRegistry::builtin();
+  const std::string fallback = family_spec().default_value.get<std::string>();
+  const NetworkFamilyInfo* family = registry.find(resolved.value("family", fallback));
+  // resolve_network returns known families only; any other object is built as the default
+  // family, whose builder checks its keys.
+  if (family == nullptr) family = registry.find(fallback);
   reset_streams();
-  if (family == "wifi") {
-    return std::make_unique<WifiNetwork>(WifiConfig::from_json(resolved, "network"), hosts);
-  }
-  if (family == "lte") {
-    return std::make_unique<LteNetwork>(LteConfig::from_json(resolved, "network"), hosts);
-  }
-  if (family == "hybrid") {
-    return std::make_unique<HybridNetwork>(HybridConfig::from_json(resolved, "network"), hosts);
-  }
-  return std::make_unique<EthernetNetwork>(EthernetConfig::from_json(resolved, "network"),
-                                           hosts);
+  return family->build(resolved, hosts);
 }
 
 }  // namespace gradwire

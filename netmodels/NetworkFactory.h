@@ -1,5 +1,5 @@
-// Builds the ns-3 network named by a scenario's `network` object. The only place that maps a
-// family name to a builder: adding a family touches netmodels/ and the schema, nothing else.
+// Builds the ns-3 network named by a scenario's `network` object, through the family registry
+// (netmodels/NetworkRegistry.h): adding a family touches netmodels/ and the schema, nothing else.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include "netmodels/Network.h"
-#include "netmodels/TransportConfig.h"
 
 namespace gradwire {
 
@@ -18,11 +17,9 @@ namespace gradwire {
 std::vector<std::string> network_families();
 
 /// Validates a `network` object and returns it with defaults filled in (ConfigError on bad
-/// input, naming `path`.key).
+/// input, naming `path`.key). `transport` is carried through unchecked: the transport layer
+/// (TransportConfig) validates it.
 nlohmann::json resolve_network(const nlohmann::json& object, const std::string& path);
-
-/// The transport of a resolved network object (`transport`; tcp when absent).
-TransportConfig transport_of(const nlohmann::json& resolved);
 
 /// Largest IP packet the hosts' links carry (the family's `mtu`, 1500 when it has none).
 std::uint32_t network_mtu(const nlohmann::json& resolved);

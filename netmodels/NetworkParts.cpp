@@ -20,23 +20,27 @@
 #include <ns3/traffic-control-helper.h>
 #include <ns3/uinteger.h>
 
-#include "codecs/ConfigError.h"
-#include "codecs/JsonFields.h"
-#include "netmodels/Units.h"
+#include "common/ConfigError.h"
+#include "common/JsonFields.h"
+#include "common/Units.h"
+#include "netmodels/DeclaredFields.h"
+#include "netmodels/NetworkParams.h"
 
 namespace gradwire {
 
 PlacementSpec PlacementSpec::from_json(const nlohmann::json& object, const std::string& path,
                                        double default_distance_m) {
+  const auto spec = [](const char* name) -> const ParamSpec& {
+    return param_named(placement_params(), name);
+  };
   JsonFields f(object, path);
   PlacementSpec p;
   p.distance_m = default_distance_m;
-  p.kind = f.string("kind", p.kind, {"distance", "distances", "grid", "disc"});
+  p.kind = declared_string(f, spec("kind"));
+  f.allow(placement_keys(p.kind));
   if (p.kind == "distance") {
-    f.allow({"kind", "distance_m"});
-    p.distance_m = f.number("distance_m", p.distance_m, 0.0, 100000.0);
+    p.distance_m = declared_number(f, spec("distance_m"), p.distance_m);
   } else if (p.kind == "distances") {
-    f.allow({"kind", "distances_m"});
     const std::string where = f.path_of("distances_m");
     if (!f.has("distances_m") || !object.at("distances_m").is_array() ||
         object.at("distances_m").empty()) {
@@ -52,12 +56,10 @@ PlacementSpec PlacementSpec::from_json(const nlohmann::json& object, const std::
       p.distances_m.push_back(list[i].get<double>());
     }
   } else if (p.kind == "grid") {
-    f.allow({"kind", "spacing_m", "columns"});
-    p.spacing_m = f.number("spacing_m", p.spacing_m, 0.0, 100000.0, true);
-    p.columns = static_cast<std::uint32_t>(f.integer("columns", p.columns, 1, 1000));
+    p.spacing_m = declared_number(f, spec("spacing_m"));
+    p.columns = static_cast<std::uint32_t>(declared_integer(f, spec("columns")));
   } else {
-    f.allow({"kind", "radius_m"});
-    p.radius_m = f.number("radius_m", p.radius_m, 0.0, 100000.0, true);
+    p.radius_m = declared_number(f, spec("radius_m"));
   }
   return p;
 }

@@ -15,74 +15,56 @@
 #include <ns3/wifi-mac-helper.h>
 #include <ns3/yans-wifi-helper.h>
 
-#include "codecs/ConfigError.h"
-#include "codecs/JsonFields.h"
+#include "common/ConfigError.h"
+#include "common/JsonFields.h"
+#include "common/Units.h"
+#include "netmodels/DeclaredFields.h"
+#include "netmodels/NetworkParams.h"
 #include "netmodels/TcpDefaults.h"
-#include "netmodels/Units.h"
 
 namespace gradwire {
 
-namespace {
-
-double band_frequency_hz(const std::string& band) {
-  if (band == "2.4GHz") return 2.437e9;
-  if (band == "6GHz") return 5.975e9;
-  return 5.18e9;
-}
-
-// Free-space loss at 1 m: 20 log10(4 pi f / c).
-double friis_1m_db(double f) { return 20.0 * std::log10(4.0 * 3.14159265358979 * f / 299792458.0); }
-
-}  // namespace
-
 WifiConfig WifiConfig::from_json(const nlohmann::json& object, const std::string& path,
                                  bool group) {
+  const std::vector<ParamSpec>& declared = group ? wifi_group_params() : wifi_params();
+  const auto spec = [&](const char* name) -> const ParamSpec& {
+    return param_named(declared, name);
+  };
   JsonFields f(object, path);
-  std::vector<std::string> keys = {"family",      "standard",         "band",
-                                   "width_mhz",   "channel",          "spatial_streams",
-                                   "rate_control", "mcs",             "propagation",
-                                   "exponent",    "reference_loss_db", "tx_power_dbm",
-                                   "placement",   "backhaul_rate",    "backhaul_delay",
-                                   "impairments"};
-  if (group) {
-    keys.push_back("workers");
-  } else {
-    keys.push_back("server");
-    keys.push_back("tcp_buffer");
-  }
-  f.allow(keys);
+  f.allow(group ? allowed_keys({"family"}, declared, {"workers"})
+                : allowed_keys({"family"}, declared));
   WifiConfig c;
-  c.standard = f.string("standard", c.standard, {"n", "ac", "ax"});
+  c.standard = declared_string(f, spec("standard"));
   const std::vector<std::string> bands =
       c.standard == "n"    ? std::vector<std::string>{"2.4GHz", "5GHz"}
       : c.standard == "ac" ? std::vector<std::string>{"5GHz"}
                            : std::vector<std::string>{"2.4GHz", "5GHz", "6GHz"};
-  c.band = f.string("band", "5GHz", bands);
+  c.band = declared_string(f, spec("band"), bands);
   const std::uint32_t max_width = c.standard == "n" || c.band == "2.4GHz" ? 40 : 160;
-  c.width_mhz = static_cast<std::uint32_t>(
-      f.integer("width_mhz", c.band == "2.4GHz" || c.standard == "n" ? 20 : 80, 20, max_width));
+  c.width_mhz = static_cast<std::uint32_t>(declared_integer(
+      f, spec("width_mhz"), c.band == "2.4GHz" || c.standard == "n" ? 20 : 80, max_width));
   if (c.width_mhz != 20 && c.width_mhz != 40 && c.width_mhz != 80 && c.width_mhz != 160) {
     throw ConfigError(f.path_of("width_mhz"), "expected 20, 40, 80 or 160");
   }
-  c.channel = static_cast<std::uint32_t>(f.integer("channel", 0, 0, 233));
-  c.spatial_streams = static_cast<std::uint32_t>(f.integer("spatial_streams", 1, 1, 4));
-  c.rate_control = f.string("rate_control", c.rate_control, {"ideal", "minstrel-ht", "constant"});
+  c.channel = static_cast<std::uint32_t>(declared_integer(f, spec("channel")));
+  c.spatial_streams = static_cast<std::uint32_t>(declared_integer(f, spec("spatial_streams")));
+  c.rate_control = declared_string(f, spec("rate_control"));
+  const ParamSpec& mcs = spec("mcs");
   const std::int64_t max_mcs = c.standard == "n" ? 7 : c.standard == "ac" ? 9 : 11;
-  c.mcs = static_cast<std::uint32_t>(f.integer("mcs", std::min<std::int64_t>(7, max_mcs), 0, max_mcs));
-  c.propagation = f.string("propagation", c.propagation, {"log-distance", "friis"});
-  c.exponent = f.number("exponent", c.exponent, 1.0, 8.0);
-  c.reference_loss_db = f.number("reference_loss_db",
-                                 std::round(friis_1m_db(band_frequency_hz(c.band)) * 100) / 100,
-                                 0.0, 200.0);
-  c.tx_power_dbm = f.number("tx_power_dbm", c.tx_power_dbm, -10.0, 40.0);
+  c.mcs = static_cast<std::uint32_t>(
+      declared_integer(f, mcs, mcs.default_value.get<std::int64_t>(), max_mcs));
+  c.propagation = declared_string(f, spec("propagation"));
+  c.exponent = declared_number(f, spec("exponent"));
+  c.reference_loss_db = declared_number(f, spec("reference_loss_db"),
+                                        wifi_default_reference_loss_db(c.band));
+  c.tx_power_dbm = declared_number(f, spec("tx_power_dbm"));
   c.placement = PlacementSpec::from_json(f.object_at("placement"), f.path_of("placement"), 5.0);
   if (!group) {
-    c.server = f.string("server", c.server, {"station", "ap", "wired"});
-    c.tcp_buffer_bytes = static_cast<std::uint32_t>(
-        f.integer("tcp_buffer", c.tcp_buffer_bytes, 4096, 1 << 30));
+    c.server = declared_string(f, spec("server"));
+    c.tcp_buffer_bytes = static_cast<std::uint32_t>(declared_integer(f, spec("tcp_buffer")));
   }
-  c.backhaul_rate_bps = read_data_rate(f, "backhaul_rate", c.backhaul_rate_bps);
-  c.backhaul_delay_s = read_duration(f, "backhaul_delay", c.backhaul_delay_s);
+  c.backhaul_rate_bps = declared_rate(f, spec("backhaul_rate"));
+  c.backhaul_delay_s = declared_duration(f, spec("backhaul_delay"));
   c.impairments =
       ImpairmentsConfig::from_json(f.object_at("impairments"), f.path_of("impairments"), true);
   return c;
@@ -136,7 +118,7 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
   channel.SetPropagationDelay("ns3::ConstantSpeedPropagationDelayModel");
   if (config.propagation == "friis") {
     channel.AddPropagationLoss("ns3::FriisPropagationLossModel", "Frequency",
-                               ns3::DoubleValue(band_frequency_hz(config.band)));
+                               ns3::DoubleValue(wifi_band_frequency_hz(config.band)));
   } else {
     channel.AddPropagationLoss("ns3::LogDistancePropagationLossModel", "Exponent",
                                ns3::DoubleValue(config.exponent), "ReferenceLoss",

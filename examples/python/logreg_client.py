@@ -3,7 +3,7 @@
 
 Your own training loop, gradwire's network: this one process plays every host of the scenario
 (4 workers and a parameter server), each over its own ZeroMQ DEALER socket, and speaks the
-protocol of sim/PROTOCOL.md. Per step each worker computes its gradient with numpy, takes a
+protocol of sim/service/PROTOCOL.md. Per step each worker computes its gradient with numpy, takes a
 fixed simulated compute time, pushes the float32 gradient bytes to the server host, and waits;
 the server averages the n gradients when the last one *arrives in simulated time* and sends the
 mean back; every worker applies it when its bytes arrive. The service turns each send into real

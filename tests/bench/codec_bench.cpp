@@ -9,10 +9,10 @@
 #include <torch/types.h>
 #include <torch/utils.h>
 
-#include "codecs/LargeBuffers.h"
 #include "codecs/Codec.h"
 #include "codecs/DenseCodec.h"
-#include "codecs/TopKCodec.h"
+#include "codecs/sparsify/TopKCodec.h"
+#include "common/LargeBuffers.h"
 
 namespace {
 
@@ -76,7 +76,7 @@ BENCHMARK(BM_Decode)->Apply(sizes_and_codecs);
 }  // namespace
 
 // Encode outputs of 25M elements exceed glibc's mmap threshold: without this every iteration
-// would time the OS's first-touch page faults (codecs/LargeBuffers.h), not the codec.
+// would time the OS's first-touch page faults (common/LargeBuffers.h), not the codec.
 const bool kReuseLargeBuffers = (gradwire::reuse_large_buffers(), true);
 
 BENCHMARK_MAIN();

@@ -10,9 +10,9 @@
 #include "codecs/CodecRegistry.h"
 #include "netmodels/AlphaBetaModel.h"
 #include "netmodels/EthernetNetwork.h"
-#include "nodes/Messenger.h"
-#include "nodes/ParameterServer.h"
-#include "nodes/RingAllReduce.h"
+#include "nodes/schemes/ParameterServer.h"
+#include "nodes/schemes/RingAllReduce.h"
+#include "nodes/transport/Messenger.h"
 
 namespace gradwire {
 namespace {

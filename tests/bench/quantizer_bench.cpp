@@ -1,5 +1,5 @@
 // Encode / decode throughput of the quantisation codecs at 1M and 25M elements, beside a
-// memcpy of the same float32 gradient in the same run (issue 4's goal: every quantiser's
+// memcpy of the same float32 gradient in the same run (the goal: every quantiser's
 // encode within 4x the time of one memcpy of its input). Bytes processed are the dense
 // float32 bytes (4 per element) in both directions, so GB/s compare across codecs and with
 // memcpy. The error-feedback methods (onebit, efsignsgd, topk_natural) are measured without
@@ -17,10 +17,10 @@
 
 #include <torch/types.h>
 
-#include "codecs/LargeBuffers.h"
 #include "codecs/Codec.h"
 #include "codecs/CodecRegistry.h"
 #include "codecs/ErrorFeedback.h"
+#include "common/LargeBuffers.h"
 
 namespace {
 
@@ -135,7 +135,7 @@ BENCHMARK(BM_Decode)->Apply(sizes_and_codecs);
 }  // namespace
 
 // Encode outputs of 25M elements exceed glibc's mmap threshold: without this every iteration
-// would time the OS's first-touch page faults (codecs/LargeBuffers.h), not the codec.
+// would time the OS's first-touch page faults (common/LargeBuffers.h), not the codec.
 const bool kReuseLargeBuffers = (gradwire::reuse_large_buffers(), true);
 
 BENCHMARK_MAIN();

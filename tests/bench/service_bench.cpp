@@ -22,10 +22,10 @@
 #include <ns3/core-module.h>
 
 #include "netmodels/NetworkFactory.h"
-#include "nodes/Messenger.h"
-#include "sim/EmulatorService.h"
-#include "sim/ScenarioLoader.h"
-#include "sim/ServiceConnection.h"
+#include "nodes/transport/Messenger.h"
+#include "sim/engine/ScenarioLoader.h"
+#include "sim/service/EmulatorService.h"
+#include "sim/service/ServiceConnection.h"
 
 namespace gradwire {
 namespace {

@@ -1,4 +1,4 @@
-// Encode / decode throughput of the sparsifiers (issue 3, "Speed"), in bytes of fp32 input per
+// Encode / decode throughput of the sparsifiers ("Speed"), in bytes of fp32 input per
 // second, for 1M and 25M elements, beside a memcpy of the same buffer and exact torch::topk
 // (k = 0.1%) measured in the same run. Goal: dgc at 0.1% density on 25M elements encodes
 // within 3x one memcpy and at least 20x faster than torch::topk.
@@ -19,8 +19,8 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
-#include "codecs/LargeBuffers.h"
 #include "codecs/CodecRegistry.h"
+#include "common/LargeBuffers.h"
 
 namespace gradwire {
 namespace {
@@ -161,7 +161,7 @@ BENCHMARK(BM_DgcEncodeThreads)
 }  // namespace gradwire
 
 // Encode outputs of 25M elements exceed glibc's mmap threshold: without this every iteration
-// would time the OS's first-touch page faults (codecs/LargeBuffers.h), not the codec.
+// would time the OS's first-touch page faults (common/LargeBuffers.h), not the codec.
 const bool kReuseLargeBuffers = (gradwire::reuse_large_buffers(), true);
 
 BENCHMARK_MAIN();

@@ -1,0 +1,84 @@
+#include "codecs/quantize/HalfPrecisionCodec.h"
+
+#include <algorithm>
+
+#include <torch/types.h>
+
+#include "codecs/GradientChecks.h"
+#include "codecs/wire/HalfConversion.h"
+#include "codecs/wire/WireFormat.h"
+
+namespace gradwire {
+
+namespace {
+
+void to_half(HalfPrecisionCodec::Format format, const float* src, std::uint64_t n, std::uint8_t* dst) {
+  if (format == HalfPrecisionCodec::Format::kFp16) {
+    floats_to_fp16(src, n, dst);
+  } else {
+    floats_to_bf16(src, n, dst);
+  }
+}
+
+void from_half(HalfPrecisionCodec::Format format, const std::uint8_t* src, std::uint64_t n, float* dst) {
+  if (format == HalfPrecisionCodec::Format::kFp16) {
+    fp16_to_floats(src, n, dst);
+  } else {
+    bf16_to_floats(src, n, dst);
+  }
+}
+
+}  // namespace
+
+std::uint64_t HalfPrecisionCodec::read(ByteSpan payload, const std::uint8_t** values) const {
+  ByteReader reader(payload, name() + " payload");
+  const std::uint64_t n = read_header(reader, id(), name(), kFormatVersion).numel;
+  *values = reader.take(n, 2, "values");
+  reader.expect_end();
+  return n;
+}
+
+Bytes HalfPrecisionCodec::encode(const torch::Tensor& grad) {
+  check_gradient(grad, name() + " encode");
+  const auto n = static_cast<std::uint64_t>(grad.numel());
+  ByteWriter writer(payload_size(n));
+  write_header(writer, id(), kFormatVersion, n);
+  std::uint8_t* dst = writer.extend(2 * n);
+  to_half(format_, grad.data_ptr<float>(), n, dst);
+  return writer.take();
+}
+
+torch::Tensor HalfPrecisionCodec::decode(ByteSpan payload) const {
+  const std::uint8_t* values = nullptr;
+  const std::uint64_t n = read(payload, &values);
+  torch::Tensor out = torch::empty({static_cast<std::int64_t>(n)}, torch::kFloat);
+  from_half(format_, values, n, out.data_ptr<float>());
+  return out;
+}
+
+void HalfPrecisionCodec::accumulate(Bytes& acc, ByteSpan other) const {
+  const std::uint8_t* b = nullptr;
+  const std::uint8_t* a_const = nullptr;
+  const std::uint64_t nb = read(other, &b);
+  const std::uint64_t na = read(ByteSpan(acc), &a_const);
+  if (na != nb) {
+    throw DecodeError(name() + " accumulate: payloads describe different sizes: " +
+                      std::to_string(na) + " vs " + std::to_string(nb) + " elements");
+  }
+  std::uint8_t* a = acc.data() + kPayloadHeaderSize;
+  // Sum in float32, round once to 16 bits (what ATen's half/bfloat16 add does too), block by
+  // block so both operands stay in L1.
+  constexpr std::uint64_t kBlock = 2048;
+  float fa[kBlock], fb[kBlock];
+  for (std::uint64_t i = 0; i < na; i += kBlock) {
+    const std::uint64_t m = std::min(kBlock, na - i);
+    from_half(format_, a + 2 * i, m, fa);
+    from_half(format_, b + 2 * i, m, fb);
+    for (std::uint64_t j = 0; j < m; ++j) fa[j] += fb[j];
+    to_half(format_, fa, m, a + 2 * i);
+  }
+}
+
+LossTolerance HalfPrecisionCodec::loss_tolerance() const { return {kPayloadHeaderSize, 2}; }
+
+}  // namespace gradwire

@@ -1,0 +1,47 @@
+// `onebit`: 1-bit SGD (Seide, Fu, Droppo, Li, Yu, "1-Bit Stochastic Gradient Descent and its
+// Application to Data-Parallel Distributed Training of Speech DNNs", Interspeech 2014).
+//
+// Each element is sent as one bit, its sign; every column of a weight matrix carries two
+// float reconstruction values, the mean of its non-negative entries (sign bit clear) and the mean of its
+// negative entries, and the quantisation error is fed back into the next step's gradient
+// (error feedback is part of the method: the registry always wraps this codec in
+// ErrorFeedback, see codecs/README.md).
+//
+// "Column" here is the set of weights into one output unit: a contiguous row of PyTorch's
+// [out, in, ...] layout (the paper's column of W in v = W^T h notation). Tensors of rank 1
+// (biases), and every tensor with granularity "tensor", get one pair of values. Without a
+// model layout (tools, ring slices) the whole encoded tensor is one group.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codecs/Codec.h"
+#include "codecs/CodecRegistry.h"
+#include "codecs/quantize/QuantizerSupport.h"
+
+namespace gradwire {
+
+class OneBitCodec : public Codec {
+ public:
+  static constexpr std::uint8_t kFormatVersion = 1;
+
+  /// `per_column` false: one pair of reconstruction values per layer.
+  OneBitCodec(bool per_column, const CodecContext& ctx);
+
+  std::string name() const override { return "onebit"; }
+  Bytes encode(const torch::Tensor& grad) override;
+  torch::Tensor decode(ByteSpan payload) const override;
+
+  /// Exact size: 12 + 4 + sum over segments (12 + 8 groups) + ceil(n / 8).
+  static std::size_t payload_size(std::uint64_t n, const std::vector<quant::Segment>& segments);
+  /// The segments this codec uses for an n-element tensor.
+  std::vector<quant::Segment> segments(std::uint64_t n) const;
+
+ private:
+  bool per_column_;
+  std::vector<LayerSlice> layers_;
+};
+
+}  // namespace gradwire

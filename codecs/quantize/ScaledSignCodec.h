@@ -1,0 +1,44 @@
+// `efsignsgd`: scaled sign with error feedback (Karimireddy, Rebjock, Stich, Jaggi, "Error
+// Feedback Fixes SignSGD and other Gradient Compression Schemes", ICML 2019, Algorithm 1):
+//   p = g + e;  send C(p) = (||p||_1 / d) sign(p);  e = p - C(p).
+// The paper compensates lr * g; gradwire's codecs see gradients before the optimizer, so the
+// residual lives in gradient units (identical for a constant learning rate; with a schedule
+// the residual is not rescaled when lr changes). Error feedback is part of the method: the
+// registry always wraps this codec in ErrorFeedback.
+//
+// The scale is computed per segment: per model layer by default (granularity "layer"), or one
+// for the whole encoded tensor ("tensor", the paper's vector form). Wire format: header,
+// u32 segment count, per segment (u64 length, f32 scale), then ceil(n / 8) sign bytes
+// (bit i = 1 when p_i's sign bit is clear). Decode: +-scale of the element's segment.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codecs/Codec.h"
+#include "codecs/CodecRegistry.h"
+#include "codecs/quantize/QuantizerSupport.h"
+
+namespace gradwire {
+
+class ScaledSignCodec : public Codec {
+ public:
+  static constexpr std::uint8_t kFormatVersion = 1;
+
+  ScaledSignCodec(bool per_layer, const CodecContext& ctx);
+
+  std::string name() const override { return "efsignsgd"; }
+  Bytes encode(const torch::Tensor& grad) override;
+  torch::Tensor decode(ByteSpan payload) const override;
+
+  static std::size_t payload_size(std::uint64_t n, std::size_t segments) {
+    return 12 + 4 + 12 * segments + (n + 7) / 8;
+  }
+
+ private:
+  bool per_layer_;
+  std::vector<LayerSlice> layers_;
+};
+
+}  // namespace gradwire

@@ -1,0 +1,96 @@
+#include "codecs/quantize/SignCodec.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <torch/types.h>
+
+#include "codecs/CodecState.h"
+#include "codecs/GradientChecks.h"
+#include "codecs/quantize/QuantizerSupport.h"
+#include "codecs/wire/BitPacking.h"
+#include "codecs/wire/WireFormat.h"
+
+namespace gradwire {
+
+namespace {
+// m = beta m + alpha g (vectorises).
+GRADWIRE_VECTOR_KERNEL void momentum_update(float* m, const float* g, std::uint64_t n, float beta,
+                                            float alpha) {
+  for (std::uint64_t i = 0; i < n; ++i) m[i] = beta * m[i] + alpha * g[i];
+}
+}  // namespace
+
+SignCodec::SignCodec(double momentum)
+    : momentum_(momentum), m_(std::make_unique<torch::Tensor>()) {
+  if (!(momentum >= 0.0 && momentum < 1.0)) {
+    throw std::invalid_argument("signum: momentum must be in [0, 1), got " + std::to_string(momentum));
+  }
+}
+
+SignCodec::~SignCodec() = default;
+
+Bytes SignCodec::encode(const torch::Tensor& grad) {
+  check_gradient(grad, name() + " encode");
+  const auto n = static_cast<std::uint64_t>(grad.numel());
+  ByteWriter writer(payload_size(n));
+  write_header(writer, CodecId::kSign, kFormatVersion, n);
+  std::uint8_t* signs = writer.extend((n + 7) / 8);
+  if (momentum_ == 0) {
+    quant::pack_signs_parallel(grad.data_ptr<float>(), n, signs);
+    return writer.take();
+  }
+  torch::Tensor& m = *m_;
+  if (!m.defined()) {
+    m = torch::zeros_like(grad);
+  } else if (m.numel() != grad.numel()) {
+    throw std::invalid_argument("signum: gradient has " + std::to_string(grad.numel()) +
+                                " elements but the momentum has " + std::to_string(m.numel()));
+  }
+  // m = beta m + (1 - beta) g and its sign bits in one pass, in chunks that stay in L1.
+  const float beta = static_cast<float>(momentum_);
+  const float alpha = static_cast<float>(1.0 - momentum_);
+  const float* g = grad.data_ptr<float>();
+  float* mv = m.data_ptr<float>();
+  quant::parallel_ranges(n, 64, n, [&](std::uint64_t begin, std::uint64_t end) {
+    constexpr std::uint64_t kChunk = 4096;
+    for (std::uint64_t c = begin; c < end; c += kChunk) {
+      const std::uint64_t len = std::min(kChunk, end - c);
+      momentum_update(mv + c, g + c, len, beta, alpha);
+      bits::pack_signs(mv + c, len, signs + c / 8);
+    }
+  });
+  return writer.take();
+}
+
+torch::Tensor SignCodec::decode(ByteSpan payload) const {
+  ByteReader reader(payload, "sign payload");
+  const std::uint64_t n = read_header(reader, CodecId::kSign, "signsgd", kFormatVersion).numel;
+  const std::uint8_t* signs = reader.take((n + 7) / 8, 1, "sign bits");
+  reader.expect_end();
+  if (!bits::padding_is_zero(signs, n, 1)) reader.fail("non-zero padding bits after the last sign");
+  torch::Tensor out = torch::empty({static_cast<std::int64_t>(n)}, torch::kFloat);
+  float* dst = out.data_ptr<float>();
+  quant::expand_signs(signs, 0, n, 1.0f, -1.0f, dst);
+  return out;
+}
+
+Bytes SignCodec::save_state() const {
+  if (momentum_ == 0) return {};
+  CodecState st(name());
+  st.put_tensor("momentum", *m_);
+  return st.serialize();
+}
+
+void SignCodec::load_state(ByteSpan state) {
+  if (state.size == 0) {
+    *m_ = torch::Tensor();
+    return;
+  }
+  if (momentum_ == 0) throw DecodeError("codec 'signsgd' keeps no state to load");
+  *m_ = CodecState::parse(state, name()).tensor("momentum");
+}
+
+torch::Tensor SignCodec::finalize(torch::Tensor sum, int /*workers*/) const { return sum.sign_(); }
+
+}  // namespace gradwire

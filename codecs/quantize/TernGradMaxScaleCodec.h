@@ -1,0 +1,50 @@
+// `terngrad` with the paper's scaler sharing (Wen et al., NeurIPS 2017, Sec. 3.1): every
+// worker ternarises with the maximum of all workers' per-layer scales, agreed in an extra
+// multi-round exchange (codecs/MultiRoundCodec.h). The payload formats and the ternarisation
+// itself are TernGradCodec's; see codecs/quantize/TernGradCodec.h for the rounds.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codecs/CodecRegistry.h"
+#include "codecs/MultiRoundCodec.h"
+#include "codecs/quantize/TernGradCodec.h"
+
+namespace gradwire {
+
+/// `terngrad` with `"scaler_sharing": true` and no configured `shared_scale`: every worker uses
+/// the maximum of all workers' per-layer scales, agreed in an extra round (see the file
+/// comment). The collectives drive the two kReduce rounds (ring: all-gather, then each worker
+/// reduces; parameter server: the server reduces). `encode` / `decode` are the single-worker
+/// form (asynchronous server, gossip, `gradwire codec`): local per-layer scales, payloads
+/// decoded then summed.
+class TernGradMaxScaleCodec : public MultiRoundCodec {
+ public:
+  TernGradMaxScaleCodec(double clip, const CodecContext& ctx);
+
+  std::string name() const override { return "terngrad"; }
+  Bytes encode(const torch::Tensor& grad) override { return local_.encode(grad); }
+  torch::Tensor decode(ByteSpan payload) const override { return local_.decode(payload); }
+  Bytes save_state() const override { return local_.save_state(); }
+  void load_state(ByteSpan state) override { local_.load_state(state); }
+
+  /// Round 0: kReduce of this worker's scale proposal.
+  Round begin_exchange(const at::Tensor& grad) override;
+  /// After round 0: kReduce of the codes with the agreed scales; after round 1: done.
+  std::optional<Round> continue_exchange(int round, RoundOutcome&& outcome) override;
+  /// The mean of the workers' ternarised gradients.
+  at::Tensor exchange_result() override { return result_; }
+  /// Round 0: the per-segment maximum scales (a float tensor, one per segment); round 1: the
+  /// sum of the payloads, added in the compressed domain and decoded once.
+  at::Tensor reduce_round(int round, const std::vector<ByteSpan>& payloads) override;
+
+ private:
+  TernGradCodec local_;
+  int workers_;
+  at::Tensor grad_;    ///< this step's gradient, between the rounds
+  at::Tensor result_;
+};
+
+}  // namespace gradwire

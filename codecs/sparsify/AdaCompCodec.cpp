@@ -1,0 +1,172 @@
+#include "codecs/sparsify/AdaCompCodec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <torch/types.h>
+
+#include "codecs/CodecState.h"
+#include "codecs/GradientChecks.h"
+#include "codecs/sparsify/LayerPlan.h"
+#include "codecs/sparsify/ThresholdSampling.h"
+#include "codecs/wire/SparseWire.h"
+
+namespace gradwire {
+
+namespace {
+constexpr const char* kWhat = "adacomp payload";
+constexpr std::uint64_t kMaxAddressable = std::uint64_t{1} << 32;
+}  // namespace
+
+AdaCompCodec::AdaCompCodec(AdaCompOptions options, const CodecContext& ctx)
+    : options_(options),
+      layers_(ctx.layers),
+      max_elements_(ctx.numel > 0 ? static_cast<std::uint64_t>(ctx.numel) : kMaxAddressable),
+      residual_(std::make_unique<torch::Tensor>()) {
+  if (options_.bin_conv < 1 || options_.bin_fc < 1) {
+    throw std::invalid_argument("adacomp: bin lengths must be >= 1");
+  }
+}
+
+AdaCompCodec::~AdaCompCodec() = default;
+
+const torch::Tensor& AdaCompCodec::residual() const { return *residual_; }
+
+Bytes AdaCompCodec::encode(const torch::Tensor& grad) {
+  check_gradient(grad, "adacomp encode");
+  const std::int64_t n = grad.numel();
+  if (static_cast<std::uint64_t>(n) > kMaxAddressable) {
+    throw std::invalid_argument("adacomp encode: more than 2^32 elements");
+  }
+  ensure_state(*residual_, n, "adacomp");
+  float* r = residual_->data_ptr<float>();  // becomes G, then G - sent
+  const float* g = grad.data_ptr<float>();
+
+  std::vector<std::uint32_t> indices;
+  std::vector<std::uint8_t> negative;
+  std::vector<std::pair<std::uint32_t, float>> segments;  // (count, scale)
+  for (const Segment& s : plan_segments(layers_, n, false)) {
+    const std::int64_t bin = s.dims == 4 ? options_.bin_conv : options_.bin_fc;
+    const std::size_t first = indices.size();
+    double gmax_sum = 0.0;
+    std::int64_t bins = 0;
+    for (std::int64_t b = s.offset; b < s.offset + s.length; b += bin) {
+      const std::int64_t e = std::min(b + bin, s.offset + s.length);
+      float gmax = 0.0f;
+      for (std::int64_t i = b; i < e; ++i) {
+        r[i] += g[i];
+        gmax = std::max(gmax, std::fabs(r[i]));
+      }
+      gmax_sum += gmax;
+      ++bins;
+      if (!(gmax > 0.0f)) continue;  // nothing accumulated in this bin
+      for (std::int64_t i = b; i < e; ++i) {
+        if (r[i] != 0.0f && std::fabs(r[i] + g[i]) >= gmax) {
+          indices.push_back(static_cast<std::uint32_t>(i));
+        }
+      }
+    }
+    const std::size_t count = indices.size() - first;
+    if (count == 0) continue;
+    const auto scale = static_cast<float>(gmax_sum / static_cast<double>(bins));
+    for (std::size_t j = first; j < indices.size(); ++j) {
+      const std::uint32_t i = indices[j];
+      const bool neg = r[i] < 0.0f;
+      negative.push_back(neg ? 1 : 0);
+      r[i] -= neg ? -scale : scale;
+    }
+    segments.emplace_back(static_cast<std::uint32_t>(count), scale);
+  }
+  const std::size_t k = indices.size();
+  last_density_ = n > 0 ? static_cast<double>(k) / static_cast<double>(n) : 1.0;
+
+  const IndexCoding coding = choose_index_coding(indices.data(), k);
+  const std::size_t section = index_section_size(coding, indices.data(), k);
+  ByteWriter w(kPayloadHeaderSize + 13 + 8 * segments.size() + section + (k + 7) / 8);
+  write_header(w, CodecId::kAdaComp, kFormatVersion, static_cast<std::uint64_t>(n));
+  w.u8(static_cast<std::uint8_t>(coding));
+  w.u32(static_cast<std::uint32_t>(k));
+  w.u32(static_cast<std::uint32_t>(section));
+  w.u32(static_cast<std::uint32_t>(segments.size()));
+  for (const auto& [count, scale] : segments) {
+    w.u32(count);
+    w.f32(scale);
+  }
+  write_index_section(w, coding, indices.data(), k);
+  std::uint8_t* bits = w.extend((k + 7) / 8);
+  std::fill(bits, bits + (k + 7) / 8, std::uint8_t{0});
+  for (std::size_t j = 0; j < k; ++j) bits[j / 8] |= static_cast<std::uint8_t>(negative[j] << (j % 8));
+  return w.take();
+}
+
+torch::Tensor AdaCompCodec::decode_payload(ByteSpan payload, std::uint64_t max_elements) {
+  ByteReader r(payload, kWhat);
+  const PayloadHeader h = read_header(r, CodecId::kAdaComp, "adacomp", kFormatVersion);
+  const std::uint64_t limit = std::min(max_elements, kMaxAddressable);
+  if (h.numel > limit) {
+    r.fail("element count " + std::to_string(h.numel) + " exceeds this decoder's limit of " +
+           std::to_string(limit));
+  }
+  const std::uint8_t coding = r.u8("index coding");
+  if (coding > 3) r.fail("unknown index coding " + std::to_string(coding));
+  const std::uint64_t k = r.u32("k");
+  if (k > h.numel) r.fail("k = " + std::to_string(k) + " exceeds the element count " + std::to_string(h.numel));
+  const std::uint64_t section = r.u32("index bytes");
+  const std::uint64_t segs = r.u32("segment count");
+  if (segs > r.remaining() / 8) {
+    r.fail("segment count " + std::to_string(segs) + " needs " + std::to_string(8 * segs) +
+           " bytes, " + std::to_string(r.remaining()) + " left");
+  }
+  std::vector<std::pair<std::uint64_t, float>> segments(static_cast<std::size_t>(segs));
+  std::uint64_t total = 0;
+  for (auto& [count, scale] : segments) {
+    count = r.u32("segment count field");
+    scale = r.f32("segment scale");
+    total += count;
+  }
+  if (total != k) {
+    r.fail("segment counts add up to " + std::to_string(total) + ", not k = " + std::to_string(k));
+  }
+  const std::uint64_t sign_bytes = (k + 7) / 8;
+  if (r.remaining() != section + sign_bytes) {
+    r.fail("size mismatch: " + std::to_string(section) + " index bytes + " +
+           std::to_string(sign_bytes) + " sign bytes after offset " + std::to_string(r.offset()) +
+           ", have " + std::to_string(r.remaining()));
+  }
+  const std::vector<std::uint32_t> idx =
+      read_index_section(r, static_cast<IndexCoding>(coding), static_cast<std::size_t>(k),
+                         static_cast<std::size_t>(section), h.numel);
+  const std::uint8_t* bits = r.take(static_cast<std::size_t>(sign_bytes), 1, "sign bits");
+  r.expect_end();
+  if (k % 8 != 0 && (bits[sign_bytes - 1] >> (k % 8)) != 0) {
+    r.fail("padding bits after the last sign are not zero");
+  }
+  torch::Tensor out = torch::zeros({static_cast<std::int64_t>(h.numel)}, torch::kFloat);
+  float* dst = out.data_ptr<float>();
+  std::size_t j = 0;
+  for (const auto& [count, scale] : segments) {
+    for (std::uint64_t c = 0; c < count; ++c, ++j) {
+      const bool neg = (bits[j / 8] >> (j % 8)) & 1u;
+      dst[idx[j]] = neg ? -scale : scale;
+    }
+  }
+  return out;
+}
+
+torch::Tensor AdaCompCodec::decode(ByteSpan payload) const {
+  return decode_payload(payload, max_elements_);
+}
+
+Bytes AdaCompCodec::save_state() const {
+  CodecState st(name());
+  st.put_tensor("residual", *residual_);
+  return st.serialize();
+}
+
+void AdaCompCodec::load_state(ByteSpan state) {
+  if (state.size == 0) return;
+  *residual_ = CodecState::parse(state, name()).tensor("residual");
+}
+
+}  // namespace gradwire

@@ -1,0 +1,55 @@
+// `adacomp`: Adaptive Residual Gradient Compression (Chen, Choi, Brand, Agrawal, Zhang,
+// Gopalakrishnan, AAAI 2018, arXiv:1712.02679). Per parameter tensor, with residue r:
+//     G = r + g            (accumulated gradient)
+//     H = G + g            (the latest gradient counted twice: favours fresh activity)
+//   split G into bins of L_T consecutive elements; gmax_b = max |G| in bin b;
+//   send i iff |H_i| >= gmax_b of its bin (and G_i != 0), as sign(G_i) * scale, where the
+//   tensor's scale is the mean of its bins' gmax; r = G - sent.
+// The selection is local to a bin (no sort), and the number sent adapts to the gradient by
+// itself ("self-adjusting": one hyper-parameter, L_T). Bin lengths: 50 for convolutional
+// layers, 500 for fully connected / recurrent ones (the paper's settings); a tensor with 4 dimensions counts as convolutional.
+//
+// Wire (CodecId::kAdaComp, codecs/README.md): header | u8 index coding | u32 k | u32 index
+// bytes | u32 S | S x (u32 count, f32 scale) | index section | ceil(k/8) sign bytes.
+// Not summable.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codecs/Codec.h"
+#include "codecs/CodecRegistry.h"
+
+namespace gradwire {
+
+struct AdaCompOptions {
+  std::int64_t bin_conv = 50;   ///< L_T for convolutional layers (paper: 50)
+  std::int64_t bin_fc = 500;    ///< L_T for fully connected / recurrent layers (paper: 500)
+};
+
+class AdaCompCodec : public Codec {
+ public:
+  static constexpr std::uint8_t kFormatVersion = 1;
+  AdaCompCodec(AdaCompOptions options, const CodecContext& ctx);
+  ~AdaCompCodec() override;
+
+  std::string name() const override { return "adacomp"; }
+  Bytes encode(const torch::Tensor& grad) override;
+  torch::Tensor decode(ByteSpan payload) const override;
+  double last_density() const override { return last_density_; }
+  Bytes save_state() const override;
+  void load_state(ByteSpan state) override;
+  const torch::Tensor& residual() const;
+
+  static torch::Tensor decode_payload(ByteSpan payload, std::uint64_t max_elements);
+
+ private:
+  AdaCompOptions options_;
+  std::vector<LayerSlice> layers_;
+  std::uint64_t max_elements_;
+  double last_density_ = 1.0;
+  std::unique_ptr<torch::Tensor> residual_;
+};
+
+}  // namespace gradwire

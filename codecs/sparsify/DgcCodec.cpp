@@ -1,0 +1,238 @@
+#include "codecs/sparsify/DgcCodec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include <ATen/Parallel.h>
+#include <torch/types.h>
+
+#include "codecs/CodecState.h"
+#include "codecs/GradientChecks.h"
+#include "codecs/MomentumCorrection.h"
+#include "codecs/sparsify/TopKCodec.h"
+
+namespace gradwire {
+
+std::vector<double> parse_density_list(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto b = item.find_first_not_of(" \t");
+    const auto e = item.find_last_not_of(" \t");
+    if (b == std::string::npos) throw std::invalid_argument("empty entry in density list '" + text + "'");
+    const std::string t = item.substr(b, e - b + 1);
+    std::size_t used = 0;
+    double d = 0;
+    try {
+      d = std::stod(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != t.size() || !(d > 0.0 && d <= 1.0)) {
+      throw std::invalid_argument("expected comma-separated densities in (0, 1], got '" + t + "'");
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+DgcCodec::DgcCodec(DgcOptions options, const CodecContext& ctx)
+    : options_(std::move(options)),
+      layers_(ctx.layers),
+      workers_(std::max(1, ctx.workers)),
+      stage_steps_(options_.warmup_stage_steps > 0 ? options_.warmup_stage_steps
+                                                   : ctx.steps_per_epoch),
+      max_elements_(ctx.numel > 0 ? static_cast<std::uint64_t>(ctx.numel)
+                                  : std::uint64_t{1} << 32),
+      rng_(mix_seed(ctx.seed, static_cast<std::uint64_t>(ctx.rank + 1), 0x646763)),
+      u_(std::make_unique<torch::Tensor>()),
+      v_(std::make_unique<torch::Tensor>()) {
+  if (!(options_.density > 0.0 && options_.density <= 1.0)) {
+    throw std::invalid_argument("dgc: density must be in (0, 1]");
+  }
+  if (!(options_.momentum >= 0.0 && options_.momentum < 1.0)) {
+    throw std::invalid_argument("dgc: momentum must be in [0, 1)");
+  }
+}
+
+DgcCodec::~DgcCodec() = default;
+
+const torch::Tensor& DgcCodec::momentum_buffer() const { return *u_; }
+const torch::Tensor& DgcCodec::velocity() const { return *v_; }
+
+double DgcCodec::density_at(std::int64_t step) const {
+  if (options_.warmup && stage_steps_ > 0) {
+    const std::int64_t stage = step / stage_steps_;
+    if (stage < static_cast<std::int64_t>(options_.warmup_densities.size())) {
+      return options_.warmup_densities[static_cast<std::size_t>(stage)];
+    }
+  }
+  return options_.density;
+}
+
+namespace {
+
+/// How many contiguous pieces a pass over n elements is split into: one per intra-op thread
+/// (at::get_num_threads(): compute.threads in a run), at least kMinPieceElements each, so
+/// small tensors stay on the calling thread. The result never depends on it.
+constexpr std::int64_t kMinPieceElements = std::int64_t{1} << 20;
+int pieces_for(std::int64_t n) {
+  const std::int64_t by_size = std::max<std::int64_t>(1, n / kMinPieceElements);
+  return static_cast<int>(std::min<std::int64_t>(at::get_num_threads(), by_size));
+}
+
+}  // namespace
+
+Bytes DgcCodec::encode(const torch::Tensor& grad) {
+  check_gradient(grad, "dgc encode");
+  const std::int64_t n = grad.numel();
+  if (static_cast<std::uint64_t>(n) > (std::uint64_t{1} << 32)) {
+    throw std::invalid_argument("dgc encode: more than 2^32 elements do not fit u32 indices");
+  }
+  ensure_state(*u_, n, "dgc");
+  ensure_state(*v_, n, "dgc");
+  const double density = density_at(step_);
+  ++step_;
+  const float* g = grad.data_ptr<float>();
+  float* u = u_->data_ptr<float>();
+  float* v = v_->data_ptr<float>();
+
+  // Local gradient clipping with the threshold scaled by N^-1/2 (paper section 3.2). Four
+  // independent double accumulators: the sum vectorises instead of waiting on one chain.
+  float scale = 1.0f;
+  if (options_.clip_norm > 0.0) {
+    double acc[4] = {0.0, 0.0, 0.0, 0.0};
+    std::int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      for (int j = 0; j < 4; ++j) acc[j] += static_cast<double>(g[i + j]) * g[i + j];
+    }
+    for (; i < n; ++i) acc[0] += static_cast<double>(g[i]) * g[i];
+    const double norm = std::sqrt((acc[0] + acc[1]) + (acc[2] + acc[3]));
+    const double limit = options_.clip_norm / std::sqrt(static_cast<double>(workers_));
+    if (norm > limit) scale = static_cast<float>(limit / norm);
+  }
+  const float m = options_.momentum_correction ? static_cast<float>(options_.momentum) : 0.0f;
+  const bool nesterov = options_.nesterov;
+
+  // Per segment, one pass over g, u, v: the momentum-corrected update fused with the selection
+  // scan. The threshold is estimated first from a sample of the *updated* v, computed at the
+  // sampled positions only (momentum_preview: the same arithmetic as the pass). The result is
+  // what momentum_accumulate over everything followed by dgc_select per segment gives.
+  const std::vector<Segment> segments = plan_segments(layers_, n, options_.dense_1d);
+  indices_.clear();
+  values_.clear();
+  stats_.clear();
+  for (const Segment& s : segments) {
+    if (s.length <= 0) continue;
+    float* us = u + s.offset;
+    float* vs = v + s.offset;
+    const float* gs = g + s.offset;
+    const auto base = static_cast<std::uint32_t>(s.offset);
+    const std::size_t first = indices_.size();
+    if (s.dense) {
+      momentum_accumulate(us, vs, gs, s.length, m, nesterov, scale);
+      for (std::int64_t i = 0; i < s.length; ++i) {
+        indices_.push_back(base + static_cast<std::uint32_t>(i));
+      }
+    } else {
+      auto k = static_cast<std::int64_t>(std::llround(density * static_cast<double>(s.length)));
+      k = std::clamp<std::int64_t>(k, 1, s.length);
+      DgcSelectStats st;
+      if (dgc_exact_only(s.length, k, options_.sample_ratio)) {
+        momentum_accumulate(us, vs, gs, s.length, m, nesterov, scale);
+        st.exact_only = true;
+        st.count_before_fallback = k;
+        for (const std::uint32_t i : TopKCodec::select_largest(vs, s.length, k)) {
+          indices_.push_back(base + i);
+        }
+      } else {
+        const SamplePlan plan = plan_threshold_sample(s.length, options_.sample_ratio,
+                                                      kMinSamplesPerKept * k, rng_);
+        sample_keys_.resize(static_cast<std::size_t>(plan.count));
+        std::uint32_t* keys = sample_keys_.data();
+        const int pieces = pieces_for(plan.count * plan.stride);
+        at::parallel_for(0, pieces, 1, [&](std::int64_t b, std::int64_t e) {
+          for (std::int64_t p = b; p < e; ++p) {
+            for (std::int64_t j = plan.count * p / pieces; j < plan.count * (p + 1) / pieces; ++j) {
+              const std::int64_t i = plan.start + j * plan.stride;
+              keys[j] = magnitude_key(momentum_preview(us[i], vs[i], gs[i], m, nesterov, scale));
+            }
+          }
+        });
+        const std::uint32_t key = sample_threshold_key(sample_keys_, k, s.length);
+        // The pass, in up to `pieces` contiguous ranges (one per intra-op thread; the same
+        // result for any count): each appends its candidates to its own list, in order.
+        const int ranges = pieces_for(s.length);
+        if (piece_candidates_.size() < static_cast<std::size_t>(ranges)) {
+          piece_candidates_.resize(static_cast<std::size_t>(ranges));
+        }
+        const auto bound = [&](std::int64_t p) {
+          return p == ranges ? s.length : (s.length * p / ranges) / kScanBlock * kScanBlock;
+        };
+        at::parallel_for(0, ranges, 1, [&](std::int64_t b, std::int64_t e) {
+          for (std::int64_t p = b; p < e; ++p) {
+            const std::int64_t lo = bound(p);
+            std::vector<std::uint32_t>& out = piece_candidates_[static_cast<std::size_t>(p)];
+            out.clear();
+            momentum_accumulate_collect(us + lo, vs + lo, gs + lo, bound(p + 1) - lo, m,
+                                        nesterov, scale, key, static_cast<std::uint32_t>(lo),
+                                        out);
+          }
+        });
+        candidates_.clear();
+        for (int p = 0; p < ranges; ++p) {
+          const auto& part = piece_candidates_[static_cast<std::size_t>(p)];
+          candidates_.insert(candidates_.end(), part.begin(), part.end());
+        }
+        dgc_finish_rounds(vs, s.length, k, key, candidates_, base, indices_, st);
+      }
+      stats_.push_back(st);
+    }
+    // Send v at the chosen indices; what the wire format rounds away stays in v (exactly 0
+    // left for fp32). Momentum factor masking on sparsified tensors only: dense ones keep
+    // their momentum, as plain momentum SGD would.
+    const bool mask = options_.momentum_masking && !s.dense && m != 0.0f;
+    for (std::size_t j = first; j < indices_.size(); ++j) {
+      const std::uint32_t i = indices_[j];
+      const float q = round_to_format(v[i], options_.values);
+      values_.push_back(q);
+      v[i] -= q;
+      if (mask) u[i] = 0.0f;
+    }
+  }
+  last_density_ = n > 0 ? static_cast<double>(indices_.size()) / static_cast<double>(n) : 1.0;
+  return encode_compact_sparse(static_cast<std::uint64_t>(n), indices_.data(), values_.data(),
+                               indices_.size(), options_.values);
+}
+
+torch::Tensor DgcCodec::decode(ByteSpan payload) const {
+  return decode_compact_sparse(payload, max_elements_, "dgc payload");
+}
+
+Bytes DgcCodec::save_state() const {
+  CodecState st("dgc");
+  st.put_u64("step", static_cast<std::uint64_t>(step_));
+  st.put_u64("rng", rng_.state());
+  st.put_tensor("u", *u_);
+  st.put_tensor("v", *v_);
+  return st.serialize();
+}
+
+void DgcCodec::load_state(ByteSpan state) {
+  if (state.size == 0) return;
+  const CodecState st = CodecState::parse(state, "dgc");
+  torch::Tensor u = st.tensor("u");
+  torch::Tensor v = st.tensor("v");
+  if (u.defined() != v.defined() || (u.defined() && u.numel() != v.numel())) {
+    throw DecodeError("dgc state: momentum and velocity buffers disagree");
+  }
+  step_ = static_cast<std::int64_t>(st.u64("step"));
+  rng_ = SplitMix64(st.u64("rng", rng_.state()));
+  *u_ = std::move(u);
+  *v_ = std::move(v);
+}
+
+}  // namespace gradwire

@@ -1,0 +1,86 @@
+#include "codecs/sparsify/GradientDroppingCodec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <torch/types.h>
+
+#include "codecs/CodecState.h"
+#include "codecs/GradientChecks.h"
+#include "codecs/sparsify/LayerPlan.h"
+#include "codecs/sparsify/ThresholdSampling.h"
+
+namespace gradwire {
+
+GradientDroppingCodec::GradientDroppingCodec(GradientDroppingOptions options,
+                                             const CodecContext& ctx)
+    : options_(options),
+      layers_(ctx.layers),
+      max_elements_(ctx.numel > 0 ? static_cast<std::uint64_t>(ctx.numel)
+                                  : std::uint64_t{1} << 32),
+      rng_(mix_seed(ctx.seed, static_cast<std::uint64_t>(ctx.rank + 1), 0x6764)),
+      residual_(std::make_unique<torch::Tensor>()) {
+  if (!(options_.drop_ratio >= 0.0 && options_.drop_ratio < 1.0)) {
+    throw std::invalid_argument("gradient_dropping: drop_ratio must be in [0, 1)");
+  }
+}
+
+GradientDroppingCodec::~GradientDroppingCodec() = default;
+
+const torch::Tensor& GradientDroppingCodec::residual() const { return *residual_; }
+
+Bytes GradientDroppingCodec::encode(const torch::Tensor& grad) {
+  check_gradient(grad, "gradient_dropping encode");
+  const std::int64_t n = grad.numel();
+  if (static_cast<std::uint64_t>(n) > (std::uint64_t{1} << 32)) {
+    throw std::invalid_argument("gradient_dropping encode: more than 2^32 elements");
+  }
+  ensure_state(*residual_, n, "gradient_dropping");
+  float* r = residual_->data_ptr<float>();
+  const float* g = grad.data_ptr<float>();
+  for (std::int64_t i = 0; i < n; ++i) r[i] += g[i];
+
+  std::vector<Segment> segments = options_.global ? plan_segments({}, n, false)
+                                                  : plan_segments(layers_, n, false);
+  std::vector<std::uint32_t> indices;
+  std::vector<float> values;
+  const double keep_fraction = 1.0 - options_.drop_ratio;
+  for (const Segment& s : segments) {
+    auto keep = static_cast<std::int64_t>(std::ceil(keep_fraction * static_cast<double>(s.length)));
+    keep = std::clamp<std::int64_t>(keep, 1, s.length);
+    const std::uint32_t key = sampled_threshold_key(r + s.offset, s.length, keep,
+                                                    options_.sample_ratio,
+                                                    kMinSamplesPerKept * keep, rng_);
+    const std::size_t first = indices.size();
+    collect_at_least(r + s.offset, s.length, key, static_cast<std::uint32_t>(s.offset), indices);
+    for (std::size_t j = first; j < indices.size(); ++j) {
+      const float q = round_to_format(r[indices[j]], options_.values);
+      values.push_back(q);
+      r[indices[j]] -= q;
+    }
+  }
+  last_density_ = n > 0 ? static_cast<double>(indices.size()) / static_cast<double>(n) : 1.0;
+  return encode_compact_sparse(static_cast<std::uint64_t>(n), indices.data(), values.data(),
+                               indices.size(), options_.values);
+}
+
+torch::Tensor GradientDroppingCodec::decode(ByteSpan payload) const {
+  return decode_compact_sparse(payload, max_elements_, "gradient_dropping payload");
+}
+
+Bytes GradientDroppingCodec::save_state() const {
+  CodecState st(name());
+  st.put_u64("rng", rng_.state());
+  st.put_tensor("residual", *residual_);
+  return st.serialize();
+}
+
+void GradientDroppingCodec::load_state(ByteSpan state) {
+  if (state.size == 0) return;
+  const CodecState st = CodecState::parse(state, name());
+  rng_ = SplitMix64(st.u64("rng", rng_.state()));
+  *residual_ = st.tensor("residual");
+}
+
+}  // namespace gradwire

@@ -1,0 +1,64 @@
+// `topk`: sends the k = max(1, round(ratio * n)) entries of largest magnitude with their
+// positions (GRACE grace_dl/torch/compressor/topk.py). Biased on its own: pair it with
+// error_feedback so dropped mass is sent later (see ErrorFeedback.h).
+//
+// Selection is exact; among equal magnitudes the lower index wins, and NaN ranks above +inf
+// (as in torch.topk), so a payload is a deterministic function of the gradient.
+//
+// Different workers pick different indices, so payloads do not add in the compressed domain:
+// Aggregation::kDecodeThenSum.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codecs/Codec.h"
+#include "codecs/wire/WireFormat.h"
+
+namespace gradwire {
+
+class TopKCodec : public Codec {
+ public:
+  static constexpr std::uint8_t kFormatVersion = 1;
+  static constexpr double kDefaultRatio = 0.01;
+
+  /// `ratio` in (0, 1] (std::invalid_argument otherwise). `max_elements` bounds the element
+  /// count decode accepts: a sparse payload of a few bytes can state a huge n and decoding
+  /// allocates n floats, so a corrupt header must not be able to ask for terabytes. The
+  /// registry sets it to the worker's gradient length.
+  explicit TopKCodec(double ratio = kDefaultRatio,
+                     std::uint64_t max_elements = std::uint64_t{1} << 32);
+
+  std::string name() const override { return "topk"; }
+  Bytes encode(const torch::Tensor& grad) override;
+  torch::Tensor decode(ByteSpan payload) const override;
+  Aggregation aggregation() const override { return Aggregation::kDecodeThenSum; }
+  double last_density() const override { return last_density_; }
+
+  double ratio() const { return ratio_; }
+  /// The k this codec keeps out of n elements: max(1, round(ratio * n)), at most n.
+  std::int64_t k_for(std::int64_t n) const;
+
+  /// Writes the topk wire format for `grad` (checked by the caller) keeping exactly the
+  /// entries at `indices` (integer tensor, strictly ascending, each < n; not re-checked).
+  /// ExactEncoding uses it to send every non-zero.
+  static Bytes encode_selected(const torch::Tensor& grad, const torch::Tensor& indices);
+  /// Decodes a topk-format payload; rejects k > n, inexact sizes, indices >= n, indices not
+  /// strictly increasing, and element counts above `max_elements`.
+  static torch::Tensor decode_sparse(ByteSpan payload, std::uint64_t max_elements);
+  /// Positions of the k largest |values[i]| among n (0 <= k <= n), ascending, ties to the
+  /// lower position, NaN above +inf: the exact selection `encode` uses, shared with the other
+  /// sparsifiers (DGC's exact fallback).
+  static std::vector<std::uint32_t> select_largest(const float* values, std::int64_t n,
+                                                   std::int64_t k);
+  /// Exact size of a topk payload holding k entries.
+  static std::size_t payload_size(std::uint64_t k) { return kPayloadHeaderSize + 4 + 8 * k; }
+
+ private:
+  double ratio_;
+  std::uint64_t max_elements_;
+  double last_density_ = 1.0;
+};
+
+}  // namespace gradwire

@@ -1,0 +1,61 @@
+#include "common/AtomicOutput.h"
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <system_error>
+
+#include <unistd.h>
+
+namespace gradwire {
+
+namespace fs = std::filesystem;
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+    out << content;
+    out.flush();
+    if (!out) throw std::runtime_error("error writing " + tmp);
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw std::runtime_error("cannot rename " + tmp + " to " + path);
+  }
+}
+
+RunDirectory::RunDirectory(const std::string& parent, const std::string& name) {
+  fs::create_directories(parent.empty() ? "." : parent);
+  const fs::path base = parent.empty() ? fs::path(".") : fs::path(parent);
+  staging_ = (base / ("." + name + ".partial-" + std::to_string(::getpid()))).string();
+  final_ = (base / name).string();
+  std::error_code ec;
+  fs::remove_all(staging_, ec);
+  fs::create_directories(staging_);
+}
+
+RunDirectory::~RunDirectory() {
+  if (!committed_) {
+    std::error_code ec;
+    fs::remove_all(staging_, ec);
+  }
+}
+
+void RunDirectory::commit() {
+  std::error_code ec;
+  const std::string old = final_ + ".old-" + std::to_string(::getpid());
+  if (fs::exists(final_)) {
+    fs::rename(final_, old, ec);
+    if (ec) throw std::runtime_error("cannot replace " + final_ + ": " + ec.message());
+  }
+  fs::rename(staging_, final_, ec);
+  if (ec) throw std::runtime_error("cannot move results into " + final_ + ": " + ec.message());
+  committed_ = true;
+  fs::remove_all(old, ec);
+}
+
+}  // namespace gradwire

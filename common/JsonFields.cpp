@@ -1,0 +1,162 @@
+#include "common/JsonFields.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "common/ConfigError.h"
+
+namespace gradwire {
+namespace {
+
+const nlohmann::json& empty_object() {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  return kEmpty;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ", ";
+    out += items[i];
+  }
+  return out;
+}
+
+std::string range_text(double min, double max, bool min_exclusive) {
+  std::ostringstream out;
+  const bool lo = std::isfinite(min), hi = std::isfinite(max);
+  if (lo && hi) {
+    out << (min_exclusive ? "(" : "[") << min << ", " << max << "]";
+  } else if (lo) {
+    out << (min_exclusive ? "> " : ">= ") << min;
+  } else if (hi) {
+    out << "<= " << max;
+  }
+  return out.str();
+}
+
+}  // namespace
+
+std::string json_brief(const nlohmann::json& value) {
+  std::string text = value.dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
+JsonFields::JsonFields(const nlohmann::json& object, std::string path)
+    : object_(object), path_(std::move(path)) {
+  if (!object_.is_object()) {
+    throw ConfigError(path_.empty() ? "(root)" : path_,
+                      "expected a JSON object, got " + json_brief(object_));
+  }
+}
+
+std::string JsonFields::path_of(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+void JsonFields::allow(std::initializer_list<const char*> keys) const {
+  allow(std::vector<std::string>(keys.begin(), keys.end()));
+}
+
+void JsonFields::allow(const std::vector<std::string>& keys) const {
+  for (auto it = object_.begin(); it != object_.end(); ++it) {
+    bool known = false;
+    for (const auto& k : keys) known = known || k == it.key();
+    if (!known) {
+      throw ConfigError(path_of(it.key()), "unknown key; expected one of: " + join(keys));
+    }
+  }
+}
+
+bool JsonFields::has(const std::string& key) const { return object_.contains(key); }
+
+double JsonFields::number(const std::string& key, double fallback, double min, double max,
+                          bool min_exclusive) const {
+  if (!has(key)) return fallback;
+  const auto& v = object_.at(key);
+  const std::string range = range_text(min, max, min_exclusive);
+  const std::string expected = "expected a number" + (range.empty() ? "" : " in " + range);
+  if (!v.is_number()) throw ConfigError(path_of(key), expected + ", got " + json_brief(v));
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || x > max || x < min || (min_exclusive && x == min)) {
+    throw ConfigError(path_of(key), expected + ", got " + json_brief(v));
+  }
+  return x;
+}
+
+std::int64_t JsonFields::integer(const std::string& key, std::int64_t fallback, std::int64_t min,
+                                 std::int64_t max) const {
+  if (!has(key)) return fallback;
+  const auto& v = object_.at(key);
+  std::ostringstream expected;
+  expected << "expected an integer";
+  if (min != std::numeric_limits<std::int64_t>::min() &&
+      max != std::numeric_limits<std::int64_t>::max()) {
+    expected << " in [" << min << ", " << max << "]";
+  } else if (min != std::numeric_limits<std::int64_t>::min()) {
+    expected << " >= " << min;
+  }
+  bool integral = v.is_number_integer();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    integral = std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9e15;
+  }
+  if (!integral) throw ConfigError(path_of(key), expected.str() + ", got " + json_brief(v));
+  const std::int64_t x = v.is_number_float() ? static_cast<std::int64_t>(v.get<double>())
+                         : v.is_number_unsigned()
+                             ? static_cast<std::int64_t>(std::min<std::uint64_t>(
+                                   v.get<std::uint64_t>(),
+                                   static_cast<std::uint64_t>(
+                                       std::numeric_limits<std::int64_t>::max())))
+                             : v.get<std::int64_t>();
+  if (x < min || x > max) {
+    throw ConfigError(path_of(key), expected.str() + ", got " + json_brief(v));
+  }
+  return x;
+}
+
+bool JsonFields::boolean(const std::string& key, bool fallback) const {
+  if (!has(key)) return fallback;
+  const auto& v = object_.at(key);
+  if (!v.is_boolean()) {
+    throw ConfigError(path_of(key), "expected true or false, got " + json_brief(v));
+  }
+  return v.get<bool>();
+}
+
+std::string JsonFields::string(const std::string& key, const std::string& fallback,
+                               const std::vector<std::string>& choices) const {
+  if (!has(key)) return fallback;
+  const auto& v = object_.at(key);
+  const std::string expected =
+      choices.empty() ? "expected a string" : "expected one of: " + join(choices);
+  if (!v.is_string()) throw ConfigError(path_of(key), expected + ", got " + json_brief(v));
+  const std::string s = v.get<std::string>();
+  if (!choices.empty()) {
+    bool ok = false;
+    for (const auto& c : choices) ok = ok || c == s;
+    if (!ok) throw ConfigError(path_of(key), expected + ", got " + json_brief(v));
+  }
+  return s;
+}
+
+std::string JsonFields::required_string(const std::string& key,
+                                        const std::vector<std::string>& choices) const {
+  if (!has(key)) {
+    throw ConfigError(path_of(key), choices.empty() ? "missing; expected a string"
+                                                    : "missing; expected one of: " + join(choices));
+  }
+  return string(key, "", choices);
+}
+
+const nlohmann::json& JsonFields::object_at(const std::string& key) const {
+  if (!has(key)) return empty_object();
+  const auto& v = object_.at(key);
+  if (!v.is_object()) {
+    throw ConfigError(path_of(key), "expected a JSON object, got " + json_brief(v));
+  }
+  return v;
+}
+
+}  // namespace gradwire

@@ -1,0 +1,65 @@
+// How workers combine their gradients through the network. A collective is driven only by
+// events: a worker contributes when its gradient is ready, messages arrive when ns-3 says so,
+// and each worker is called back at the simulated instant it holds the aggregate. There is no
+// global barrier, so the same machinery admits asynchronous and gossip schemes later.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "nodes/schemes/WallClockAccount.h"
+
+namespace at {
+class Tensor;
+}
+
+namespace gradwire {
+
+class Collective {
+ public:
+  /// Receives the mean of all workers' gradients (a fresh 1-D float32 CPU tensor, owned by the
+  /// callee) for the step that was contributed.
+  using Done = std::function<void(const at::Tensor& mean_gradient)>;
+
+  virtual ~Collective() = default;
+
+  /// Worker `rank` offers its flat gradient for `step` (read during the call only; the
+  /// collective encodes it with that worker's codec at once). `done` runs once, later in
+  /// simulated time, when the aggregate for `step` has reached this worker.
+  virtual void contribute(int rank, std::int64_t step, const at::Tensor& gradient, Done done) = 0;
+
+  /// Number of workers taking part.
+  virtual int workers() const = 0;
+
+  /// Where wall time spent encoding/decoding/aggregating is charged (may be null).
+  void set_wall_account(WallClockAccount* account) { account_ = account; }
+
+  /// Total size of the payloads the workers' codecs produced (before any forwarding): the
+  /// figure a compression ratio is computed from.
+  std::uint64_t encoded_bytes() const { return encoded_bytes_; }
+
+  /// Size of the payload(s) worker `rank` encoded for its latest contribution (all rounds).
+  std::uint64_t last_payload_bytes(int rank) const {
+    return rank >= 0 && static_cast<std::size_t>(rank) < last_payload_.size() ? last_payload_[rank] : 0;
+  }
+
+ protected:
+  WallClockAccount* account_ = nullptr;
+  std::uint64_t encoded_bytes_ = 0;
+  std::vector<std::uint64_t> last_payload_;  // per rank; collectives size it
+
+  /// Starts worker `rank`'s count for a new step.
+  void reset_payload(int rank) {
+    if (static_cast<std::size_t>(rank) >= last_payload_.size()) last_payload_.resize(rank + 1, 0);
+    last_payload_[rank] = 0;
+  }
+  /// Adds one round's encoded bytes (multi-round codecs call this once per round).
+  void count_payload(int rank, std::uint64_t bytes) {
+    if (static_cast<std::size_t>(rank) >= last_payload_.size()) last_payload_.resize(rank + 1, 0);
+    last_payload_[rank] += bytes;
+    encoded_bytes_ += bytes;
+  }
+};
+
+}  // namespace gradwire

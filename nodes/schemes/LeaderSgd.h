@@ -1,0 +1,54 @@
+// Leader SGD (Teng et al., "Leader Stochastic Gradient Descent for Distributed Training of
+// Deep Learning Models", NeurIPS 2019; multi-leader variant): workers take local SGD steps and
+// every `l_comm` steps are pulled towards the leader of their group (the member with the lowest
+// recent training loss), x = (1 - c1) x + c1 x_leader, and every `g_comm` steps towards the
+// global leader with c2. To find the leader, participants exchange their loss (a few bytes);
+// then only the leader's parameters travel.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "nodes/schemes/TrainingScheme.h"
+#include "nodes/transport/Message.h"
+
+namespace gradwire {
+
+class Endpoint;
+
+struct LeaderOptions {
+  std::int64_t l_comm = 16;  ///< steps between pulls towards the group leader
+  std::int64_t g_comm = 64;  ///< steps between pulls towards the global leader
+  double c1 = 0.5;           ///< pull strength towards the group leader
+  double c2 = 0.5;           ///< pull strength towards the global leader
+  int group_size = 4;        ///< consecutive ranks form a group (e.g. one site or machine)
+};
+
+/// The pull of Leader SGD: (1 - c) x + c x_leader.
+at::Tensor leader_pull(const at::Tensor& x, const at::Tensor& leader, double c);
+
+class LeaderSgd : public TrainingScheme {
+ public:
+  LeaderSgd(std::vector<Endpoint*> messengers, LeaderOptions options);
+  ~LeaderSgd() override;
+
+  void on_start(Worker& worker) override;
+  void on_gradient(Worker& worker, const at::Tensor& gradient) override;
+  at::Tensor evaluation_parameters() const override;
+  double consensus_distance() const override;
+
+ private:
+  struct Node;
+  void on_message(int rank, Message&& message);
+  void advance(int rank);
+  std::vector<int> participants(int rank, bool global) const;
+
+  std::vector<Endpoint*> messengers_;
+  LeaderOptions options_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+};
+
+}  // namespace gradwire

@@ -1,0 +1,106 @@
+// Synchronous parameter server (Li et al., OSDI 2014), the simplest data-parallel scheme:
+// every worker pushes its encoded gradient to one server host; when all n pushes of a step
+// have arrived, the server averages them (in the compressed domain when the codec is
+// summable, otherwise by decoding each) and sends the averaged gradient back to every worker,
+// losslessly in whichever of the dense and sparse formats is smaller. Each worker applies the
+// same update to its replica, so replicas stay identical.
+//
+// Multi-round codecs (codecs/MultiRoundCodec.h) run each round through the server: kSum
+// rounds are pushed as dense vectors and the sum is sent back; kReduce rounds are combined by
+// the server's codec instance (reduce_round) and the result sent back; kBroadcast rounds go
+// from the root to the server, which relays them to the other workers (and may observe them).
+//
+// Faults (nodes/schemes/Faults.h; single-round codecs only): the server waits for the pushes of the
+// workers it believes live. `timeout` after the first push of a step, if pushes are missing,
+// it pings the missing workers (ground truth): those that are down are excluded ("detected"),
+// the step is aggregated over the pushes it has (mean over the contributors) and later steps
+// no longer wait for them. A live but slow worker is waited for. A rejoining worker sends a
+// join request to the server; the server admits it from step s = (highest step pushed) + 2
+// (no one can have pushed s yet), and when it aggregates step s - 1 it asks a live worker (the
+// donor, lowest rank) to send its parameters to the newcomer: that message overtakes nothing,
+// since it travels on the same connection just before the donor's step s - 1 reply, so the
+// donor sends exactly the parameters every replica has at the start of step s.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "codecs/Codec.h"
+#include "nodes/schemes/Collective.h"
+#include "nodes/schemes/Faults.h"
+#include "nodes/transport/Message.h"
+
+namespace gradwire {
+
+class Endpoint;
+class DenseCodec;
+class MultiRoundCodec;
+struct Round;
+struct RoundOutcome;
+
+class ParameterServer : public Collective, public FaultTolerant {
+ public:
+  /// `workers[r]`: worker r's endpoint; `server`: the server host's endpoint; `codecs[r]`:
+  /// worker r's codec; `server_codec`: a codec of the same kind the server decodes with. All
+  /// must outlive the collective.
+  ParameterServer(std::vector<Endpoint*> workers, Endpoint* server, std::vector<Codec*> codecs,
+                  Codec* server_codec);
+  ~ParameterServer() override;
+
+  void contribute(int rank, std::int64_t step, const at::Tensor& gradient, Done done) override;
+  int workers() const override { return static_cast<int>(workers_.size()); }
+
+  void enable_faults(double timeout_s, FaultLog log) override;
+  void leave(int rank) override;
+  void rejoin(int rank, Resume resume) override;
+  void set_parameter_source(std::function<at::Tensor(int)> source) override {
+    parameters_of_ = std::move(source);
+  }
+
+ private:
+  struct StepState;
+  struct WorkerState;
+  void add_to_sum(StepState& s, Bytes&& payload) const;
+  void on_push(Message&& message);
+  void on_pull(int rank, Message&& message);
+  void send_round(int rank, Round&& round);
+  void continue_exchange(int rank, RoundOutcome&& outcome);
+  void finish(int rank, const at::Tensor& update);
+  void reply_all(std::uint64_t step, std::uint32_t round, const at::Tensor& result);
+  // --- faults ---
+  bool expected(int rank, std::uint64_t step) const;
+  bool step_complete(const StepState& s, std::uint64_t step) const;
+  void complete_step(std::uint64_t step);
+  void complete_ready_steps();
+  void watch(std::uint64_t step);
+  void exclude(int rank, std::uint64_t step);
+  void on_join(int rank);
+
+  std::vector<Endpoint*> workers_;
+  Endpoint* server_;
+  std::vector<Codec*> codecs_;
+  Codec* server_codec_;
+  MultiRoundCodec* server_multi_ = nullptr;
+  std::unique_ptr<DenseCodec> dense_;  // carries the float vectors of kSum rounds
+  std::vector<std::unique_ptr<WorkerState>> states_;
+  // Server side, per (step, exchange round).
+  std::map<std::pair<std::uint64_t, std::uint32_t>, std::unique_ptr<StepState>> steps_;
+
+  // Faults (inactive unless enable_faults was called).
+  bool faults_ = false;
+  double timeout_s_ = 0;
+  FaultLog log_;
+  std::function<at::Tensor(int)> parameters_of_;
+  std::vector<bool> down_;                 // ground truth: the host is gone
+  std::vector<bool> live_;                 // the server's view
+  std::vector<std::int64_t> member_from_;  // first step a (re)joined worker pushes
+  std::vector<Resume> resume_;             // rejoining workers, until their parameters arrive
+  std::int64_t max_pushed_ = -1;           // highest step any push carried
+  std::int64_t last_completed_ = -1;       // steps complete in order
+  std::map<std::int64_t, std::vector<int>> joins_;  // step s -> workers admitted from s
+};
+
+}  // namespace gradwire

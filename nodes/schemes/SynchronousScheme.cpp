@@ -1,0 +1,36 @@
+#include "nodes/schemes/SynchronousScheme.h"
+
+#include <ATen/ATen.h>
+
+#include "nodes/schemes/Collective.h"
+#include "nodes/schemes/Faults.h"
+#include "nodes/schemes/Worker.h"
+
+namespace gradwire {
+
+void SynchronousScheme::on_gradient(Worker& worker, const at::Tensor& gradient) {
+  Worker* w = &worker;
+  collective_->contribute(worker.rank(), worker.steps_done(), gradient,
+                          [w](const at::Tensor& aggregate) {
+                            w->ApplyGradient(aggregate);
+                            w->FinishStep();
+                          });
+}
+
+void SynchronousScheme::on_start(Worker& worker) {
+  const auto rank = static_cast<std::size_t>(worker.rank());
+  if (workers_.size() <= rank) workers_.resize(rank + 1, nullptr);
+  workers_[rank] = &worker;
+}
+
+FaultTolerant* SynchronousScheme::faults() {
+  auto* f = dynamic_cast<FaultTolerant*>(collective_);
+  if (f) {
+    f->set_parameter_source([this](int rank) {
+      return workers_.at(static_cast<std::size_t>(rank))->Parameters();
+    });
+  }
+  return f;
+}
+
+}  // namespace gradwire

@@ -1,0 +1,55 @@
+// How workers cooperate, as seen by a Worker: after computing a gradient, the worker hands it
+// to its scheme, which decides what happens (all-reduce and apply the mean; push to a server
+// and wait for fresh parameters; a local step then push-sum gossip; ...) and calls
+// Worker::FinishStep when the worker may start its next step. The regime is thus a scenario
+// switch, not a rewrite of the worker (cf. TF-Replicator).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace at {
+class Tensor;
+}
+
+namespace gradwire {
+
+class Worker;
+class WallClockAccount;
+class FaultTolerant;
+
+class TrainingScheme {
+ public:
+  virtual ~TrainingScheme() = default;
+
+  /// Worker `worker` has the gradient of its step `worker.steps_done()` (flat 1-D float32 CPU,
+  /// read during the call), at the current simulated instant. The scheme must eventually call
+  /// worker.FinishStep() exactly once for this step.
+  virtual void on_gradient(Worker& worker, const at::Tensor& gradient) = 0;
+
+  /// Called once per worker before its first step (e.g. to register it).
+  virtual void on_start(Worker& worker) {}
+
+  /// The parameters an evaluation should use: the replicas' common model (sync), the server's
+  /// model (async PS), the average of the workers' de-biased models (gossip, leader).
+  /// Returns an undefined tensor when worker 0's own model is the model.
+  virtual at::Tensor evaluation_parameters() const;
+
+  /// Mean squared distance of the workers' models to their average (0 for replicas that
+  /// agree by construction). NaN when not applicable.
+  virtual double consensus_distance() const;
+
+  /// Per-update staleness statistics (async schemes): mean over updates so far; NaN otherwise.
+  virtual double mean_staleness() const;
+
+  /// Fault handling (workers leaving and rejoining, nodes/schemes/Faults.h), or null when the scheme
+  /// has none.
+  virtual FaultTolerant* faults() { return nullptr; }
+
+  void set_wall_account(WallClockAccount* account) { account_ = account; }
+
+ protected:
+  WallClockAccount* account_ = nullptr;
+};
+
+}  // namespace gradwire

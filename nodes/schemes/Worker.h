@@ -1,0 +1,132 @@
+// A worker as an ns-3 Application on its host: real LibTorch forward/backward on its own shard,
+// a simulated compute duration, then its gradient goes to the training scheme, which decides
+// what crosses the network and when the worker may continue:
+//
+//   StartStep (event) -> forward/backward now, in wall time
+//     -> ComputeDone scheduled at now + compute time (measured x scale, fixed, or profile)
+//     -> scheme.on_gradient(gradient)     (e.g. a collective; codecs encode real bytes, ns-3
+//                                          carries them)
+//     -> the scheme applies an update (ApplyGradient / SetParameters) when bytes arrive
+//     -> FinishStep -> next StartStep at that simulated instant
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include <ns3/application.h>
+#include <torch/types.h>
+
+#include "nodes/training/LearningRateSchedule.h"
+
+namespace torch::optim {
+class SGD;
+}
+
+namespace gradwire {
+
+class Endpoint;
+class Model;
+class ShardLoader;
+class TrainingScheme;
+class WallClockAccount;
+
+struct WorkerOptions {
+  int rank = 0;
+  std::int64_t steps = 1;
+  double momentum = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+  LearningRateSchedule lr;
+};
+
+/// What one worker did in one step, in simulated seconds.
+struct StepRecord {
+  int rank = 0;
+  std::int64_t step = 0;
+  double start_s = 0;    ///< compute began
+  double compute_s = 0;  ///< simulated compute duration
+  double comm_s = 0;     ///< from gradient ready to aggregate applied
+  double end_s = 0;
+  std::uint64_t bytes_sent = 0;  ///< application bytes this worker's host sent in the step
+  std::uint64_t payload_bytes = 0;  ///< size of the encoded gradient (before forwarding)
+  double density = 1.0;             ///< fraction of gradient elements the codec sent
+  double loss = 0;
+  double compute_wall_s = 0;  ///< wall seconds the real forward/backward took
+};
+
+/// Simulated seconds for `step`, given the wall seconds the real computation took.
+using ComputeTimeModel = std::function<double(double wall_seconds, std::int64_t step)>;
+
+class Worker : public ns3::Application {
+ public:
+  static ns3::TypeId GetTypeId();
+  Worker();
+  ~Worker() override;
+
+  /// Everything must outlive the simulation run. `on_step` is called after each update;
+  /// `on_finished` after the last.
+  void Setup(const WorkerOptions& options, std::shared_ptr<Model> model,
+             std::unique_ptr<ShardLoader> loader, TrainingScheme* scheme, Endpoint* messenger,
+             ComputeTimeModel compute_time, torch::Device device, WallClockAccount* account,
+             std::function<void(const StepRecord&)> on_step, std::function<void(int)> on_finished);
+
+  Model& model() { return *model_; }
+  int rank() const { return options_.rank; }
+  /// Steps completed; also the index of the step in progress.
+  std::int64_t steps_done() const { return step_; }
+  bool finished() const { return step_ >= options_.steps; }
+  std::int64_t total_steps() const { return options_.steps; }
+  /// Training loss of the step in progress (the latest forward pass).
+  double last_loss() const { return current_.loss; }
+  Endpoint& messenger() { return *messenger_; }
+
+  // --- for training schemes ---
+  /// Applies `update` (flat, same layout as the gradient) with the worker's optimizer
+  /// (momentum, weight decay, the learning rate of the current step).
+  void ApplyGradient(const at::Tensor& update);
+  /// The model's parameters as one flat float32 CPU tensor (a copy).
+  at::Tensor Parameters() const;
+  /// Overwrites the model's parameters from a flat tensor (optimizer state is kept).
+  void SetParameters(const at::Tensor& flat);
+  /// Learning rate of the step in progress.
+  double learning_rate() const;
+  /// Ends the step in progress: records it and starts the next one (or finishes).
+  void FinishStep();
+
+  // --- faults (nodes/schemes/Faults.h) ---
+  /// The host goes down now: the step in progress is abandoned and no further step starts.
+  void Leave();
+  /// The host is back and has the group's parameters: it resumes at `step` with fresh
+  /// optimizer state (what it had was lost when it left).
+  void Resume(std::int64_t step, const at::Tensor& parameters);
+  bool alive() const { return alive_; }
+ private:
+  void StartApplication() override;
+  void StopApplication() override;
+  void DoDispose() override;
+
+  void StartStep();
+  void ComputeDone(std::uint64_t generation, at::Tensor gradient);
+  void MakeOptimizer();
+
+  WorkerOptions options_;
+  std::shared_ptr<Model> model_;
+  std::unique_ptr<ShardLoader> loader_;
+  std::unique_ptr<torch::optim::SGD> optimizer_;
+  TrainingScheme* scheme_ = nullptr;
+  Endpoint* messenger_ = nullptr;
+  ComputeTimeModel compute_time_;
+  torch::Device device_{torch::kCPU};
+  WallClockAccount* account_ = nullptr;
+  std::function<void(const StepRecord&)> on_step_;
+  std::function<void(int)> on_finished_;
+
+  std::int64_t step_ = 0;
+  bool alive_ = true;
+  std::uint64_t generation_ = 0;  // bumped on Leave: a pending ComputeDone is then void
+  StepRecord current_;
+  std::uint64_t bytes_at_step_start_ = 0;
+};
+
+}  // namespace gradwire

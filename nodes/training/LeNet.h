@@ -1,0 +1,48 @@
+// A LeNet-5-like convolutional network (LeCun et al. 1998), the usual small image model of
+// gradient-compression studies on (Fashion-)MNIST.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "nodes/training/Model.h"
+
+namespace torch {
+namespace nn {
+class Conv2dImpl;  // defined in <torch/nn/modules/conv.h>; only LeNet.cpp needs them whole
+class LinearImpl;  // defined in <torch/nn/modules/linear.h>
+}  // namespace nn
+}  // namespace torch
+
+namespace gradwire {
+
+/// conv(C -> conv1, 5x5, padding 2) -> ReLU -> maxpool 2
+/// -> conv(conv1 -> conv2, 5x5) -> ReLU -> maxpool 2
+/// -> fc(conv2 x h x w -> fc1) -> ReLU -> fc(fc1 -> fc2) -> ReLU -> fc(fc2 -> classes).
+/// h x w is derived from the input shape (5 x 5 for 28 x 28 inputs).
+class LeNet : public Model {
+ public:
+  /// `sample_shape` = {C, H, W}; widths come from config.conv1, conv2, fc1, fc2. Throws
+  /// std::invalid_argument for a shape that is not {C, H, W}, images too small to survive both
+  /// convolutions and pools (H or W < 12), or non-positive widths.
+  LeNet(const std::vector<std::int64_t>& sample_shape, std::int64_t classes,
+        const ModelConfig& config);
+
+  /// `x`: [batch, C, H, W]; returns [batch, classes] logits.
+  torch::Tensor forward(torch::Tensor x) override;
+
+  /// 2 x multiply-accumulates of the two convolutions and the three
+  /// fully connected layers; biases, ReLUs and pooling are not counted.
+  std::int64_t forward_flops_per_sample() const override { return flops_; }
+
+ private:
+  std::shared_ptr<torch::nn::Conv2dImpl> conv1_;
+  std::shared_ptr<torch::nn::Conv2dImpl> conv2_;
+  std::shared_ptr<torch::nn::LinearImpl> fc1_;
+  std::shared_ptr<torch::nn::LinearImpl> fc2_;
+  std::shared_ptr<torch::nn::LinearImpl> fc3_;
+  std::int64_t flops_ = 0;
+};
+
+}  // namespace gradwire

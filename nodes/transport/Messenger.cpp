@@ -1,0 +1,200 @@
+#include "nodes/transport/Messenger.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include <ns3/inet-socket-address.h>
+#include <ns3/packet.h>
+#include <ns3/simulator.h>
+#include <ns3/tcp-socket-factory.h>
+
+#include "netmodels/Network.h"
+#include "nodes/transport/DatagramTransport.h"
+
+namespace gradwire {
+
+namespace {
+// Upper bound on one Send() call's packet: large enough to keep the call count low, small
+// enough not to copy huge buffers at once. TCP segments it further by SegmentSize.
+constexpr std::uint32_t kMaxChunk = 1u << 16;
+}  // namespace
+
+ns3::TypeId Messenger::GetTypeId() {
+  static ns3::TypeId tid = ns3::TypeId("gradwire::Messenger")
+                               .SetParent<ns3::Application>()
+                               .SetGroupName("gradwire")
+                               .AddConstructor<Messenger>();
+  return tid;
+}
+
+std::vector<ns3::Ptr<Messenger>> Messenger::InstallOnHosts(const Network& network,
+                                                           std::uint16_t port, double start_s) {
+  std::vector<ns3::Ipv4Address> addresses;
+  for (std::size_t h = 0; h < network.host_count(); ++h) addresses.push_back(network.address(h));
+  std::vector<ns3::Ptr<Messenger>> messengers;
+  for (std::size_t h = 0; h < network.host_count(); ++h) {
+    auto m = ns3::CreateObject<Messenger>();
+    m->Configure(static_cast<std::uint32_t>(h), addresses, port);
+    m->SetStartTime(ns3::Seconds(start_s));
+    network.host(h)->AddApplication(m);
+    messengers.push_back(m);
+  }
+  return messengers;
+}
+
+Messenger::Messenger() = default;
+Messenger::~Messenger() = default;
+
+void Messenger::Configure(std::uint32_t self, std::vector<ns3::Ipv4Address> addresses,
+                          std::uint16_t port) {
+  self_ = self;
+  addresses_ = std::move(addresses);
+  port_ = port;
+}
+
+void Messenger::UseDatagrams(const TransportConfig& config, std::uint32_t mtu,
+                             LossLedger* ledger) {
+  // The node is known (the application is installed); the socket opens in StartApplication.
+  datagrams_ = std::make_unique<DatagramTransport>(
+      GetNode(), self_, addresses_, port_, config, mtu, ledger,
+      [this](Message&& m) { Deliver(std::move(m)); });
+}
+
+std::uint64_t Messenger::bytes_sent() const {
+  return bytes_sent_ + (datagrams_ ? datagrams_->bytes_sent() : 0);
+}
+
+void Messenger::Deliver(Message&& m) {
+  bytes_received_ += kFrameHeaderBytes + m.payload.size();
+  if (handler_) handler_(std::move(m));
+}
+
+void Messenger::SetHandler(Handler handler) { handler_ = std::move(handler); }
+
+void Messenger::StartApplication() {
+  if (datagrams_) {
+    datagrams_->Start();
+    return;
+  }
+  listener_ = ns3::Socket::CreateSocket(GetNode(), ns3::TcpSocketFactory::GetTypeId());
+  listener_->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), port_));
+  listener_->Listen();
+  listener_->SetAcceptCallback(
+      ns3::MakeNullCallback<bool, ns3::Ptr<ns3::Socket>, const ns3::Address&>(),
+      ns3::MakeCallback(&Messenger::HandleAccept, this));
+}
+
+void Messenger::StopApplication() {
+  if (datagrams_) datagrams_->Stop();
+  if (listener_) listener_->Close();
+  for (auto& [dst, c] : outgoing_) {
+    if (c.socket) c.socket->Close();
+  }
+}
+
+void Messenger::DoDispose() {
+  for (auto& [dst, c] : outgoing_) {
+    if (c.socket) {
+      c.socket->SetSendCallback(ns3::MakeNullCallback<void, ns3::Ptr<ns3::Socket>, std::uint32_t>());
+      c.socket->SetConnectCallback(ns3::MakeNullCallback<void, ns3::Ptr<ns3::Socket>>(),
+                                   ns3::MakeNullCallback<void, ns3::Ptr<ns3::Socket>>());
+    }
+  }
+  for (auto& [raw, entry] : incoming_) {
+    entry.first->SetRecvCallback(ns3::MakeNullCallback<void, ns3::Ptr<ns3::Socket>>());
+  }
+  outgoing_.clear();
+  incoming_.clear();
+  datagrams_.reset();
+  listener_ = nullptr;
+  ns3::Application::DoDispose();
+}
+
+Messenger::Connection& Messenger::ConnectionTo(std::uint32_t destination) {
+  auto it = outgoing_.find(destination);
+  if (it != outgoing_.end()) return it->second;
+  Connection& c = outgoing_[destination];
+  c.socket = ns3::Socket::CreateSocket(GetNode(), ns3::TcpSocketFactory::GetTypeId());
+  c.socket->Bind();
+  c.socket->SetConnectCallback(
+      ns3::Callback<void, ns3::Ptr<ns3::Socket>>(
+          [this, destination](ns3::Ptr<ns3::Socket>) {
+            outgoing_[destination].connected = true;
+            Pump(destination);
+          }),
+      ns3::Callback<void, ns3::Ptr<ns3::Socket>>([this, destination](ns3::Ptr<ns3::Socket>) {
+        throw std::runtime_error("host " + std::to_string(self_) + " could not connect to host " +
+                                 std::to_string(destination));
+      }));
+  c.socket->SetSendCallback(ns3::Callback<void, ns3::Ptr<ns3::Socket>, std::uint32_t>(
+      [this, destination](ns3::Ptr<ns3::Socket>, std::uint32_t) { Pump(destination); }));
+  c.socket->Connect(ns3::InetSocketAddress(addresses_.at(destination), port_));
+  return c;
+}
+
+void Messenger::Send(std::uint32_t destination, Message message) {
+  if (destination == self_ || destination >= addresses_.size()) {
+    throw std::logic_error("Messenger::Send: bad destination " + std::to_string(destination) +
+                           " from host " + std::to_string(self_));
+  }
+  message.source = self_;
+  if (datagrams_) {
+    datagrams_->Send(destination, std::move(message));
+    return;
+  }
+  std::vector<std::uint8_t> frame;
+  append_frame(message, frame);
+  Connection& c = ConnectionTo(destination);
+  c.frames.push_back(std::move(frame));
+  Pump(destination);
+}
+
+void Messenger::Pump(std::uint32_t destination) {
+  Connection& c = outgoing_.at(destination);
+  if (!c.connected) return;
+  while (!c.frames.empty()) {
+    const std::vector<std::uint8_t>& frame = c.frames.front();
+    const std::uint32_t room = c.socket->GetTxAvailable();
+    if (room == 0) return;  // the send callback resumes us when TCP frees buffer space
+    const std::size_t left = frame.size() - c.offset;
+    const auto n = static_cast<std::uint32_t>(std::min<std::size_t>({left, room, kMaxChunk}));
+    ns3::Ptr<ns3::Packet> packet = ns3::Create<ns3::Packet>(frame.data() + c.offset, n);
+    const int sent = c.socket->Send(packet);
+    if (sent <= 0) return;
+    c.offset += static_cast<std::size_t>(sent);
+    bytes_sent_ += static_cast<std::uint64_t>(sent);
+    if (c.offset == frame.size()) {
+      c.frames.pop_front();
+      c.offset = 0;
+    }
+  }
+}
+
+bool Messenger::idle() const {
+  for (const auto& [dst, c] : outgoing_) {
+    if (!c.frames.empty()) return false;
+  }
+  return true;
+}
+
+void Messenger::HandleAccept(ns3::Ptr<ns3::Socket> socket, const ns3::Address&) {
+  socket->SetRecvCallback(ns3::MakeCallback(&Messenger::HandleRead, this));
+  incoming_[ns3::PeekPointer(socket)] = {socket, std::make_unique<FrameReader>()};
+}
+
+void Messenger::HandleRead(ns3::Ptr<ns3::Socket> socket) {
+  auto it = incoming_.find(ns3::PeekPointer(socket));
+  if (it == incoming_.end()) return;
+  FrameReader& reader = *it->second.second;
+  std::vector<std::uint8_t> chunk;
+  while (ns3::Ptr<ns3::Packet> packet = socket->Recv()) {
+    const std::uint32_t n = packet->GetSize();
+    if (n == 0) break;
+    chunk.resize(n);
+    packet->CopyData(chunk.data(), n);
+    reader.feed(chunk.data(), n, [this](Message&& m) { Deliver(std::move(m)); });
+  }
+}
+
+}  // namespace gradwire

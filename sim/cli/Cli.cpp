@@ -1,0 +1,216 @@
+#include "sim/cli/Cli.h"
+
+#include <ostream>
+
+#include <CLI/CLI.hpp>
+
+#include "codecs/CodecRegistry.h"
+#include "common/ConfigError.h"
+#include "common/ParamSpec.h"
+#include "netmodels/NetworkRegistry.h"
+#include "nodes/schemes/SchemeRegistry.h"
+#include "sim/cli/CodecCommand.h"
+#include "sim/cli/ServiceCommands.h"
+#include "sim/cli/StudyCommands.h"
+#include "sim/engine/Engine.h"
+#include "sim/engine/ScenarioLoader.h"
+#include "sim/service/ProcessRun.h"
+
+namespace gradwire {
+
+namespace {
+
+Scenario load(const std::string& file, const std::vector<std::string>& overrides) {
+  nlohmann::json doc = read_scenario_file(file);
+  apply_overrides(doc, overrides);
+  return load_scenario(doc);
+}
+
+std::string param_type(const CodecParam& p) {
+  return p.type == CodecParam::Type::kNested ? "codec object" : p.type_name();
+}
+
+void list_codecs(std::ostream& out, bool as_json) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const CodecInfo* info : CodecRegistry::builtin().list()) {
+    nlohmann::json params = nlohmann::json::array();
+    for (const auto& p : info->params) {
+      params.push_back({{"name", p.name}, {"type", param_type(p)},
+                        {"default", p.default_value}, {"help", p.help}});
+    }
+    all.push_back({{"kind", info->name}, {"summary", info->summary}, {"params", params}});
+  }
+  if (as_json) {
+    out << all.dump(2) << "\n";
+    return;
+  }
+  for (const auto& c : all) {
+    out << c["kind"].get<std::string>() << "  -  " << c["summary"].get<std::string>() << "\n";
+    for (const auto& p : c["params"]) {
+      out << "    " << p["name"].get<std::string>() << " (" << p["type"].get<std::string>()
+          << ", default " << p["default"].dump() << "): " << p["help"].get<std::string>() << "\n";
+    }
+  }
+  out << "Every codec also takes error_feedback (bool, default false): accumulate what was not "
+         "sent and add it to the next gradient.\n";
+}
+
+void list_schemes(std::ostream& out) {
+  const SchemeRegistry& registry = SchemeRegistry::builtin();
+  const auto print_params = [&out](const std::vector<ParamSpec>& params) {
+    for (const auto& p : params) {
+      out << "    " << p.name << " (" << p.type_name() << ", default " << p.default_shown()
+          << "): " << p.help << "\n";
+    }
+  };
+  out << "Every topology takes:\n";
+  print_params(registry.common_params());
+  for (const auto& s : registry.list()) {
+    std::string modes;
+    for (SyncMode m : s.modes) modes += (modes.empty() ? "" : ", ") + mode_name(m);
+    out << s.name << "  -  " << s.summary << " [modes: " << modes
+        << (s.sends_gradients ? "" : "; codec none only") << (s.faults_sync ? "; faults" : "")
+        << (s.processes ? "; --processes" : "") << "]\n";
+    print_params(s.params);
+  }
+}
+
+/// A `--json` / `--markdown` pair of flags on a listing command.
+struct ListingFormat {
+  bool json = false;
+  bool markdown = false;
+  void add_to(CLI::App* command, const std::string& markdown_file) {
+    command->add_flag("--json", json, "machine-readable output");
+    command->add_flag("--markdown", markdown, "the reference as " + markdown_file + " carries it");
+  }
+};
+
+}  // namespace
+
+int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"gradwire: distributed deep learning over simulated networks (LibTorch + ns-3)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gradwire 0.1");
+
+  std::string file;
+  std::string out_dir;
+  std::vector<std::string> overrides;
+  bool quiet = false;
+  CLI::App* run = app.add_subcommand("run", "Run a scenario and write runs/<name>/");
+  run->add_option("file", file, "scenario JSON file")->required();
+  run->add_option("--out", out_dir, "parent folder for the run folder (default: output.dir)");
+  run->add_option("--set", overrides, "override a scenario value: path.to.key=value (repeatable)");
+  run->add_flag("--quiet,-q", quiet, "no progress lines on stderr");
+  bool processes = false;
+  run->add_flag("--processes", processes,
+                "one `gradwire worker` process per worker (and server), the network served to "
+                "them over ZeroMQ on loopback; same results as in-process");
+
+  std::string validate_file;
+  std::vector<std::string> validate_overrides;
+  CLI::App* validate = app.add_subcommand("validate", "Check a scenario without running it");
+  validate->add_option("file", validate_file, "scenario JSON file")->required();
+  validate->add_option("--set", validate_overrides, "override a value: path.to.key=value");
+  bool print_resolved = false;
+  validate->add_flag("--print", print_resolved, "print the resolved scenario (defaults filled in)");
+
+  bool codecs_json = false;
+  CLI::App* codecs = app.add_subcommand("codecs", "List codecs and their parameters");
+  codecs->add_flag("--json", codecs_json, "machine-readable output");
+
+  ListingFormat networks_format;
+  CLI::App* networks =
+      app.add_subcommand("networks", "List network families and their keys (scenario `network`)");
+  networks_format.add_to(networks, "docs/networks.md");
+  ListingFormat schemes_format;
+  CLI::App* schemes = app.add_subcommand(
+      "schemes", "List training schemes and their keys (scenario `topology`)");
+  schemes_format.add_to(schemes, "docs/schemes.md");
+
+  CodecCommandOptions codec_options;
+  CLI::App* codec_command = add_codec_command(app, codec_options);
+
+  SweepCommandOptions sweep_options;
+  CLI::App* sweep_command = add_sweep_command(app, sweep_options);
+  ReportCommandOptions report_options;
+  CLI::App* report_command = add_report_command(app, report_options);
+
+  ServeCommandOptions serve_options;
+  CLI::App* serve_command = add_serve_command(app, serve_options);
+  WorkerProcessOptions worker_options;
+  CLI::App* worker_command = add_worker_command(app, worker_options);
+  KeygenCommandOptions keygen_options;
+  CLI::App* keygen_command = add_keygen_command(app, keygen_options);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e, out, err);
+    return code == 0 ? kExitOk : kExitBadInput;
+  }
+
+  try {
+    if (*run) {
+      Scenario scenario = load(file, overrides);
+      const std::string parent = out_dir.empty() ? scenario.output_dir : out_dir;
+      if (processes) {
+        RunResult result = run_with_processes(scenario, parent, quiet ? nullptr : &err, err);
+        out << "results: " << result.directory << "\n";
+        return kExitOk;
+      }
+      Engine engine(scenario);
+      RunResult result = engine.run(parent, quiet ? nullptr : &err);
+      out << "results: " << result.directory << "\n";
+      return kExitOk;
+    }
+    if (*validate) {
+      Scenario scenario = load(validate_file, validate_overrides);
+      if (print_resolved) {
+        out << scenario.resolved.dump(2) << "\n";
+      } else {
+        out << validate_file << ": ok (" << scenario.training.workers << " workers, "
+            << scenario.training.steps << " steps, codec "
+            << scenario.codec.at("kind").get<std::string>() << ", " << scenario.topology.name()
+            << ", " << scenario.network.at("family").get<std::string>() << ")\n";
+      }
+      return kExitOk;
+    }
+    if (*codec_command) return run_codec_command(codec_options, out, err);
+    if (*sweep_command) return run_sweep_command(sweep_options, out, err);
+    if (*report_command) return run_report_command(report_options, out, err);
+    if (*serve_command) return run_serve_command(serve_options, out, err);
+    if (*worker_command) return run_worker_process(worker_options, err);
+    if (*keygen_command) return run_keygen_command(keygen_options, out);
+    if (*codecs) {
+      list_codecs(out, codecs_json);
+      return kExitOk;
+    }
+    if (*networks) {
+      if (networks_format.json) {
+        out << network_reference_json().dump(2) << "\n";
+      } else {
+        out << network_reference_markdown();
+      }
+      return kExitOk;
+    }
+    if (*schemes) {
+      if (schemes_format.json) {
+        out << scheme_reference_json().dump(2) << "\n";
+      } else if (schemes_format.markdown) {
+        out << scheme_reference_markdown();
+      } else {
+        list_schemes(out);
+      }
+      return kExitOk;
+    }
+  } catch (const ConfigError& e) {
+    err << "error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    err << "error: " << e.what() << "\n";
+    return kExitFailure;
+  }
+  return kExitFailure;
+}
+
+}  // namespace gradwire

@@ -1,0 +1,258 @@
+#include "sim/cli/CodecCommand.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <ostream>
+#include <regex>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+#include "codecs/CodecRegistry.h"
+#include "codecs/wire/WireFormat.h"
+#include "common/ConfigError.h"
+#include "sim/cli/Cli.h"
+
+namespace gradwire {
+
+namespace {
+
+/// Bad input of the command (file missing, unreadable...): exit code 2.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+Bytes read_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(std::string("cannot open ") + what + " '" + path + "'");
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::string& path, const Bytes& bytes) {
+  // Temp file + rename, so a failed write never leaves a half file behind.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write '" + path + "'");
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw std::runtime_error("write to '" + path + "' failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    throw std::runtime_error("cannot rename '" + tmp + "' to '" + path + "'");
+  }
+}
+
+nlohmann::json codec_object(const CodecCommandOptions& o) {
+  nlohmann::json obj = nlohmann::json::object();
+  obj["kind"] = o.codec;
+  for (const std::string& p : o.params) {
+    const auto eq = p.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw ConfigError("--param", "expected key=value, got '" + p + "'");
+    }
+    const std::string key = p.substr(0, eq);
+    const std::string text = p.substr(eq + 1);
+    nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+    obj[key] = value.is_discarded() ? nlohmann::json(text) : value;
+  }
+  return obj;
+}
+
+}  // namespace
+
+std::vector<float> read_npy_f32(const std::string& path, std::vector<std::int64_t>* shape_out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw NpyError("cannot open '" + path + "'");
+  const Bytes bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string where = "'" + path + "': ";
+  if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0) {
+    throw NpyError(where + "not a .npy file (missing the \\x93NUMPY magic)");
+  }
+  const int major = bytes[6];
+  std::size_t header_len = 0;
+  std::size_t pos = 0;
+  if (major == 1) {
+    header_len = bytes[8] | (bytes[9] << 8);
+    pos = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) throw NpyError(where + "truncated .npy preamble");
+    header_len = load_u32_le(bytes.data() + 8);
+    pos = 12;
+  } else {
+    throw NpyError(where + "unsupported .npy format version " + std::to_string(major));
+  }
+  if (header_len > bytes.size() - pos) throw NpyError(where + "truncated .npy header");
+  const std::string header(reinterpret_cast<const char*>(bytes.data() + pos), header_len);
+  pos += header_len;
+
+  std::smatch m;
+  static const std::regex descr_re(R"('descr'\s*:\s*'([^']*)')");
+  static const std::regex fortran_re(R"('fortran_order'\s*:\s*(True|False))");
+  static const std::regex shape_re(R"('shape'\s*:\s*\(([^)]*)\))");
+  if (!std::regex_search(header, m, descr_re)) throw NpyError(where + "header has no 'descr'");
+  const std::string descr = m[1];
+  if (descr != "<f4" && descr != "f4") {
+    throw NpyError(where + "dtype '" + descr + "' is not little-endian float32 ('<f4'); convert with arr.astype('<f4')");
+  }
+  if (!std::regex_search(header, m, fortran_re)) throw NpyError(where + "header has no 'fortran_order'");
+  const bool fortran = m[1] == "True";
+  if (!std::regex_search(header, m, shape_re)) throw NpyError(where + "header has no 'shape'");
+  std::vector<std::int64_t> shape;
+  std::stringstream dims(m[1].str());
+  std::string item;
+  std::uint64_t count = 1;
+  while (std::getline(dims, item, ',')) {
+    const auto b = item.find_first_not_of(" \t\n");
+    if (b == std::string::npos) continue;  // trailing comma of a 1-tuple
+    const std::string t = item.substr(b, item.find_last_not_of(" \t\nL") - b + 1);
+    if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos || t.size() > 12) {
+      throw NpyError(where + "bad dimension '" + t + "' in shape");
+    }
+    const std::int64_t d = std::stoll(t);
+    shape.push_back(d);
+    count *= static_cast<std::uint64_t>(d);
+    if (count > (std::uint64_t{1} << 40)) throw NpyError(where + "array is implausibly large");
+  }
+  int non_trivial = 0;
+  for (auto d : shape) non_trivial += d > 1 ? 1 : 0;
+  if (fortran && non_trivial > 1) {
+    throw NpyError(where + "Fortran-order arrays are not supported; save with np.ascontiguousarray");
+  }
+  const std::size_t data = bytes.size() - pos;
+  if (data != 4 * count) {
+    throw NpyError(where + "data has " + std::to_string(data) + " bytes, the shape needs " +
+                   std::to_string(4 * count));
+  }
+  std::vector<float> values(static_cast<std::size_t>(count));
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = load_f32_le(bytes.data() + pos + 4 * i);
+  if (shape_out) *shape_out = shape;
+  return values;
+}
+
+void write_npy_f32(const std::string& path, const std::vector<float>& values,
+                   const std::vector<std::int64_t>& shape) {
+  std::string dims;
+  for (auto d : shape) dims += std::to_string(d) + ", ";
+  if (shape.size() > 1) dims.erase(dims.size() - 2);
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  // Pad so magic (6) + version (2) + length (2) + header ends on a 64-byte boundary, with '\n'.
+  const std::size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header.push_back('\n');
+  ByteWriter w(10 + header.size() + 4 * values.size());
+  w.raw("\x93NUMPY", 6);
+  w.u8(1);
+  w.u8(0);
+  w.u16(static_cast<std::uint16_t>(header.size()));
+  w.raw(header.data(), header.size());
+  w.f32_array(values.data(), values.size());
+  write_file(path, w.take());
+}
+
+CLI::App* add_codec_command(CLI::App& app, CodecCommandOptions& o) {
+  CLI::App* sub = app.add_subcommand(
+      "codec", "Encode a .npy float32 gradient to a payload file, or decode one back");
+  sub->add_option("action", o.action, "encode or decode")
+      ->required()
+      ->check(CLI::IsMember({"encode", "decode"}));
+  sub->add_option("--codec", o.codec, "codec name (see `gradwire codecs`)")->required();
+  sub->add_option("--param", o.params, "codec parameter key=value (repeatable)");
+  sub->add_option("--in", o.in, "input: .npy (encode) or payload (decode)")->required();
+  sub->add_option("--out", o.out, "output: payload (encode) or .npy (decode)")->required();
+  sub->add_option("--state", o.state, "codec state file, read if present and rewritten (encode)");
+  sub->add_option("--seed", o.seed, "seed for shared-randomness codecs (randomk), default 1");
+  sub->add_option("--rank", o.rank, "worker rank the codec acts for, default 0");
+  sub->add_option("--workers", o.workers, "number of workers (DGC's clipping), default 1")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--shape", o.shape,
+                  "tensor shape for layout-aware codecs such as powersgd, e.g. --shape 64 128 "
+                  "(give the same shape to encode and decode)");
+  sub->add_option("--max-elements", o.max_elements,
+                  "largest element count decode accepts, default 2^28");
+  return sub;
+}
+
+namespace {
+/// One layer of `shape` (no layout for 1-D shapes, as before shapes were read: layout-aware
+/// codecs would otherwise treat a plain vector as a bias); its size must be the array's.
+std::vector<LayerSlice> layout_of(const std::vector<std::int64_t>& shape, std::int64_t numel) {
+  if (shape.size() < 2) return {};
+  std::int64_t count = 1;
+  for (auto d : shape) {
+    if (d < 1) throw InputError("--shape: dimensions must be >= 1");
+    count *= d;
+  }
+  if (count != numel) {
+    throw InputError("--shape describes " + std::to_string(count) + " elements, the data has " +
+                     std::to_string(numel));
+  }
+  return {LayerSlice{"array", 0, shape}};
+}
+}  // namespace
+
+int run_codec_command(const CodecCommandOptions& o, std::ostream& out, std::ostream& err) {
+  try {
+    const CodecRegistry& registry = CodecRegistry::builtin();
+    const nlohmann::json resolved = registry.resolve(codec_object(o), "codec");
+    CodecContext ctx;
+    ctx.rank = o.rank;
+    ctx.workers = o.workers;
+    ctx.seed = o.seed;
+    if (o.action == "encode") {
+      std::vector<std::int64_t> shape;
+      std::vector<float> values = read_npy_f32(o.in, &shape);
+      ctx.numel = static_cast<std::int64_t>(values.size());
+      ctx.layers = layout_of(o.shape, ctx.numel);
+      std::unique_ptr<Codec> codec = registry.create(resolved, ctx);
+      if (!o.state.empty()) {
+        std::ifstream probe(o.state, std::ios::binary);
+        if (probe) {
+          const Bytes st = read_file(o.state, "state file");
+          codec->load_state(ByteSpan(st));
+        }
+      }
+      const torch::Tensor grad =
+          torch::from_blob(values.data(), {static_cast<std::int64_t>(values.size())}, torch::kFloat);
+      const Bytes payload = codec->encode(grad);
+      write_file(o.out, payload);
+      if (!o.state.empty()) write_file(o.state, codec->save_state());
+      out << "encoded " << values.size() << " elements into " << payload.size()
+          << " bytes (density " << codec->last_density() << ")\n";
+      return kExitOk;
+    }
+    const Bytes payload = read_file(o.in, "payload");
+    const PayloadHeader h = peek_header(ByteSpan(payload));
+    if (h.numel > o.max_elements) {
+      throw DecodeError("payload states " + std::to_string(h.numel) +
+                        " elements, more than --max-elements " + std::to_string(o.max_elements));
+    }
+    ctx.numel = static_cast<std::int64_t>(h.numel);
+    ctx.layers = layout_of(o.shape, ctx.numel);
+    std::unique_ptr<Codec> codec = registry.create(resolved, ctx);
+    const torch::Tensor t = codec->decode(ByteSpan(payload)).contiguous();
+    const float* p = t.data_ptr<float>();
+    write_npy_f32(o.out, std::vector<float>(p, p + t.numel()),
+                  o.shape.empty() ? std::vector<std::int64_t>{t.numel()} : o.shape);
+    out << "decoded " << t.numel() << " elements\n";
+    return kExitOk;
+  } catch (const ConfigError& e) {
+    err << "error: " << e.what() << "\n";
+  } catch (const NpyError& e) {
+    err << "error: " << e.what() << "\n";
+  } catch (const DecodeError& e) {
+    err << "error: corrupt input: " << e.what() << "\n";
+  } catch (const InputError& e) {
+    err << "error: " << e.what() << "\n";
+  } catch (const std::invalid_argument& e) {
+    err << "error: " << e.what() << "\n";
+  } catch (const std::exception& e) {
+    err << "error: " << e.what() << "\n";
+    return kExitFailure;
+  }
+  return kExitBadInput;
+}
+
+}  // namespace gradwire

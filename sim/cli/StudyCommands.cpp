@@ -1,0 +1,127 @@
+#include "sim/cli/StudyCommands.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <ostream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include "common/ConfigError.h"
+#include "common/SelfExecutable.h"
+#include "sim/cli/Cli.h"
+#include "sim/study/SweepRunner.h"
+
+namespace gradwire {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs argv without a shell; returns the exit status (127 when it cannot start).
+int run_process(const std::vector<std::string>& argv, bool silence) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return 127;
+  if (pid == 0) {
+    if (silence) {
+      if (FILE* null = std::fopen("/dev/null", "w")) {
+        ::dup2(fileno(null), 1);
+        ::dup2(fileno(null), 2);
+      }
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+std::string analysis_dir() {
+  if (const char* env = std::getenv("GRADWIRE_ANALYSIS_DIR")) return env;
+  const fs::path beside = fs::path(self_executable()).parent_path().parent_path() / "analysis";
+  if (fs::exists(beside / "report.py")) return beside.string();
+  return std::string(GRADWIRE_SOURCE_DIR) + "/analysis";
+}
+
+}  // namespace
+
+std::string find_matplotlib_python() {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("GRADWIRE_PYTHON")) candidates.emplace_back(env);
+  candidates.emplace_back("/usr/bin/python3");
+  candidates.emplace_back("python3");
+  for (const auto& python : candidates) {
+    if (run_process({python, "-c", "import matplotlib"}, true) == 0) return python;
+  }
+  return "";
+}
+
+CLI::App* add_sweep_command(CLI::App& app, SweepCommandOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "Run a family of scenarios (grid/zip axes, seeds) in parallel, resumable");
+  cmd->add_option("file", o.file, "sweep JSON file")->required();
+  cmd->add_option("-j,--jobs", o.jobs, "runs at once (default 1)")->check(CLI::Range(1, 256));
+  cmd->add_option("--out", o.out_dir, "parent folder of the sweep folder (default runs)");
+  cmd->add_flag("--emit-slurm", o.emit_slurm,
+                "write <sweep>/sweep.slurm (a Slurm array job) instead of running");
+  cmd->add_flag("--quiet,-q", o.quiet, "no progress lines");
+  return cmd;
+}
+
+int run_sweep_command(const SweepCommandOptions& o, std::ostream& out, std::ostream& err) {
+  SweepPlan plan = SweepPlan::load(o.file);
+  SweepOptions options;
+  options.jobs = o.jobs;
+  options.out_dir = o.out_dir;
+  options.executable = self_executable();
+  options.emit_slurm = o.emit_slurm;
+  SweepRunner runner(std::move(plan), options);
+  const SweepOutcome outcome = runner.run(o.quiet ? nullptr : &err);
+  out << "results: " << outcome.directory << "/results.csv (" << outcome.finished << " ran, "
+      << outcome.skipped << " skipped, " << outcome.failed << " failed)\n";
+  return outcome.failed ? kExitFailure : kExitOk;
+}
+
+CLI::App* add_report_command(CLI::App& app, ReportCommandOptions& o) {
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Plot run or sweep folders into report.html with PNG/SVG figures");
+  cmd->add_option("dirs", o.dirs, "run folders, sweep folders, or folders holding them")
+      ->required();
+  cmd->add_option("--out", o.out_dir, "report folder")->required();
+  cmd->add_option("--reference", o.reference,
+                  "reference for speedups, e.g. codec=none,rate=10Gbps or name=RUN "
+                  "(default: dense on the fastest network)");
+  return cmd;
+}
+
+int run_report_command(const ReportCommandOptions& o, std::ostream& out, std::ostream& err) {
+  for (const auto& d : o.dirs) {
+    if (!fs::is_directory(d)) throw ConfigError("(report)", "expected a folder, got " + d);
+  }
+  const std::string python = find_matplotlib_python();
+  if (python.empty()) {
+    err << "error: no Python with matplotlib found (tried $GRADWIRE_PYTHON, /usr/bin/python3, "
+           "python3). Install it with: sudo apt-get install python3-matplotlib\n";
+    return kExitFailure;
+  }
+  std::vector<std::string> argv = {python, analysis_dir() + "/report.py", "--out", o.out_dir};
+  if (!o.reference.empty()) {
+    argv.push_back("--reference");
+    argv.push_back(o.reference);
+  }
+  argv.insert(argv.end(), o.dirs.begin(), o.dirs.end());
+  const int code = run_process(argv, false);
+  if (code != 0) {
+    err << "error: report generation failed (exit " << code << ")\n";
+    return code == 2 ? kExitBadInput : kExitFailure;
+  }
+  out << "report: " << o.out_dir << "/report.html\n";
+  return kExitOk;
+}
+
+}  // namespace gradwire

@@ -1,0 +1,86 @@
+#include "sim/engine/ComputeTime.h"
+
+#include <stdexcept>
+
+#include "sim/engine/Scenario.h"
+
+namespace gradwire {
+
+const std::vector<DeviceProfile>& device_profiles() {
+  // Sustained rates assume ~40-50% of the vendor's fp32 peak, typical of data-parallel CNN
+  // training (peaks: NVIDIA data sheets). Overheads are order-of-magnitude figures for a
+  // framework step on each class of device.
+  static const std::vector<DeviceProfile> kProfiles = {
+      {"raspberry-pi-4", 6e9, 5e-3, "Cortex-A72 x4, ~13.5 GFLOP/s fp32 peak (NEON)"},
+      {"jetson-nano", 1.2e11, 4e-3, "Maxwell 128 cores, 236 GFLOP/s fp32 peak"},
+      {"cpu-core", 2.0e10, 1e-3, "one modern x86 core with AVX2, ~50 GFLOP/s fp32 peak"},
+      {"gtx-1080ti", 5.0e12, 2e-3, "Pascal, 11.3 TFLOP/s fp32 peak (the DGC paper's era)"},
+      {"titan-xp", 5.5e12, 2e-3, "Pascal, 12.1 TFLOP/s fp32 peak"},
+      {"v100", 7.0e12, 1.5e-3, "Volta, 15.7 TFLOP/s fp32 peak"},
+      {"a100", 9.0e12, 1e-3, "Ampere, 19.5 TFLOP/s fp32 peak (no TF32)"},
+  };
+  return kProfiles;
+}
+
+namespace {
+
+// SplitMix64 (Steele et al. 2014): a stateless hash of (seed, rank, step) to a uniform draw,
+// so whether a step straggles does not depend on the order events happen in.
+double uniform_draw(std::uint64_t seed, int rank, std::int64_t step) {
+  std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(rank) * 0xBF58476D1CE4E5B9ull +
+                    static_cast<std::uint64_t>(step) * 0x94D049BB133111EBull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+ComputeTimeModel base_compute_time_model(const ComputeSpec& spec,
+                                         std::int64_t forward_flops_per_sample,
+                                         std::int64_t batch) {
+  if (spec.mode == "measured") {
+    const double scale = spec.scale;
+    return [scale](double wall, std::int64_t) { return wall * scale; };
+  }
+  if (spec.mode == "fixed") {
+    const double seconds = spec.seconds;
+    return [seconds](double, std::int64_t) { return seconds; };
+  }
+  if (spec.mode == "profile") {
+    if (spec.seconds_per_sample > 0) {
+      const double seconds = spec.seconds_per_sample * static_cast<double>(batch);
+      return [seconds](double, std::int64_t) { return seconds; };
+    }
+    for (const auto& p : device_profiles()) {
+      if (p.name == spec.profile) {
+        const double seconds = p.step_overhead_s + 3.0 * static_cast<double>(forward_flops_per_sample) *
+                                                       static_cast<double>(batch) /
+                                                       p.sustained_flops;
+        return [seconds](double, std::int64_t) { return seconds; };
+      }
+    }
+    throw std::invalid_argument("unknown device profile " + spec.profile);
+  }
+  throw std::invalid_argument("unknown compute mode " + spec.mode);
+}
+
+}  // namespace
+
+ComputeTimeModel make_compute_time_model(const ComputeSpec& spec,
+                                         std::int64_t forward_flops_per_sample,
+                                         std::int64_t batch, int rank, std::uint64_t seed) {
+  ComputeTimeModel base = base_compute_time_model(spec, forward_flops_per_sample, batch);
+  const double scale = static_cast<std::size_t>(rank) < spec.worker_scale.size()
+                           ? spec.worker_scale[static_cast<std::size_t>(rank)]
+                           : 1.0;
+  const double p = spec.straggler_probability;
+  const double slowdown = spec.straggler_slowdown;
+  if (scale == 1.0 && p <= 0) return base;
+  return [base, scale, p, slowdown, seed, rank](double wall, std::int64_t step) {
+    double t = base(wall, step) * scale;
+    if (p > 0 && uniform_draw(seed, rank, step) < p) t *= slowdown;
+    return t;
+  };
+}
+
+}  // namespace gradwire

@@ -1,0 +1,36 @@
+// How long a training step takes in simulated time. Three sources:
+//  * measured: the wall time the real LibTorch step took here, times `scale` (not repeatable);
+//  * fixed:    a constant number of seconds per step (repeatable; for network studies);
+//  * profile:  a device's sustained training throughput applied to the model's FLOPs, or an
+//              explicit seconds-per-sample (repeatable).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nodes/schemes/Worker.h"
+
+namespace gradwire {
+
+struct ComputeSpec;
+
+struct DeviceProfile {
+  std::string name;
+  double sustained_flops;   ///< training FLOP/s actually achieved (well below peak)
+  double step_overhead_s;   ///< per-step fixed cost: kernel launches, optimizer, data loading
+  std::string source;       ///< where the numbers come from
+};
+
+/// The named devices `compute.profile` accepts.
+const std::vector<DeviceProfile>& device_profiles();
+
+/// Builds the model for worker `rank`. A training step costs ~3x the forward FLOPs (backward
+/// is about twice the forward; Kaplan et al. 2020, "Scaling Laws", sec. 2.1). The result is
+/// multiplied by the worker's `slow_workers` scale and, on straggling steps (drawn per worker
+/// and step from `seed`, so runs repeat), by the straggler slowdown.
+ComputeTimeModel make_compute_time_model(const ComputeSpec& spec,
+                                         std::int64_t forward_flops_per_sample,
+                                         std::int64_t batch, int rank, std::uint64_t seed);
+
+}  // namespace gradwire

@@ -1,0 +1,181 @@
+#include "sim/engine/Engine.h"
+
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <memory>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#include <ns3/core-module.h>
+#include <torch/torch.h>
+
+#include "common/AtomicOutput.h"
+#include "netmodels/NetworkFactory.h"
+#include "nodes/schemes/AsyncParameterServer.h"
+#include "nodes/schemes/Faults.h"
+#include "nodes/schemes/TrainingScheme.h"
+#include "nodes/schemes/WallClockAccount.h"
+#include "nodes/schemes/Worker.h"
+#include "nodes/transport/Messenger.h"
+#include "sim/engine/Evaluation.h"
+#include "sim/engine/MetricsRecorder.h"
+#include "sim/engine/SimulatedWorld.h"
+#include "sim/engine/TrainingSetup.h"
+
+namespace gradwire {
+
+namespace {
+
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+Engine::Engine(Scenario scenario) : scenario_(std::move(scenario)) {}
+
+RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
+  const Scenario& sc = scenario_;
+  const auto wall_start = Clock::now();
+  const int n = sc.training.workers;
+
+  torch::set_num_threads(sc.compute.threads > 0
+                             ? sc.compute.threads
+                             : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+
+  // Everything that can fail on bad input happens before any output exists.
+  std::vector<int> all_ranks;
+  for (int r = 0; r < n; ++r) all_ranks.push_back(r);
+  TrainingSetup setup(sc, all_ranks);
+
+  std::unique_ptr<RunDirectory> dir;
+  if (!out_dir.empty()) dir = std::make_unique<RunDirectory>(out_dir, sc.name);
+
+  // ns-3: a fresh simulation seeded from the scenario, torn down on every exit path.
+  const SimulatedWorld world(sc, setup.hosts());
+  Network& network = world.network();
+  const std::vector<ns3::Ptr<Messenger>>& messengers = world.messengers();
+
+  WallClockAccount eval_account;
+  std::vector<Endpoint*> worker_messengers;
+  for (int r = 0; r < n; ++r) worker_messengers.push_back(ns3::PeekPointer(messengers[r]));
+  Endpoint* server_messenger = setup.with_server() ? ns3::PeekPointer(messengers[n]) : nullptr;
+  MetricsRecorder recorder(sc, setup.parameters(), progress, wall_start);
+  recorder.set_loss_ledger(world.loss_ledger());
+
+  setup.build_scheme(worker_messengers, server_messenger,
+                     [&recorder](const StalenessEvent& e) { recorder.staleness(e); });
+
+  std::vector<ns3::Ptr<Worker>> workers;
+  int finished = 0;
+  int departed = 0;  // workers that left and have not resumed: nobody waits for them to finish
+  const auto check_done = [&] {
+    if (finished + departed == n) ns3::Simulator::Stop();
+  };
+  // A step is complete when every worker taking part reported it (for sync schemes the
+  // replicas then agree): evaluate at the configured interval.
+  const auto step_complete = [&](std::int64_t step) {
+    const std::int64_t done = step + 1;
+    if (done % sc.training.eval_every == 0 || done == sc.training.steps) {
+      WallClockAccount::Charge charge(&eval_account);
+      recorder.evaluation(done, ns3::Simulator::Now().GetSeconds(), setup.evaluate(),
+                          setup.consensus_distance());
+    }
+  };
+  for (int r = 0; r < n; ++r) {
+    auto w = setup.make_worker(
+        r, worker_messengers[r],
+        [&](const StepRecord& record) {
+          if (recorder.record(record, n)) step_complete(record.step);
+        },
+        [&](int) {
+          ++finished;
+          check_done();
+        });
+    w->SetStartTime(ns3::Seconds(network.ready_time_s()));
+    network.host(static_cast<std::size_t>(r))->AddApplication(w);
+    workers.push_back(w);
+  }
+
+  // Faults: each listed worker leaves at its time (unless it already finished) and may rejoin.
+  if (!sc.faults.empty()) {
+    FaultTolerant* faults = setup.scheme().faults();
+    if (!faults) throw std::logic_error("scheme " + sc.topology.name() + " has no fault handling");
+    faults->enable_faults(sc.topology.timeout_s,
+                          [&recorder](const FaultEvent& e) { recorder.event(e); });
+    for (const FaultSpec& f : sc.faults) {
+      Worker* w = ns3::PeekPointer(workers[static_cast<std::size_t>(f.rank)]);
+      const int rank = f.rank;
+      ns3::Simulator::Schedule(ns3::Seconds(f.leave_at_s), [&, w, rank, faults] {
+        if (w->finished() || !w->alive()) return;
+        recorder.event(FaultEvent{"leave", rank, ns3::Simulator::Now().GetSeconds(),
+                                  w->steps_done()});
+        w->Leave();
+        faults->leave(rank);
+        ++departed;
+        for (std::int64_t step : recorder.leave(rank, n)) step_complete(step);
+        check_done();
+      });
+      if (f.rejoin_at_s < 0) continue;
+      ns3::Simulator::Schedule(ns3::Seconds(f.rejoin_at_s), [&, w, rank, faults] {
+        if (w->alive() || w->finished()) return;  // never left (it had finished)
+        recorder.event(FaultEvent{"rejoin", rank, ns3::Simulator::Now().GetSeconds(), -1});
+        faults->rejoin(rank, [&, w, rank](std::int64_t step, const at::Tensor& parameters) {
+          recorder.event(FaultEvent{"resume", rank, ns3::Simulator::Now().GetSeconds(), step});
+          recorder.resume(rank, step);
+          --departed;
+          w->Resume(step, parameters);
+        });
+      });
+    }
+  }
+
+  if (progress) {
+    *progress << "[" << sc.name << "] " << n << " workers, " << sc.model.kind << " ("
+              << setup.parameters() << " parameters), codec "
+              << sc.codec.at("kind").get<std::string>() << ", " << sc.topology.name() << ", "
+              << network.describe() << ", device " << setup.device_name() << "\n";
+  }
+
+  const auto run_start = Clock::now();
+  ns3::Simulator::Run();
+  const double run_wall = seconds_since(run_start);
+  const double sim_end = ns3::Simulator::Now().GetSeconds();
+
+  std::uint64_t bytes_on_wire = 0;
+  for (const auto& m : messengers) bytes_on_wire += m->bytes_sent();
+  const bool complete = finished + departed == n;
+  ns3::Simulator::Destroy();
+  if (!complete) {
+    throw std::runtime_error("simulation ended before every worker finished (" +
+                             std::to_string(finished) + " of " + std::to_string(n) +
+                             (departed ? ", " + std::to_string(departed) + " departed" : "") +
+                             ")");
+  }
+
+  RunResult result;
+  result.summary =
+      recorder.summary(sim_end, bytes_on_wire, seconds_since(wall_start),
+                       run_wall - setup.torch_account().seconds() - eval_account.seconds());
+  result.summary["network_description"] = network.describe();
+  result.summary["device"] = setup.device_name();
+  const double staleness = setup.mean_staleness();
+  result.summary["mean_staleness"] = std::isnan(staleness) ? nlohmann::json() : nlohmann::json(staleness);
+  result.metrics_jsonl = recorder.jsonl();
+  if (dir) {
+    write_file_atomically(dir->staging() + "/scenario.json", sc.resolved.dump(2) + "\n");
+    write_file_atomically(dir->staging() + "/metrics.jsonl", result.metrics_jsonl);
+    write_file_atomically(dir->staging() + "/summary.json", result.summary.dump(2) + "\n");
+    dir->commit();
+    result.directory = dir->final_path();
+  }
+  if (progress) recorder.print_final(*progress, result.summary);
+  return result;
+}
+
+}  // namespace gradwire

@@ -1,0 +1,239 @@
+#include "sim/engine/MetricsRecorder.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <ostream>
+
+#include "nodes/transport/LossLedger.h"
+#include "sim/engine/Scenario.h"
+
+namespace gradwire {
+
+MetricsRecorder::MetricsRecorder(const Scenario& scenario, std::int64_t parameters,
+                                 std::ostream* progress,
+                                 std::chrono::steady_clock::time_point wall_start)
+    : scenario_(scenario), parameters_(parameters), progress_(progress), wall_start_(wall_start) {}
+
+double MetricsRecorder::wall_now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
+}
+
+bool MetricsRecorder::complete(std::int64_t step, int workers) {
+  const auto it = pending_.find(step);
+  if (it == pending_.end() || it->second.empty()) return false;
+  if (member_from_.empty()) return static_cast<int>(it->second.size()) >= workers;
+  for (int r = 0; r < workers; ++r) {
+    if (member_from_[r] > step) continue;  // not taking part in this step
+    if (std::none_of(it->second.begin(), it->second.end(),
+                     [r](const StepRecord& x) { return x.rank == r; })) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool MetricsRecorder::record(const StepRecord& record, int workers) {
+  pending_[record.step].push_back(record);
+  if (!complete(record.step, workers)) return false;
+  write_step(record.step, workers);
+  return true;
+}
+
+std::vector<std::int64_t> MetricsRecorder::leave(int rank, int workers) {
+  if (member_from_.empty()) member_from_.assign(static_cast<std::size_t>(workers), 0);
+  member_from_[rank] = std::numeric_limits<std::int64_t>::max();
+  std::vector<std::int64_t> done;
+  while (!pending_.empty() && complete(pending_.begin()->first, workers)) {
+    const std::int64_t step = pending_.begin()->first;
+    write_step(step, workers);
+    done.push_back(step);
+  }
+  return done;
+}
+
+void MetricsRecorder::resume(int rank, std::int64_t step) { member_from_.at(rank) = step; }
+
+void MetricsRecorder::event(const FaultEvent& e) {
+  const nlohmann::json line = {{"type", "event"}, {"event", e.kind},
+                               {"rank", e.rank},  {"step", e.step},
+                               {"sim_time_s", e.sim_time_s}};
+  lines_ += line.dump() + "\n";
+  ++event_counts_[e.kind];
+}
+
+void MetricsRecorder::write_step(std::int64_t step, int workers) {
+  auto& records = pending_[step];
+  const StepRecord record = records.front();
+  std::sort(records.begin(), records.end(),
+            [](const StepRecord& a, const StepRecord& b) { return a.rank < b.rank; });
+  double loss = 0, compute = 0, comm = 0, comm_max = 0, end = 0;
+  nlohmann::json bytes = nlohmann::json::array();
+  nlohmann::json payload = nlohmann::json::array();
+  double density = 0;
+  const bool gaps = static_cast<int>(records.size()) != workers;
+  if (gaps) {
+    for (int r = 0; r < workers; ++r) {
+      bytes.push_back(0);
+      payload.push_back(0);
+    }
+  }
+  for (const auto& r : records) {
+    if (gaps) {
+      payload[static_cast<std::size_t>(r.rank)] = r.payload_bytes;
+      bytes[static_cast<std::size_t>(r.rank)] = r.bytes_sent;
+    } else {
+      payload.push_back(r.payload_bytes);
+    }
+    payload_bytes_ += r.payload_bytes;
+    density += r.density;
+    loss += r.loss;
+    compute += r.compute_s;
+    comm += r.comm_s;
+    comm_max = std::max(comm_max, r.comm_s);
+    end = std::max(end, r.end_s);
+    if (!gaps) bytes.push_back(r.bytes_sent);
+  }
+  const double w = static_cast<double>(records.size());
+  nlohmann::json line = {{"type", "step"},
+                         {"step", record.step + 1},
+                         {"sim_time_s", end},
+                         {"loss", loss / w},
+                         {"compute_s", compute / w},
+                         {"comm_s", comm / w},
+                         {"comm_s_max", comm_max},
+                         {"bytes_sent", bytes},
+                         {"payload_bytes", payload},
+                         {"density", density / w},
+                         {"lr", scenario_.training.lr.at(record.step)},
+                         {"wall_time_s", wall_now()}};
+  if (ledger_ != nullptr) {
+    const LossLedger::Entry lost = ledger_->at(static_cast<std::uint64_t>(record.step));
+    line["lost_bytes"] = lost.lost_bytes;
+    line["loss_fraction"] = lost.loss_fraction();
+  }
+  lines_ += line.dump() + "\n";
+  last_loss_ = loss / w;
+  sum_compute_ += compute / w;
+  sum_comm_ += comm / w;
+  ++steps_recorded_;
+  pending_.erase(record.step);
+  progress_line(record.step + 1, end, false);
+}
+
+void MetricsRecorder::staleness(const StalenessEvent& e) {
+  const nlohmann::json line = {{"type", "update"},     {"rank", e.rank},
+                               {"version", e.version}, {"staleness", e.staleness},
+                               {"sim_time_s", e.sim_time_s}};
+  lines_ += line.dump() + "\n";
+}
+
+void MetricsRecorder::evaluation(std::int64_t step, double sim_time_s, const EvalResult& result,
+                                 double consensus) {
+  nlohmann::json line = {{"type", "eval"},
+                         {"step", step},
+                         {"sim_time_s", sim_time_s},
+                         {"accuracy", result.accuracy},
+                         {"test_loss", result.loss},
+                         {"samples", result.samples},
+                         {"consensus_distance", consensus},
+                         {"wall_time_s", wall_now()}};
+  lines_ += line.dump() + "\n";
+  last_accuracy_ = result.accuracy;
+  last_test_loss_ = result.loss;
+  const double target = scenario_.training.target_accuracy;
+  if (target > 0 && !time_to_target_ && result.accuracy >= target) {
+    time_to_target_ = sim_time_s;
+    steps_to_target_ = step;
+  }
+  progress_line(step, sim_time_s, true);
+}
+
+void MetricsRecorder::progress_line(std::int64_t step, double sim_time, bool force) {
+  if (!progress_) return;
+  const double now = wall_now();
+  if (!force && now - last_progress_wall_ < 2.0) return;
+  last_progress_wall_ = now;
+  char buf[256];
+  if (last_accuracy_ >= 0) {
+    std::snprintf(buf, sizeof buf,
+                  "[%s] step %lld/%lld  sim %.4f s  loss %.4f  acc %.4f  wall %.1f s\n",
+                  scenario_.name.c_str(), static_cast<long long>(step),
+                  static_cast<long long>(scenario_.training.steps), sim_time, last_loss_,
+                  last_accuracy_, now);
+  } else {
+    std::snprintf(buf, sizeof buf, "[%s] step %lld/%lld  sim %.4f s  loss %.4f  wall %.1f s\n",
+                  scenario_.name.c_str(), static_cast<long long>(step),
+                  static_cast<long long>(scenario_.training.steps), sim_time, last_loss_, now);
+  }
+  *progress_ << buf << std::flush;
+}
+
+nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_on_wire,
+                                        double wall_time_s, double ns3_wall_time_s) const {
+  const std::uint64_t payload_bytes = payload_bytes_;
+  const auto& t = scenario_.training;
+  // Dense equivalent: every worker's gradient as fp32, every step.
+  const double dense = 4.0 * static_cast<double>(parameters_) * static_cast<double>(t.workers) *
+                       static_cast<double>(steps_recorded_);
+  const double steps = std::max<double>(1.0, static_cast<double>(steps_recorded_));
+  nlohmann::json s = {
+      {"name", scenario_.name},
+      {"steps", steps_recorded_},
+      {"workers", t.workers},
+      {"parameters", parameters_},
+      {"codec", scenario_.codec.at("kind")},
+      {"topology", scenario_.topology.name()},
+      {"network", scenario_.network.value("family", "")},
+      {"final_accuracy", last_accuracy_ >= 0 ? nlohmann::json(last_accuracy_) : nlohmann::json()},
+      {"final_test_loss", last_test_loss_},
+      {"final_train_loss", last_loss_},
+      {"target_accuracy", t.target_accuracy > 0 ? nlohmann::json(t.target_accuracy) : nlohmann::json()},
+      {"time_to_target_s", time_to_target_ ? nlohmann::json(*time_to_target_) : nlohmann::json()},
+      {"steps_to_target", steps_to_target_ ? nlohmann::json(*steps_to_target_) : nlohmann::json()},
+      {"sim_time_s", sim_time_s},
+      {"mean_step_compute_s", sum_compute_ / steps},
+      {"mean_step_comm_s", sum_comm_ / steps},
+      {"bytes_on_wire", bytes_on_wire},
+      {"payload_bytes", payload_bytes},
+      {"dense_bytes", dense},
+      {"compression_ratio", payload_bytes ? dense / static_cast<double>(payload_bytes) : 0.0},
+      {"wall_time_s", wall_time_s},
+      {"ns3_wall_time_s", std::max(0.0, ns3_wall_time_s)},
+  };
+  if (!scenario_.faults.empty()) {
+    nlohmann::json counts = {{"leave", 0}, {"detected", 0}, {"rejoin", 0}, {"resume", 0}};
+    for (const auto& [kind, count] : event_counts_) counts[kind] = count;
+    s["fault_events"] = counts;
+  }
+  if (ledger_ != nullptr) {
+    const LossLedger::Entry& t = ledger_->total();
+    s["udp"] = {{"lost_bytes", t.lost_bytes},
+                {"loss_tolerant_bytes", t.lossy_bytes},
+                {"loss_fraction", t.loss_fraction()},
+                {"messages_with_loss", t.damaged},
+                {"loss_tolerant_messages", t.messages}};
+    // Flat copy for results.csv and reports (one column beside the times it bought).
+    s["lost_gradient_fraction"] = t.loss_fraction();
+  }
+  return s;
+}
+
+void MetricsRecorder::print_final(std::ostream& out, const nlohmann::json& s) const {
+  char buf[512];
+  const std::string acc =
+      s["final_accuracy"].is_null() ? "n/a" : std::to_string(s["final_accuracy"].get<double>());
+  const std::string ttt = s["time_to_target_s"].is_null()
+                              ? "not reached"
+                              : std::to_string(s["time_to_target_s"].get<double>()) + " s";
+  std::snprintf(buf, sizeof buf,
+                "[%s] done: accuracy %s, simulated %.4f s (compute %.5f s + comm %.5f s per "
+                "step), time to target %s, compression %.1fx, wall %.1f s (ns-3 %.1f s)\n",
+                scenario_.name.c_str(), acc.c_str(), s["sim_time_s"].get<double>(),
+                s["mean_step_compute_s"].get<double>(), s["mean_step_comm_s"].get<double>(),
+                ttt.c_str(), s["compression_ratio"].get<double>(), s["wall_time_s"].get<double>(),
+                s["ns3_wall_time_s"].get<double>());
+  out << buf;
+}
+
+}  // namespace gradwire

@@ -1,0 +1,104 @@
+// Collects per-worker step records and evaluations into metrics.jsonl lines, prints progress,
+// and computes summary.json. Lines (one JSON object each):
+//   {"type":"step","step":k,"sim_time_s":..,"loss":..,"compute_s":..,"comm_s":..,
+//    "comm_s_max":..,"bytes_sent":[per worker],"payload_bytes":[per worker],"density":..,
+//    "lr":..,"wall_time_s":..}
+// bytes_sent: application bytes the worker's host sent (including forwarded ring chunks);
+// payload_bytes: size of the gradient its codec produced; density: mean fraction of gradient
+// elements the codecs carried.
+//   {"type":"eval","step":k,"sim_time_s":..,"accuracy":..,"test_loss":..,
+//    "consensus_distance":..,"wall_time_s":..}
+//   {"type":"update","rank":r,"version":v,"staleness":s,"sim_time_s":..}   (async PS only)
+//   {"type":"event","event":"leave"|"detected"|"rejoin"|"resume","rank":r,"step":k,
+//    "sim_time_s":..}                                                       (faults only)
+// With faults, a step line is written when every worker taking part in that step reported
+// (a departed worker is not waited for); means are over the reporting workers, and the
+// per-worker arrays hold 0 for workers that did not take part.
+// With network.transport "udp", step lines also carry "lost_bytes" (gradient bytes that never
+// arrived and were read as zeros, over every host) and "loss_fraction" (of the loss-tolerant
+// bytes delivered in that step), and summary.json a "udp" object with the run's totals.
+// `step` counts completed steps (1-based). Fields ending in "wall_time_s" are wall-clock and
+// differ between runs; everything else is deterministic for fixed/profile compute.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nodes/schemes/AsyncParameterServer.h"
+#include "nodes/schemes/Faults.h"
+#include "nodes/schemes/Worker.h"
+#include "sim/engine/Evaluation.h"
+
+namespace gradwire {
+
+class LossLedger;
+struct Scenario;
+
+class MetricsRecorder {
+ public:
+  MetricsRecorder(const Scenario& scenario, std::int64_t parameters, std::ostream* progress,
+                  std::chrono::steady_clock::time_point wall_start);
+
+  /// Adds one worker's record; returns true when all `workers` have reported this step (the
+  /// step line has then been written).
+  bool record(const StepRecord& record, int workers);
+
+  /// `consensus` is the spread between workers' models (0 when they agree by construction).
+  void evaluation(std::int64_t step, double sim_time_s, const EvalResult& result,
+                  double consensus);
+
+  /// One applied asynchronous update.
+  void staleness(const StalenessEvent& event);
+
+  /// Where the UDP transport records lost gradient bytes (null: TCP, nothing is lost).
+  void set_loss_ledger(const LossLedger* ledger) { ledger_ = ledger; }
+
+  /// A fault event (an "event" line; counted in summary.json's fault_events).
+  void event(const FaultEvent& event);
+  /// Worker `rank` left: later steps do not wait for it. Returns the steps (0-based) whose
+  /// lines this completed, in order.
+  std::vector<std::int64_t> leave(int rank, int workers);
+  /// Worker `rank` takes part again from `step`.
+  void resume(int rank, std::int64_t step);
+
+  nlohmann::json summary(double sim_time_s, std::uint64_t bytes_on_wire, double wall_time_s,
+                         double ns3_wall_time_s) const;
+
+  const std::string& jsonl() const { return lines_; }
+  void print_final(std::ostream& out, const nlohmann::json& summary) const;
+
+ private:
+  double wall_now() const;
+  void progress_line(std::int64_t step, double sim_time, bool force);
+  bool complete(std::int64_t step, int workers);
+  void write_step(std::int64_t step, int workers);
+
+  const Scenario& scenario_;
+  std::int64_t parameters_;
+  std::ostream* progress_;
+  std::chrono::steady_clock::time_point wall_start_;
+  double last_progress_wall_ = -1e9;
+
+  std::map<std::int64_t, std::vector<StepRecord>> pending_;
+  std::string lines_;
+  double last_loss_ = 0;
+  double last_accuracy_ = -1;
+  double last_test_loss_ = 0;
+  std::optional<double> time_to_target_;
+  std::optional<std::int64_t> steps_to_target_;
+  double sum_compute_ = 0, sum_comm_ = 0;
+  std::uint64_t payload_bytes_ = 0;
+  std::int64_t steps_recorded_ = 0;
+  std::vector<std::int64_t> member_from_;  // per rank: first step it reports (faults)
+  std::map<std::string, int> event_counts_;
+  const LossLedger* ledger_ = nullptr;
+};
+
+}  // namespace gradwire

@@ -1,0 +1,97 @@
+// A validated scenario: the typed view the engine uses, plus the resolved JSON (every default
+// filled in) that is written to runs/<name>/scenario.json so a run documents itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nodes/schemes/SchemeRegistry.h"
+#include "nodes/training/Dataset.h"
+#include "nodes/training/LearningRateSchedule.h"
+#include "nodes/training/Model.h"
+
+namespace gradwire {
+
+struct DatasetSpec {
+  std::string kind = "fashion-mnist";  ///< "fashion-mnist" | "synthetic"
+  std::string path = kDefaultFashionMnistDir;
+  std::int64_t train_limit = 0;  ///< 0: all samples
+  std::int64_t test_limit = 0;
+  SyntheticConfig synthetic;
+  std::string partition = "iid";  ///< "iid" | "dirichlet"
+  double alpha = 0.5;             ///< Dirichlet concentration
+};
+
+struct TrainingSpec {
+  int workers = 4;
+  std::int64_t steps = 0;   ///< resolved from `epochs` when that is given
+  double epochs = 0;        ///< 0 when `steps` is given
+  std::int64_t batch = 32;  ///< per worker
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+  LearningRateSchedule lr;
+  std::int64_t eval_every = 100;
+  std::int64_t eval_samples = 0;  ///< 0: the whole test set
+  double target_accuracy = 0;     ///< 0: no target
+};
+
+struct ComputeSpec {
+  std::string mode = "measured";  ///< "measured" | "fixed" | "profile"
+  double scale = 1.0;             ///< measured: simulated = wall x scale
+  double seconds = 0.01;          ///< fixed: seconds per step
+  std::string profile;            ///< profile: a named device (see ComputeTime.h)
+  double seconds_per_sample = 0;  ///< profile: explicit cost instead of a named device
+  std::string device = "auto";    ///< "auto" | "cpu" | "cuda"
+  int threads = 0;                ///< LibTorch intra-op threads; 0: one per core
+  std::vector<double> worker_scale;  ///< per rank compute multiplier (1 when absent)
+  double straggler_probability = 0;  ///< chance per worker and step of a slowdown
+  double straggler_slowdown = 1;     ///< compute multiplier of a straggling step
+};
+
+struct TopologySpec {
+  SchemeKind kind = SchemeKind::kRing;
+  SyncMode mode = SyncMode::kSync;  ///< async: parameter server only
+  int max_staleness = -1;     ///< async ps: bounded staleness (< 0: unbounded)
+  int peers = 1;              ///< gossip: out-peers per step
+  bool overlap = false;       ///< gossip: mix the shares of the previous step (SGP, tau = 1)
+  std::int64_t l_comm = 16;   ///< leader: steps between group-leader pulls
+  std::int64_t g_comm = 64;   ///< leader: steps between global-leader pulls
+  double c1 = 0.5;
+  double c2 = 0.5;
+  int group_size = 4;
+  double timeout_s = 0.2;     ///< faults: how long a collective waits before declaring a peer gone
+
+  /// The scheme's declaration (what it supports).
+  const SchemeInfo& scheme() const { return SchemeRegistry::builtin().at(kind); }
+  std::string name() const { return scheme_name(kind); }
+  bool async() const { return mode == SyncMode::kAsync; }
+};
+
+/// One worker leaving (and optionally rejoining) at a simulated time (`faults` in the JSON).
+struct FaultSpec {
+  int rank = 0;
+  double leave_at_s = 0;
+  double rejoin_at_s = -1;  ///< < 0: never rejoins
+};
+
+struct Scenario {
+  std::string name;
+  std::uint64_t seed = 1;
+  ModelConfig model;
+  DatasetSpec dataset;
+  TrainingSpec training;
+  ComputeSpec compute;
+  nlohmann::json codec;    ///< resolved codec object (CodecRegistry)
+  TopologySpec topology;
+  nlohmann::json network;  ///< resolved network object (NetworkFactory)
+  std::vector<FaultSpec> faults;  ///< empty: no worker ever leaves
+  std::string output_dir = "runs";
+
+  nlohmann::json resolved;  ///< the whole scenario with defaults filled in
+};
+
+}  // namespace gradwire

@@ -1,0 +1,510 @@
+#include "sim/engine/ScenarioLoader.h"
+
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "codecs/CodecRegistry.h"
+#include "common/ConfigError.h"
+#include "common/JsonFields.h"
+#include "common/ParamSpec.h"
+#include "common/Units.h"
+#include "netmodels/NetworkFactory.h"
+#include "nodes/transport/TransportConfig.h"
+#include "sim/engine/ComputeTime.h"
+
+namespace gradwire {
+
+namespace {
+
+// Fashion-MNIST's training and test set sizes (Xiao et al. 2017).
+constexpr std::int64_t kFashionTrain = 60000;
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool valid_name(const std::string& name) {
+  if (name.empty() || name.size() > 128 || name[0] == '.') return false;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+          c == '=' || c == '+')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<std::int64_t> int_list(const JsonFields& f, const std::string& key,
+                                   std::vector<std::int64_t> fallback, std::int64_t min) {
+  if (!f.has(key)) return fallback;
+  const auto& v = f.object().at(key);
+  const std::string expected = "expected an array of integers >= " + std::to_string(min);
+  if (!v.is_array()) throw ConfigError(f.path_of(key), expected + ", got " + json_brief(v));
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto& e = v[i];
+    const std::string path = f.path_of(key) + "[" + std::to_string(i) + "]";
+    if (!e.is_number_integer() || e.get<std::int64_t>() < min) {
+      throw ConfigError(path, expected + ", got " + json_brief(e));
+    }
+    out.push_back(e.get<std::int64_t>());
+  }
+  return out;
+}
+
+ModelConfig read_model(const JsonFields& root) {
+  JsonFields f(root.object_at("model"), root.path_of("model"));
+  f.allow({"kind", "hidden", "conv1", "conv2", "fc1", "fc2"});
+  ModelConfig m;
+  m.kind = f.string("kind", "cnn", {"mlp", "cnn"});
+  m.hidden = int_list(f, "hidden", m.hidden, 1);
+  m.conv1 = f.integer("conv1", m.conv1, 1, 1024);
+  m.conv2 = f.integer("conv2", m.conv2, 1, 1024);
+  m.fc1 = f.integer("fc1", m.fc1, 1, 65536);
+  m.fc2 = f.integer("fc2", m.fc2, 1, 65536);
+  return m;
+}
+
+DatasetSpec read_dataset(const JsonFields& root) {
+  JsonFields f(root.object_at("dataset"), root.path_of("dataset"));
+  f.allow({"kind", "path", "train_limit", "test_limit", "partition", "classes", "features",
+           "train_samples", "test_samples", "separation"});
+  DatasetSpec d;
+  d.kind = f.string("kind", d.kind, {"fashion-mnist", "synthetic"});
+  d.path = f.string("path", d.path);
+  d.train_limit = f.integer("train_limit", 0, 0, kFashionTrain);
+  d.test_limit = f.integer("test_limit", 0, 0, 10000);
+  if (d.kind == "synthetic") {
+    d.synthetic.classes = f.integer("classes", d.synthetic.classes, 2, 1000);
+    d.synthetic.features = f.integer("features", d.synthetic.features, 1, 100000);
+    d.synthetic.train_samples = f.integer("train_samples", d.synthetic.train_samples, 1, 10000000);
+    d.synthetic.test_samples = f.integer("test_samples", d.synthetic.test_samples, 1, 10000000);
+    d.synthetic.separation = f.number("separation", d.synthetic.separation, 0, 1e6, true);
+  } else {
+    for (const char* key : {"classes", "features", "train_samples", "test_samples", "separation"}) {
+      if (f.has(key)) throw ConfigError(f.path_of(key), "only valid for dataset.kind \"synthetic\"");
+    }
+    if (!is_directory(d.path)) {
+      throw ConfigError(f.path_of("path"),
+                        "Fashion-MNIST directory not found: " + d.path +
+                            "; expected a folder with its gz IDX files (apt-get install "
+                            "dataset-fashion-mnist, or set dataset.path)");
+    }
+  }
+  JsonFields p(f.object_at("partition"), f.path_of("partition"));
+  p.allow({"kind", "alpha"});
+  d.partition = p.string("kind", "iid", {"iid", "dirichlet"});
+  d.alpha = p.number("alpha", d.alpha, 0, 1e6, true);
+  return d;
+}
+
+std::int64_t train_size(const DatasetSpec& d) {
+  if (d.kind == "synthetic") return d.synthetic.train_samples;
+  return d.train_limit > 0 ? d.train_limit : kFashionTrain;
+}
+
+TrainingSpec read_training(const JsonFields& root, const DatasetSpec& dataset) {
+  JsonFields f(root.object_at("training"), root.path_of("training"));
+  f.allow({"workers", "steps", "epochs", "batch", "optimizer", "eval_every", "eval_samples",
+           "target_accuracy"});
+  TrainingSpec t;
+  t.workers = static_cast<int>(f.integer("workers", t.workers, 1, 1024));
+  t.batch = f.integer("batch", t.batch, 1, 1 << 20);
+  if (f.has("steps") && f.has("epochs")) {
+    throw ConfigError(f.path_of("epochs"), "give either steps or epochs, not both");
+  }
+  if (f.has("epochs")) {
+    t.epochs = f.number("epochs", 1, 0, 1e6, true);
+    const double per_step = static_cast<double>(t.workers) * static_cast<double>(t.batch);
+    t.steps = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::ceil(t.epochs * train_size(dataset) / per_step)));
+  } else {
+    t.steps = f.integer("steps", 100, 1, 100000000);
+  }
+  t.eval_every = f.integer("eval_every", std::max<std::int64_t>(1, t.steps / 10), 1, 100000000);
+  t.eval_samples = f.integer("eval_samples", 0, 0, 100000000);
+  t.target_accuracy = f.number("target_accuracy", 0, 0, 1);
+
+  JsonFields o(f.object_at("optimizer"), f.path_of("optimizer"));
+  o.allow({"kind", "lr", "momentum", "weight_decay", "nesterov", "warmup_steps", "milestones",
+           "gamma"});
+  o.string("kind", "sgd", {"sgd"});
+  t.lr.base_lr = o.number("lr", 0.05, 0, 100, true);
+  t.momentum = o.number("momentum", t.momentum, 0, 1);
+  if (t.momentum >= 1) throw ConfigError(o.path_of("momentum"), "expected a number in [0, 1)");
+  t.weight_decay = o.number("weight_decay", 0, 0, 1);
+  t.nesterov = o.boolean("nesterov", false);
+  if (t.nesterov && t.momentum == 0) {
+    throw ConfigError(o.path_of("nesterov"), "Nesterov momentum needs momentum > 0");
+  }
+  t.lr.warmup_steps = o.integer("warmup_steps", 0, 0, 100000000);
+  t.lr.milestones = int_list(o, "milestones", {}, 1);
+  for (std::size_t i = 1; i < t.lr.milestones.size(); ++i) {
+    if (t.lr.milestones[i] <= t.lr.milestones[i - 1]) {
+      throw ConfigError(o.path_of("milestones"), "expected strictly increasing steps");
+    }
+  }
+  t.lr.gamma = o.number("gamma", 0.1, 0, 1, true);
+  return t;
+}
+
+ComputeSpec read_compute(const JsonFields& root) {
+  JsonFields f(root.object_at("compute"), root.path_of("compute"));
+  f.allow({"mode", "scale", "seconds", "profile", "seconds_per_sample", "device", "threads",
+           "slow_workers", "stragglers"});
+  ComputeSpec c;
+  c.mode = f.string("mode", c.mode, {"measured", "fixed", "profile"});
+  c.scale = f.number("scale", 1.0, 0, 1e6, true);
+  c.seconds = f.number("seconds", c.seconds, 0, 1e6);
+  c.device = f.string("device", c.device, {"auto", "cpu", "cuda"});
+  c.threads = static_cast<int>(f.integer("threads", 0, 0, 256));
+  if (c.mode == "profile") {
+    std::vector<std::string> names;
+    for (const auto& p : device_profiles()) names.push_back(p.name);
+    if (f.has("profile") == f.has("seconds_per_sample")) {
+      throw ConfigError(f.path_of("profile"),
+                        "expected exactly one of profile (a device name) or seconds_per_sample "
+                        "with compute.mode \"profile\"");
+    }
+    c.profile = f.string("profile", "", names);
+    c.seconds_per_sample = f.number("seconds_per_sample", 0, 0, 1e6, true);
+  } else {
+    for (const char* key : {"profile", "seconds_per_sample"}) {
+      if (f.has(key)) throw ConfigError(f.path_of(key), "only valid with compute.mode \"profile\"");
+    }
+  }
+  if (c.mode != "fixed" && f.has("seconds")) {
+    throw ConfigError(f.path_of("seconds"), "only valid with compute.mode \"fixed\"");
+  }
+  if (c.mode != "measured" && f.has("scale")) {
+    throw ConfigError(f.path_of("scale"), "only valid with compute.mode \"measured\"");
+  }
+  if (f.has("slow_workers")) {
+    const auto& list = f.object().at("slow_workers");
+    if (!list.is_array()) {
+      throw ConfigError(f.path_of("slow_workers"),
+                        "expected an array like [{\"rank\": 0, \"scale\": 3.0}]");
+    }
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      JsonFields w(list[i], f.path_of("slow_workers") + "[" + std::to_string(i) + "]");
+      w.allow({"rank", "scale"});
+      if (!w.has("rank")) throw ConfigError(w.path_of("rank"), "missing; expected a worker rank");
+      const auto rank = static_cast<std::size_t>(w.integer("rank", 0, 0, 1023));
+      const double scale = w.number("scale", 1.0, 0, 1e6, true);
+      if (c.worker_scale.size() <= rank) c.worker_scale.resize(rank + 1, 1.0);
+      c.worker_scale[rank] = scale;
+    }
+  }
+  JsonFields st(f.object_at("stragglers"), f.path_of("stragglers"));
+  st.allow({"probability", "slowdown"});
+  c.straggler_probability = st.number("probability", 0, 0, 1);
+  c.straggler_slowdown = st.number("slowdown", 3.0, 1, 1e6);
+  return c;
+}
+
+nlohmann::json topology_json(const TopologySpec& t, bool faults) {
+  nlohmann::json j = {{"kind", t.name()}, {"mode", mode_name(t.mode)}};
+  if (faults) j["timeout"] = format_duration(t.timeout_s);
+  if (t.async() && t.max_staleness >= 0) j["max_staleness"] = t.max_staleness;
+  if (t.kind == SchemeKind::kGossip) j["peers"] = t.peers;
+  if (t.kind == SchemeKind::kGossip && t.overlap) j["overlap"] = true;
+  if (t.kind == SchemeKind::kLeader) {
+    j.update({{"l_comm", t.l_comm}, {"g_comm", t.g_comm}, {"c1", t.c1}, {"c2", t.c2},
+              {"group_size", t.group_size}});
+  }
+  return j;
+}
+
+/// Reads `topology` through the schemes' declaration (nodes/schemes/SchemeRegistry).
+TopologySpec read_topology(const JsonFields& topo) {
+  const SchemeRegistry& schemes = SchemeRegistry::builtin();
+  std::vector<ParamSpec> declared = schemes.common_params();
+  for (const auto& info : schemes.list()) {
+    declared.insert(declared.end(), info.params.begin(), info.params.end());
+  }
+  topo.allow(param_names(declared));
+  const auto integer = [&](const std::string& key) {
+    const ParamSpec& p = param_named(declared, key);
+    return topo.integer(key, p.default_value.get<std::int64_t>(),
+                        static_cast<std::int64_t>(p.min), static_cast<std::int64_t>(p.max));
+  };
+  const auto number = [&](const std::string& key) {
+    const ParamSpec& p = param_named(declared, key);
+    return topo.number(key, p.default_value.get<double>(), p.min, p.max);
+  };
+  const auto string = [&](const std::string& key) {
+    const ParamSpec& p = param_named(declared, key);
+    return topo.string(key, p.default_value.get<std::string>(), p.choices);
+  };
+
+  TopologySpec tp;
+  const SchemeInfo& info = *schemes.find(string("kind"));
+  tp.kind = info.kind;
+  tp.mode = parse_mode(string("mode"));
+  if (!info.has_mode(tp.mode)) {
+    throw ConfigError("topology.mode", "expected \"" + mode_name(info.modes.front()) + "\" for " +
+                                           info.name +
+                                           " (async is the parameter server's mode; gossip and "
+                                           "leader are decentralised by nature)");
+  }
+  tp.max_staleness = static_cast<int>(integer("max_staleness"));
+  if (topo.has("max_staleness") && !tp.async()) {
+    throw ConfigError("topology.max_staleness", "expected only with topology.mode \"async\"");
+  }
+  tp.peers = static_cast<int>(integer("peers"));
+  tp.overlap = topo.boolean("overlap", param_named(declared, "overlap").default_value.get<bool>());
+  if (tp.overlap && tp.kind != SchemeKind::kGossip) {
+    throw ConfigError("topology.overlap", "expected only with topology.kind \"gossip\"");
+  }
+  tp.l_comm = integer("l_comm");
+  tp.g_comm = integer("g_comm");
+  tp.c1 = number("c1");
+  tp.c2 = number("c2");
+  tp.group_size = static_cast<int>(integer("group_size"));
+  double timeout_default = 0;
+  parse_duration(param_named(declared, "timeout").default_value.get<std::string>(),
+                 timeout_default);
+  tp.timeout_s = read_duration(topo, "timeout", timeout_default);
+  if (tp.timeout_s <= 0) throw ConfigError("topology.timeout", "expected a duration > 0");
+  return tp;
+}
+
+nlohmann::json to_json(const Scenario& s) {
+  nlohmann::json model = {{"kind", s.model.kind}};
+  if (s.model.kind == "mlp") {
+    model["hidden"] = s.model.hidden;
+  } else {
+    model.update({{"conv1", s.model.conv1}, {"conv2", s.model.conv2}, {"fc1", s.model.fc1},
+                  {"fc2", s.model.fc2}});
+  }
+  nlohmann::json dataset = {{"kind", s.dataset.kind},
+                            {"partition", {{"kind", s.dataset.partition}}}};
+  if (s.dataset.partition == "dirichlet") dataset["partition"]["alpha"] = s.dataset.alpha;
+  if (s.dataset.kind == "synthetic") {
+    const auto& y = s.dataset.synthetic;
+    dataset.update({{"classes", y.classes}, {"features", y.features},
+                    {"train_samples", y.train_samples}, {"test_samples", y.test_samples},
+                    {"separation", y.separation}});
+  } else {
+    dataset.update({{"path", s.dataset.path}, {"train_limit", s.dataset.train_limit},
+                    {"test_limit", s.dataset.test_limit}});
+  }
+  const auto& t = s.training;
+  nlohmann::json training = {
+      {"workers", t.workers},
+      {"steps", t.steps},
+      {"batch", t.batch},
+      {"optimizer",
+       {{"kind", "sgd"}, {"lr", t.lr.base_lr}, {"momentum", t.momentum},
+        {"weight_decay", t.weight_decay}, {"nesterov", t.nesterov},
+        {"warmup_steps", t.lr.warmup_steps}, {"milestones", t.lr.milestones},
+        {"gamma", t.lr.gamma}}},
+      {"eval_every", t.eval_every},
+      {"eval_samples", t.eval_samples},
+      {"target_accuracy", t.target_accuracy}};
+  nlohmann::json compute = {{"mode", s.compute.mode}, {"device", s.compute.device},
+                            {"threads", s.compute.threads}};
+  if (s.compute.mode == "measured") compute["scale"] = s.compute.scale;
+  if (s.compute.mode == "fixed") compute["seconds"] = s.compute.seconds;
+  if (s.compute.mode == "profile") {
+    if (!s.compute.profile.empty()) compute["profile"] = s.compute.profile;
+    else compute["seconds_per_sample"] = s.compute.seconds_per_sample;
+  }
+  if (!s.compute.worker_scale.empty()) {
+    nlohmann::json slow = nlohmann::json::array();
+    for (std::size_t r = 0; r < s.compute.worker_scale.size(); ++r) {
+      if (s.compute.worker_scale[r] != 1.0) {
+        slow.push_back({{"rank", r}, {"scale", s.compute.worker_scale[r]}});
+      }
+    }
+    compute["slow_workers"] = slow;
+  }
+  if (s.compute.straggler_probability > 0) {
+    compute["stragglers"] = {{"probability", s.compute.straggler_probability},
+                             {"slowdown", s.compute.straggler_slowdown}};
+  }
+  nlohmann::json out = {{"gradwire", kScenarioVersion},
+          {"name", s.name},
+          {"seed", s.seed},
+          {"model", model},
+          {"dataset", dataset},
+          {"training", training},
+          {"compute", compute},
+          {"codec", s.codec},
+          {"topology", topology_json(s.topology, !s.faults.empty())},
+          {"network", s.network},
+          {"output", {{"dir", s.output_dir}}}};
+  if (!s.faults.empty()) {
+    nlohmann::json faults = nlohmann::json::array();
+    for (const FaultSpec& f : s.faults) {
+      nlohmann::json e = {{"rank", f.rank}, {"leave_at", format_duration(f.leave_at_s)}};
+      if (f.rejoin_at_s >= 0) e["rejoin_at"] = format_duration(f.rejoin_at_s);
+      faults.push_back(e);
+    }
+    out["faults"] = faults;
+  }
+  return out;
+}
+
+// `faults`: [{"rank": r, "leave_at": "0.5s", "rejoin_at": "1.2s"}] (rejoin_at optional). One
+// entry per rank; at least one worker must stay.
+std::vector<FaultSpec> read_faults(const nlohmann::json& document, int workers) {
+  std::vector<FaultSpec> out;
+  if (!document.contains("faults")) return out;
+  const auto& list = document.at("faults");
+  if (!list.is_array()) {
+    throw ConfigError("faults", "expected an array like [{\"rank\": 1, \"leave_at\": \"0.5s\", "
+                                "\"rejoin_at\": \"1.2s\"}], got " + json_brief(list));
+  }
+  std::vector<bool> seen(static_cast<std::size_t>(workers), false);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    JsonFields f(list[i], "faults[" + std::to_string(i) + "]");
+    f.allow({"rank", "leave_at", "rejoin_at"});
+    if (!f.has("rank")) throw ConfigError(f.path_of("rank"), "missing; expected a worker rank");
+    if (!f.has("leave_at")) {
+      throw ConfigError(f.path_of("leave_at"), "missing; expected a simulated time like \"0.5s\"");
+    }
+    FaultSpec spec;
+    spec.rank = static_cast<int>(f.integer("rank", 0, 0, 1023));
+    if (spec.rank >= workers) {
+      throw ConfigError(f.path_of("rank"), "expected a rank below training.workers (" +
+                                               std::to_string(workers) + "), got " +
+                                               std::to_string(spec.rank));
+    }
+    if (seen[static_cast<std::size_t>(spec.rank)]) {
+      throw ConfigError(f.path_of("rank"), "rank " + std::to_string(spec.rank) +
+                                               " already has a fault entry (one per rank)");
+    }
+    seen[static_cast<std::size_t>(spec.rank)] = true;
+    spec.leave_at_s = read_duration(f, "leave_at", 0);
+    if (f.has("rejoin_at")) {
+      spec.rejoin_at_s = read_duration(f, "rejoin_at", 0);
+      if (spec.rejoin_at_s <= spec.leave_at_s) {
+        throw ConfigError(f.path_of("rejoin_at"), "expected a time after leave_at");
+      }
+    }
+    out.push_back(spec);
+  }
+  if (static_cast<int>(out.size()) >= workers) {
+    throw ConfigError("faults", "every worker leaves: at least one must stay");
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json read_scenario_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("(file)", "cannot read scenario file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError("(file)", path + " is not valid JSON: " + e.what());
+  }
+}
+
+void apply_overrides(nlohmann::json& scenario, const std::vector<std::string>& assignments) {
+  for (const std::string& a : assignments) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw ConfigError("(--set)", "expected path.to.key=value, got \"" + a + "\"");
+    }
+    const std::string path = a.substr(0, eq);
+    const std::string text = a.substr(eq + 1);
+    nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+    if (value.is_discarded()) value = text;  // bare words are strings: --set codec.kind=topk
+    nlohmann::json* node = &scenario;
+    std::size_t start = 0;
+    while (true) {
+      const auto dot = path.find('.', start);
+      const std::string key = path.substr(start, dot == std::string::npos ? dot : dot - start);
+      if (key.empty()) throw ConfigError("(--set)", "empty key in \"" + path + "\"");
+      if (!node->is_object()) {
+        throw ConfigError(path.substr(0, start ? start - 1 : 0),
+                          "--set cannot descend into a non-object");
+      }
+      if (dot == std::string::npos) {
+        (*node)[key] = value;
+        break;
+      }
+      node = &(*node)[key];
+      if (node->is_null()) *node = nlohmann::json::object();
+      start = dot + 1;
+    }
+  }
+}
+
+Scenario load_scenario(const nlohmann::json& document) {
+  JsonFields root(document, "");
+  root.allow({"gradwire", "name", "seed", "model", "dataset", "training", "compute", "codec",
+              "topology", "network", "output", "faults"});
+  if (!root.has("gradwire")) {
+    throw ConfigError("gradwire", "missing; expected the format version 1");
+  }
+  root.integer("gradwire", 1, kScenarioVersion, kScenarioVersion);
+
+  Scenario s;
+  s.name = root.required_string("name");
+  if (!valid_name(s.name)) {
+    throw ConfigError("name", "expected letters, digits, '-', '_', '.', '=' or '+', not starting with '.' "
+                              "(it names the run folder), got \"" + s.name + "\"");
+  }
+  s.seed = static_cast<std::uint64_t>(root.integer("seed", 1, 0, (std::int64_t{1} << 53)));
+  s.model = read_model(root);
+  s.dataset = read_dataset(root);
+  s.training = read_training(root, s.dataset);
+  s.compute = read_compute(root);
+
+  s.codec = CodecRegistry::builtin().resolve(
+      root.has("codec") ? document.at("codec") : nlohmann::json{{"kind", "none"}}, "codec");
+
+  s.topology = read_topology(JsonFields(root.object_at("topology"), "topology"));
+  const TopologySpec& tp = s.topology;
+  s.faults = read_faults(document, s.training.workers);
+  if (!s.faults.empty()) {
+    if (!tp.scheme().faults_sync || tp.async()) {
+      std::string supported;
+      for (const auto& info : SchemeRegistry::builtin().list()) {
+        if (!info.faults_sync) continue;
+        supported += (supported.empty() ? "" : ", ") + info.name +
+                     (info.has_mode(SyncMode::kAsync) ? " (sync)" : "");
+      }
+      throw ConfigError("faults", "supported with topology " + supported + ", not " + tp.name() +
+                                      (tp.async() ? " (async)" : ""));
+    }
+    if (tp.overlap) {
+      throw ConfigError("topology.overlap", "not supported together with faults");
+    }
+  }
+
+  s.network = resolve_network(root.object_at("network"), "network");
+  s.network["transport"] = TransportConfig::of_network(s.network).to_json();
+
+  JsonFields out(root.object_at("output"), "output");
+  out.allow({"dir"});
+  s.output_dir = out.string("dir", "runs");
+
+  if (s.compute.worker_scale.size() > static_cast<std::size_t>(s.training.workers)) {
+    throw ConfigError("compute.slow_workers",
+                      "expected ranks below training.workers (" +
+                          std::to_string(s.training.workers) + ")");
+  }
+  if (!tp.scheme().sends_gradients && s.codec.at("kind") != "none") {
+    throw ConfigError("codec.kind", "expected \"none\" with topology " + tp.name() +
+                                        ": it sends parameters, not gradients, and compressing "
+                                        "parameters is not supported yet");
+  }
+  if (s.model.kind == "cnn" && s.dataset.kind == "synthetic") {
+    throw ConfigError("model.kind", "the cnn needs image data: expected \"mlp\" with synthetic data");
+  }
+  s.resolved = to_json(s);
+  return s;
+}
+
+}  // namespace gradwire

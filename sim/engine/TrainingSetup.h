@@ -1,0 +1,74 @@
+// Everything a run needs besides the network: the dataset and its shards, the device, the
+// models, every rank's codec, the training scheme and the evaluation model. Built the same way
+// by an in-process run (Engine: all ranks, endpoints are Messengers) and by a worker process
+// (`gradwire worker`: one rank's model, its endpoint a RemoteEndpoint, the other ranks'
+// endpoints inert), so both train bit for bit alike. LibTorch stays behind the Impl.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ns3/ptr.h>
+
+#include "sim/engine/Scenario.h"
+
+namespace gradwire {
+
+class Endpoint;
+class TrainingScheme;
+class WallClockAccount;
+class Worker;
+struct EvalResult;
+struct StalenessEvent;
+struct StepRecord;
+
+class TrainingSetup {
+ public:
+  /// Loads and partitions the dataset, picks the device, and builds the models of
+  /// `model_ranks` (each from the scenario seed, so replicas agree wherever they are built),
+  /// the evaluation model and every rank's codec. ConfigError for problems that depend on this
+  /// machine (missing dataset, CUDA unavailable). `scenario` must outlive the setup.
+  TrainingSetup(const Scenario& scenario, const std::vector<int>& model_ranks);
+  ~TrainingSetup();
+  TrainingSetup(const TrainingSetup&) = delete;
+  TrainingSetup& operator=(const TrainingSetup&) = delete;
+
+  int workers() const;
+  /// True when the topology has a server host (index workers()).
+  bool with_server() const;
+  /// Hosts of the scenario's network: the workers, then the server if there is one.
+  std::size_t hosts() const;
+  std::int64_t parameters() const;
+  std::string device_name() const;
+
+  /// Builds the training scheme over `workers` (one endpoint per rank) and `server` (null
+  /// without a server host). Endpoints must outlive the setup. `on_update` receives the
+  /// asynchronous parameter server's applied updates.
+  void build_scheme(std::vector<Endpoint*> workers, Endpoint* server,
+                    std::function<void(const StalenessEvent&)> on_update);
+  TrainingScheme& scheme();
+  /// Wall time spent in LibTorch and codec work inside the event loop.
+  WallClockAccount& torch_account();
+
+  /// A Worker application for `rank` (whose model was built) sending through `endpoint`.
+  /// `on_step` gets each completed step's record with the codec's figures filled in.
+  ns3::Ptr<Worker> make_worker(int rank, Endpoint* endpoint,
+                               std::function<void(const StepRecord&)> on_step,
+                               std::function<void(int)> on_finished);
+
+  /// Evaluates the parameters the scheme names, or rank 0's model when the scheme names none
+  /// (std::logic_error if rank 0's model was not built here).
+  EvalResult evaluate();
+  double consensus_distance() const;
+  double mean_staleness() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gradwire

@@ -1,9 +1,0 @@
-#include <iostream>
-
-#include "codecs/LargeBuffers.h"
-#include "sim/Cli.h"
-
-int main(int argc, char** argv) {
-  gradwire::reuse_large_buffers();  // before LibTorch or a codec allocates anything large
-  return gradwire::run_cli(argc, argv, std::cout, std::cerr);
-}

@@ -1,0 +1,260 @@
+#include "sim/study/SweepPlan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "common/ConfigError.h"
+#include "common/JsonFields.h"
+#include "sim/engine/ScenarioLoader.h"
+
+namespace gradwire {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string sanitize(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    out.push_back(std::isalnum(u) || c == '.' || c == '-' || c == '_' ? c : '-');
+  }
+  return out.empty() ? "x" : out;
+}
+
+std::string last_component(const std::string& path) {
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+// Sets `path` (dotted) in `doc` to `value`, creating objects on the way.
+void set_path(nlohmann::json& doc, const std::string& path, const nlohmann::json& value,
+              const std::string& where) {
+  nlohmann::json* node = &doc;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? dot : dot - start);
+    if (key.empty() || !node->is_object()) {
+      throw ConfigError(where, "expected a dotted path into the scenario object, got \"" + path + "\"");
+    }
+    if (dot == std::string::npos) {
+      (*node)[key] = value;
+      return;
+    }
+    node = &(*node)[key];
+    if (node->is_null()) *node = nlohmann::json::object();
+    start = dot + 1;
+  }
+}
+
+struct Axis {
+  std::string path;
+  std::vector<nlohmann::json> values;
+};
+
+std::vector<Axis> read_axes(const JsonFields& f, const std::string& key) {
+  std::vector<Axis> axes;
+  const nlohmann::json& obj = f.object_at(key);
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const std::string where = f.path_of(key) + "." + it.key();
+    if (!it.value().is_array() || it.value().empty()) {
+      throw ConfigError(where, "expected a non-empty array of values");
+    }
+    axes.push_back({it.key(), std::vector<nlohmann::json>(it.value().begin(), it.value().end())});
+  }
+  return axes;
+}
+
+}  // namespace
+
+// FNV-1a: a stable short fingerprint for values too long to spell out in a folder name.
+static std::string fingerprint(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%08llx", static_cast<unsigned long long>(h & 0xffffffffull));
+  return buf;
+}
+
+static std::string spelled_slug(const nlohmann::json& value);
+
+std::string axis_value_slug(const nlohmann::json& value) {
+  // Long values (a whole network object) keep a readable head and a fingerprint, so names stay
+  // short, distinct and stable across reruns.
+  constexpr std::size_t kMax = 40;
+  const std::string full = spelled_slug(value);
+  if (full.size() <= kMax) return full;
+  return full.substr(0, kMax - 9) + "-" + fingerprint(value.dump());
+}
+
+static std::string spelled_slug(const nlohmann::json& value) {
+  if (value.is_string()) return sanitize(value.get<std::string>());
+  if (value.is_object()) {
+    const char* name_key = value.contains("kind") ? "kind" : value.contains("family") ? "family" : nullptr;
+    std::string out = name_key ? spelled_slug(value.at(name_key)) : "obj";
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      if (name_key && it.key() == name_key) continue;
+      if (it.value().is_boolean()) {
+        if (it.value().get<bool>()) out += "-" + sanitize(it.key());
+        continue;
+      }
+      // Strings speak for themselves ("async"); numbers need their key ("ratio0.01").
+      out += "-" + (it.value().is_string() ? "" : sanitize(it.key())) + spelled_slug(it.value());
+    }
+    return out;
+  }
+  if (value.is_array()) {
+    std::string out;
+    for (const auto& v : value) out += (out.empty() ? "" : "+") + spelled_slug(v);
+    return out.empty() ? "empty" : out;
+  }
+  return sanitize(value.dump());
+}
+
+SweepPlan SweepPlan::load(const std::string& path) {
+  const nlohmann::json doc = read_scenario_file(path);
+  const fs::path dir = fs::path(path).parent_path();
+  return expand(doc, dir.empty() ? "." : dir.string());
+}
+
+SweepPlan SweepPlan::expand(const nlohmann::json& sweep, const std::string& base_dir) {
+  JsonFields f(sweep, "");
+  f.allow({"gradwire_sweep", "name", "description", "base", "set", "grid", "zip", "seeds",
+           "repetitions"});
+  if (!f.has("gradwire_sweep")) {
+    throw ConfigError("gradwire_sweep", "missing; expected the sweep format version 1");
+  }
+  f.integer("gradwire_sweep", 1, 1, 1);
+  SweepPlan plan;
+  plan.name = f.required_string("name");
+  if (sanitize(plan.name) != plan.name || plan.name[0] == '.') {
+    throw ConfigError("name", "expected letters, digits, '-', '_' or '.' (it names the sweep folder)");
+  }
+
+  nlohmann::json base;
+  if (!f.has("base")) throw ConfigError("base", "missing; expected a scenario file path or object");
+  if (sweep.at("base").is_string()) {
+    const fs::path p = fs::path(base_dir) / sweep.at("base").get<std::string>();
+    try {
+      base = read_scenario_file(p.string());
+    } catch (const ConfigError& e) {
+      throw ConfigError("base", std::string("expected a readable scenario file: ") + e.what());
+    }
+  } else if (sweep.at("base").is_object()) {
+    base = sweep.at("base");
+  } else {
+    throw ConfigError("base", "expected a scenario file path or object, got " +
+                                  json_brief(sweep.at("base")));
+  }
+  const nlohmann::json& fixed = f.object_at("set");
+  for (auto it = fixed.begin(); it != fixed.end(); ++it) {
+    set_path(base, it.key(), it.value(), "set." + it.key());
+  }
+
+  const std::vector<Axis> grid = read_axes(f, "grid");
+  const std::vector<Axis> zip = read_axes(f, "zip");
+  for (const Axis& a : zip) {
+    if (a.values.size() != zip.front().values.size()) {
+      throw ConfigError("zip." + a.path, "expected " + std::to_string(zip.front().values.size()) +
+                                             " values, like the other zip axes");
+    }
+  }
+  std::vector<std::uint64_t> seeds;
+  if (f.has("seeds") && f.has("repetitions")) {
+    throw ConfigError("repetitions", "give either seeds or repetitions, not both");
+  }
+  if (f.has("seeds")) {
+    const auto& s = sweep.at("seeds");
+    if (!s.is_array() || s.empty()) throw ConfigError("seeds", "expected a non-empty array of integers");
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (!s[i].is_number_integer() || s[i].get<std::int64_t>() < 0) {
+        throw ConfigError("seeds[" + std::to_string(i) + "]", "expected an integer >= 0");
+      }
+      seeds.push_back(s[i].get<std::uint64_t>());
+    }
+  } else if (f.has("repetitions")) {
+    const auto reps = f.integer("repetitions", 1, 1, 10000);
+    for (std::int64_t i = 1; i <= reps; ++i) seeds.push_back(static_cast<std::uint64_t>(i));
+  } else {
+    seeds.push_back(base.value("seed", 1));
+  }
+
+  // Column names: the last path component when unique, else the whole path.
+  std::vector<std::string> paths;
+  for (const Axis& a : grid) paths.push_back(a.path);
+  for (const Axis& a : zip) paths.push_back(a.path);
+  std::set<std::string> seen;
+  for (const auto& p : paths) {
+    if (!seen.insert(p).second) throw ConfigError(p, "axis given twice (grid and zip)");
+  }
+  std::vector<std::string> short_names;
+  for (const auto& p : paths) {
+    int same = 0;
+    for (const auto& q : paths) same += last_component(q) == last_component(p);
+    short_names.push_back(same == 1 ? last_component(p) : p);
+  }
+  plan.axes = paths;
+  plan.axes.push_back("seed");
+
+  // Cross product of the grid axes, times the zip tuples, times the seeds.
+  std::vector<std::vector<nlohmann::json>> combos = {{}};
+  for (const Axis& a : grid) {
+    std::vector<std::vector<nlohmann::json>> next;
+    for (const auto& c : combos) {
+      for (const auto& v : a.values) {
+        auto d = c;
+        d.push_back(v);
+        next.push_back(std::move(d));
+      }
+    }
+    combos = std::move(next);
+  }
+  const std::size_t tuples = zip.empty() ? 1 : zip.front().values.size();
+  std::set<std::string> names;
+  for (const auto& combo : combos) {
+    for (std::size_t t = 0; t < tuples; ++t) {
+      std::vector<nlohmann::json> values = combo;
+      for (const Axis& a : zip) values.push_back(a.values[t]);
+      for (std::uint64_t seed : seeds) {
+        SweepRun run;
+        run.scenario = base;
+        std::string name;
+        for (std::size_t i = 0; i < values.size(); ++i) {
+          set_path(run.scenario, paths[i], values[i], i < grid.size() ? "grid." + paths[i] : "zip." + paths[i]);
+          const std::string slug = axis_value_slug(values[i]);
+          run.axis_values.push_back(values[i].is_string() ? values[i].get<std::string>()
+                                                          : values[i].dump());
+          name += (name.empty() ? "" : "__") + short_names[i] + "=" + slug;
+        }
+        name += (name.empty() ? "" : "__") + std::string("seed=") + std::to_string(seed);
+        run.axis_values.push_back(std::to_string(seed));
+        run.seed = seed;
+        run.name = name.size() > 128 ? name.substr(0, 119) + "-" + fingerprint(name) : name;
+        if (!names.insert(run.name).second) {
+          throw ConfigError("grid", "two runs would share the folder name " + run.name +
+                                        "; make the axis values distinguishable");
+        }
+        run.scenario["seed"] = seed;
+        run.scenario["name"] = run.name;
+        plan.runs.push_back(std::move(run));
+      }
+    }
+  }
+  // Every run must be a valid scenario before anything starts.
+  for (const auto& run : plan.runs) {
+    try {
+      load_scenario(run.scenario);
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      const std::string message = what.substr(std::min(what.size(), e.path().size() + 2));
+      throw ConfigError(e.path(), "in run " + run.name + ": " + message);
+    }
+  }
+  return plan;
+}
+
+}  // namespace gradwire

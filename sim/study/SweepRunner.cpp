@@ -1,0 +1,231 @@
+#include "sim/study/SweepRunner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "common/AtomicOutput.h"
+
+namespace gradwire {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// Numbers as people read them and as the report prints them: integers exactly, other numbers
+// with 6 significant digits (C's %.6g, identical to Python's '%.6g').
+std::string csv_number(const nlohmann::json& v) {
+  if (v.is_null()) return "";
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d == static_cast<double>(static_cast<long long>(d)) && std::fabs(d) < 1e15) {
+      return std::to_string(static_cast<long long>(d));
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", d);
+    return buf;
+  }
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+pid_t start_run(const std::string& exe, const std::string& scenario, const std::string& out,
+                const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("sweep: fork failed");
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::close(fd);
+    }
+    ::execl(exe.c_str(), exe.c_str(), "run", scenario.c_str(), "--out", out.c_str(),
+            static_cast<char*>(nullptr));
+    std::perror("exec gradwire");
+    ::_exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+const std::vector<std::string>& SweepRunner::summary_columns() {
+  static const std::vector<std::string> kColumns = {
+      "final_accuracy", "time_to_target_s", "sim_time_s",       "mean_step_compute_s",
+      "mean_step_comm_s", "bytes_on_wire",  "payload_bytes",    "compression_ratio",
+      "wall_time_s",      "ns3_wall_time_s", "lost_gradient_fraction"};
+  return kColumns;
+}
+
+SweepRunner::SweepRunner(SweepPlan plan, SweepOptions options)
+    : plan_(std::move(plan)), options_(std::move(options)) {
+  dir_ = (fs::path(options_.out_dir) / plan_.name).string();
+  status_.assign(plan_.runs.size(), "pending");
+  options_.jobs = std::max(1, options_.jobs);
+  // Parallel runs share the cores: unless a scenario pins LibTorch's thread count, give each
+  // run its share so N runs do not oversubscribe the machine N-fold.
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  const int share = std::max(1, cores / options_.jobs);
+  for (auto& run : plan_.runs) {
+    auto& compute = run.scenario["compute"];
+    if (compute.is_null()) compute = nlohmann::json::object();
+    if (compute.value("threads", 0) == 0) compute["threads"] = share;
+  }
+}
+
+void SweepRunner::write_scenarios() const {
+  fs::create_directories(fs::path(dir_) / "scenarios");
+  fs::create_directories(fs::path(dir_) / "logs");
+  for (const auto& run : plan_.runs) {
+    write_file_atomically((fs::path(dir_) / "scenarios" / (run.name + ".json")).string(),
+                          run.scenario.dump(2) + "\n");
+  }
+}
+
+void SweepRunner::write_results() const {
+  std::ostringstream csv;
+  csv << "run,status";
+  for (const auto& a : plan_.axes) csv << "," << csv_field(a);
+  for (const auto& c : summary_columns()) csv << "," << c;
+  csv << "\n";
+  for (std::size_t i = 0; i < plan_.runs.size(); ++i) {
+    const SweepRun& run = plan_.runs[i];
+    csv << csv_field(run.name) << "," << csv_field(status_[i]);
+    for (const auto& v : run.axis_values) csv << "," << csv_field(v);
+    nlohmann::json summary;
+    std::ifstream in(fs::path(dir_) / run.name / "summary.json");
+    if (in) {
+      try {
+        summary = nlohmann::json::parse(in);
+      } catch (const nlohmann::json::exception&) {
+        summary = nullptr;
+      }
+    }
+    for (const auto& c : summary_columns()) {
+      csv << "," << (summary.is_object() && summary.contains(c) ? csv_field(csv_number(summary[c])) : "");
+    }
+    csv << "\n";
+  }
+  write_file_atomically((fs::path(dir_) / "results.csv").string(), csv.str());
+}
+
+void SweepRunner::write_slurm() const {
+  const std::string exe = fs::absolute(options_.executable).string();
+  const std::string dir = fs::absolute(dir_).string();
+  std::ostringstream s;
+  s << "#!/bin/bash\n"
+    << "# Slurm array job for sweep '" << plan_.name << "': one task per run. Resume-safe: a task\n"
+    << "# whose run already has summary.json exits at once, so the array can be resubmitted.\n"
+    << "#SBATCH --job-name=gradwire-" << plan_.name << "\n"
+    << "#SBATCH --array=0-" << plan_.runs.size() - 1 << "\n"
+    << "#SBATCH --output=" << dir << "/logs/slurm-%A_%a.log\n"
+    << "#SBATCH --cpus-per-task=2\n"
+    << "set -euo pipefail\n"
+    << "RUNS=(\n";
+  for (const auto& run : plan_.runs) s << "  " << run.name << "\n";
+  s << ")\n"
+    << "RUN=${RUNS[$SLURM_ARRAY_TASK_ID]}\n"
+    << "DIR=" << dir << "\n"
+    << "if [ -f \"$DIR/$RUN/summary.json\" ]; then echo \"$RUN: already done\"; exit 0; fi\n"
+    << "exec " << exe << " run \"$DIR/scenarios/$RUN.json\" --out \"$DIR\"\n";
+  const std::string path = (fs::path(dir_) / "sweep.slurm").string();
+  write_file_atomically(path, s.str());
+  fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
+}
+
+SweepOutcome SweepRunner::run(std::ostream* progress) {
+  SweepOutcome outcome;
+  outcome.directory = dir_;
+  write_scenarios();
+  if (options_.emit_slurm) {
+    write_slurm();
+    write_results();
+    if (progress) {
+      *progress << "[" << plan_.name << "] wrote " << dir_ << "/sweep.slurm (" << plan_.runs.size()
+                << " tasks); submit with: sbatch " << dir_ << "/sweep.slurm\n";
+    }
+    return outcome;
+  }
+
+  std::vector<std::size_t> todo;
+  for (std::size_t i = 0; i < plan_.runs.size(); ++i) {
+    if (fs::exists(fs::path(dir_) / plan_.runs[i].name / "summary.json")) {
+      status_[i] = "ok";
+      ++outcome.skipped;
+    } else {
+      todo.push_back(i);
+    }
+  }
+  write_results();
+  const auto start = std::chrono::steady_clock::now();
+  auto report = [&](const std::string& what) {
+    if (!progress) return;
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "] %d/%zu done, %d failed, %d skipped, wall %.0f s: ",
+                  outcome.finished + outcome.failed + outcome.skipped, plan_.runs.size(),
+                  outcome.failed, outcome.skipped, wall);
+    *progress << "[" << plan_.name << buf << what << "\n" << std::flush;
+  };
+  if (outcome.skipped) report("resuming; finished runs are skipped");
+
+  std::map<pid_t, std::size_t> running;
+  std::size_t next = 0;
+  while (next < todo.size() || !running.empty()) {
+    while (next < todo.size() && static_cast<int>(running.size()) < options_.jobs) {
+      const std::size_t i = todo[next++];
+      const SweepRun& run = plan_.runs[i];
+      const pid_t pid = start_run(options_.executable,
+                                  (fs::path(dir_) / "scenarios" / (run.name + ".json")).string(),
+                                  dir_, (fs::path(dir_) / "logs" / (run.name + ".log")).string());
+      running[pid] = i;
+      status_[i] = "running";
+      report("started " + run.name);
+    }
+    int wstatus = 0;
+    const pid_t pid = ::waitpid(-1, &wstatus, 0);
+    if (pid < 0) break;
+    auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const std::size_t i = it->second;
+    running.erase(it);
+    const bool ok = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 &&
+                    fs::exists(fs::path(dir_) / plan_.runs[i].name / "summary.json");
+    if (ok) {
+      status_[i] = "ok";
+      ++outcome.finished;
+      report("finished " + plan_.runs[i].name);
+    } else {
+      status_[i] = WIFEXITED(wstatus) ? "failed (exit " + std::to_string(WEXITSTATUS(wstatus)) + ")"
+                                      : "failed (signal " + std::to_string(WTERMSIG(wstatus)) + ")";
+      ++outcome.failed;
+      report("FAILED " + plan_.runs[i].name + ", see logs/" + plan_.runs[i].name + ".log");
+    }
+    write_results();
+  }
+  write_results();
+  return outcome;
+}
+
+}  // namespace gradwire

@@ -1,0 +1,54 @@
+// Runs a SweepPlan: up to `jobs` `gradwire run` processes at once, each with its own scenario
+// file and log, skipping runs whose summary.json already exists (resume), recording failures
+// without stopping the others, and keeping <out>/<sweep>/results.csv current.
+//
+// Layout of <out>/<sweep>/:
+//   scenarios/<run>.json   the exact scenario each run used
+//   logs/<run>.log         its stdout + stderr
+//   <run>/                 its outputs (scenario.json, metrics.jsonl, summary.json)
+//   results.csv            one row per run: axis values, status, summary figures
+//   sweep.slurm            with --emit-slurm only
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "sim/study/SweepPlan.h"
+
+namespace gradwire {
+
+struct SweepOptions {
+  int jobs = 1;
+  std::string out_dir = "runs";
+  std::string executable;  ///< the gradwire binary to start for each run
+  bool emit_slurm = false;
+};
+
+struct SweepOutcome {
+  int finished = 0;  ///< ran now and succeeded
+  int skipped = 0;   ///< already had results
+  int failed = 0;
+  std::string directory;
+};
+
+class SweepRunner {
+ public:
+  SweepRunner(SweepPlan plan, SweepOptions options);
+  /// Progress lines go to `progress` (may be null).
+  SweepOutcome run(std::ostream* progress);
+
+  /// Columns of results.csv after the axes and status.
+  static const std::vector<std::string>& summary_columns();
+
+ private:
+  void write_scenarios() const;
+  void write_results() const;
+  void write_slurm() const;
+
+  SweepPlan plan_;
+  SweepOptions options_;
+  std::string dir_;
+  std::vector<std::string> status_;  // per run: "ok", "failed (exit N)", "pending"
+};
+
+}  // namespace gradwire

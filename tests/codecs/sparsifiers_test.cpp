@@ -1,0 +1,683 @@
+// Tests of the sparsification family: selection against brute force, conservation of
+// error feedback / momentum correction, momentum factor masking, DGC's warm-up schedule,
+// random-k's shared indices and summability, wire formats and their validation under
+// thousands of random mutations.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <set>
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include "codecs/CodecRegistry.h"
+#include "codecs/ErrorFeedback.h"
+#include "codecs/kernels/CpuFeatures.h"
+#include "codecs/MomentumCorrection.h"
+#include "codecs/sparsify/AdaCompCodec.h"
+#include "codecs/sparsify/DgcCodec.h"
+#include "codecs/sparsify/GradientDroppingCodec.h"
+#include "codecs/sparsify/RandomKCodec.h"
+#include "codecs/sparsify/SdagcCodec.h"
+#include "codecs/sparsify/ThresholdSampling.h"
+#include "codecs/sparsify/TopKCodec.h"
+#include "codecs/wire/SparseWire.h"
+#include "codecs/ZstdStage.h"
+
+namespace gradwire {
+namespace {
+
+torch::Tensor randn(std::int64_t n, std::uint64_t seed) {
+  torch::manual_seed(seed);
+  return torch::randn({n}, torch::kFloat);
+}
+
+/// Brute-force: is `sel` (ascending, distinct) a set of the |sel| largest magnitudes?
+bool is_top_set(const torch::Tensor& x, const std::vector<std::uint32_t>& sel) {
+  const float* p = x.data_ptr<float>();
+  std::vector<bool> in(static_cast<std::size_t>(x.numel()), false);
+  float min_in = INFINITY;
+  for (auto i : sel) {
+    in[i] = true;
+    min_in = std::min(min_in, std::fabs(p[i]));
+  }
+  for (std::int64_t i = 0; i < x.numel(); ++i) {
+    if (!in[i] && std::fabs(p[i]) > min_in) return false;
+  }
+  return true;
+}
+
+std::vector<std::uint32_t> brute_topk(const torch::Tensor& x, std::int64_t k) {
+  const float* p = x.data_ptr<float>();
+  std::vector<std::uint32_t> idx(static_cast<std::size_t>(x.numel()));
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::uint32_t>(i);
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](auto a, auto b) { return std::fabs(p[a]) > std::fabs(p[b]); });
+  idx.resize(static_cast<std::size_t>(k));
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
+CodecContext context(std::int64_t numel, int rank = 0, int workers = 1) {
+  CodecContext c;
+  c.rank = rank;
+  c.workers = workers;
+  c.numel = numel;
+  c.seed = 7;
+  return c;
+}
+
+// --------------------------------------------------------------------------------------------
+// Selection
+
+TEST(Selection, TopKMatchesBruteForce) {
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const torch::Tensor x = randn(20000, seed);
+    for (std::int64_t k : {1, 7, 200, 2000}) {
+      EXPECT_EQ(TopKCodec::select_largest(x.data_ptr<float>(), x.numel(), k), brute_topk(x, k));
+    }
+  }
+}
+
+// Large tensors take the sampled-bound path (one scan plus an exact select among ~1.5k
+// candidates); it must equal the brute-force top-k exactly, ties included (values rounded to
+// a few levels make thousands of equal magnitudes at the threshold), and infinities rank largest.
+TEST(Selection, TopKSampledBoundPathIsExactWithTies) {
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    torch::Tensor x = randn(300000, seed);
+    if (seed == 2) x = torch::round(x * 4) / 4;  // heavy ties
+    if (seed == 3) {
+      x[17] = std::numeric_limits<float>::infinity();
+      x[99] = -std::numeric_limits<float>::infinity();
+    }
+    for (std::int64_t k : {64, 300, 3000, 30000}) {
+      const auto want = brute_topk(x, k);
+      // Every kernel level: the CPU's widest scan, AVX2 (CPUs without AVX-512), portable.
+      for (const KernelLevel level : {KernelLevel::kNative, KernelLevel::kAvx2, KernelLevel::kPortable}) {
+        use_kernels(level);
+        const auto got = TopKCodec::select_largest(x.data_ptr<float>(), x.numel(), k);
+        use_kernels(KernelLevel::kNative);
+        EXPECT_EQ(got, want) << "seed " << seed << " k " << k << " level " << static_cast<int>(level);
+      }
+    }
+  }
+}
+
+TEST(Selection, DgcSampledThresholdThenExactFallback) {
+  int fallbacks = 0;
+  int accepted = 0;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    const torch::Tensor x = randn(200000, seed) * torch::rand({200000}) * 3;
+    for (std::int64_t k : {200, 2000}) {
+      SplitMix64 rng(seed);
+      std::vector<std::uint32_t> out;
+      DgcSelectStats st;
+      dgc_select(x.data_ptr<float>(), x.numel(), k, 0.01, rng, 0, out, &st);
+      ASSERT_FALSE(st.exact_only);
+      ASSERT_TRUE(std::is_sorted(out.begin(), out.end()));
+      ASSERT_TRUE(is_top_set(x, out)) << "not a top set, seed " << seed;
+      if (st.exact_fallback) {
+        ++fallbacks;
+        EXPECT_GT(st.count_before_fallback, static_cast<std::int64_t>(1.3 * k));
+        EXPECT_EQ(static_cast<std::int64_t>(out.size()), k);
+        EXPECT_EQ(out, brute_topk(x, k));
+      } else {
+        ++accepted;
+        EXPECT_GE(static_cast<std::int64_t>(out.size()), static_cast<std::int64_t>(std::ceil(0.8 * k)));
+        EXPECT_LE(static_cast<std::int64_t>(out.size()), static_cast<std::int64_t>(1.3 * k));
+      }
+    }
+  }
+  EXPECT_GT(accepted, 0);
+}
+
+TEST(Selection, DgcFallbackForcedByTies) {
+  // Half the entries share one magnitude: the threshold selects far more than 1.3k, so the
+  // exact top-k among them must give exactly k, ties to the lower index.
+  torch::Tensor x = torch::full({100000}, 1.0f);
+  x.index_put_({torch::arange(0, 100000, 2)}, 0.5f);
+  SplitMix64 rng(3);
+  std::vector<std::uint32_t> out;
+  DgcSelectStats st;
+  dgc_select(x.data_ptr<float>(), x.numel(), 100, 0.01, rng, 10, out, &st);
+  EXPECT_TRUE(st.exact_fallback);
+  ASSERT_EQ(out.size(), 100u);
+  for (std::size_t j = 0; j < out.size(); ++j) EXPECT_EQ(out[j], 10 + 2 * j + 1);
+}
+
+TEST(Selection, DgcLowersThresholdWhenTooFewPass) {
+  // Heavy tails: the sample over-estimates the threshold on some draws; whichever way it goes
+  // the result keeps at least 0.8k entries or stopped after 10 passes.
+  const torch::Tensor x = randn(100000, 11).pow(5);
+  for (std::uint64_t s = 0; s < 20; ++s) {
+    SplitMix64 rng(s);
+    std::vector<std::uint32_t> out;
+    DgcSelectStats st;
+    dgc_select(x.data_ptr<float>(), x.numel(), 100, 0.01, rng, 0, out, &st);
+    EXPECT_TRUE(out.size() >= 80u || st.rounds == 10);
+    EXPECT_TRUE(is_top_set(x, out));
+  }
+}
+
+// --------------------------------------------------------------------------------------------
+// Conservation
+
+TEST(Conservation, ErrorFeedbackAroundTopK) {
+  ErrorFeedback ef(std::make_unique<TopKCodec>(0.01));
+  torch::Tensor sum_in = torch::zeros({5000});
+  torch::Tensor sum_out = torch::zeros({5000});
+  for (int step = 0; step < 20; ++step) {
+    const torch::Tensor g = randn(5000, 100 + step);
+    sum_in += g;
+    sum_out += ef.decode(ef.encode(g));
+    ASSERT_TRUE(torch::allclose(sum_out + ef.residual(), sum_in, 1e-4, 1e-4)) << step;
+  }
+}
+
+template <typename C>
+void check_residual_conservation(C& codec, const std::function<torch::Tensor(const C&)>& state,
+                                 std::int64_t n) {
+  torch::Tensor sum_in = torch::zeros({n});
+  torch::Tensor sum_out = torch::zeros({n});
+  for (int step = 0; step < 15; ++step) {
+    const torch::Tensor g = randn(n, 300 + step);
+    sum_in += g;
+    const Bytes p = codec.encode(g);
+    sum_out += codec.decode(p);
+    ASSERT_TRUE(torch::allclose(sum_out + state(codec), sum_in, 1e-4, 1e-4))
+        << codec.name() << " step " << step;
+  }
+}
+
+TEST(Conservation, GradientDroppingAdaCompDgcWithoutMomentum) {
+  const std::int64_t n = 20000;
+  GradientDroppingCodec gd(GradientDroppingOptions{}, context(n));
+  check_residual_conservation<GradientDroppingCodec>(gd, [](const auto& c) { return c.residual(); }, n);
+  AdaCompCodec ada(AdaCompOptions{}, context(n));
+  check_residual_conservation<AdaCompCodec>(ada, [](const auto& c) { return c.residual(); }, n);
+  DgcOptions o;
+  o.momentum_correction = false;
+  o.warmup = false;
+  o.density = 0.01;
+  DgcCodec dgc(o, context(n));
+  check_residual_conservation<DgcCodec>(dgc, [](const auto& c) { return c.velocity(); }, n);
+  SdagcOptions so;
+  so.momentum_compensation = false;
+  so.lr_revision = true;
+  SdagcCodec sd(so, context(n));
+  check_residual_conservation<SdagcCodec>(sd, [](const auto& c) { return c.velocity(); }, n);
+}
+
+TEST(Conservation, DgcMomentumCorrectionSendsAllOfTheVelocity) {
+  // With momentum correction, v accumulates u: sum(sent) + v == sum over steps of u_t.
+  const std::int64_t n = 20000;
+  DgcOptions o;
+  o.warmup = false;
+  o.density = 0.005;
+  DgcCodec dgc(o, context(n));
+  torch::Tensor u = torch::zeros({n});
+  torch::Tensor sum_u = torch::zeros({n});
+  torch::Tensor sum_out = torch::zeros({n});
+  for (int step = 0; step < 10; ++step) {
+    const torch::Tensor g = randn(n, 500 + step);
+    // The codec's u before this step (after masking) drives this step's u.
+    u = (step == 0 ? torch::zeros({n}) : dgc.momentum_buffer().clone()) * 0.9 + g;
+    sum_u += u;
+    sum_out += dgc.decode(dgc.encode(g));
+    ASSERT_TRUE(torch::allclose(sum_out + dgc.velocity(), sum_u, 1e-3, 1e-4)) << step;
+  }
+  EXPECT_TRUE(dgc.applies_momentum());
+}
+
+TEST(Conservation, MomentumCorrectionWrapperWithZeroMomentumIsErrorFeedback) {
+  MomentumCorrection mc(std::make_unique<TopKCodec>(0.02), 0.0, false, false);
+  ErrorFeedback ef(std::make_unique<TopKCodec>(0.02));
+  for (int step = 0; step < 8; ++step) {
+    const torch::Tensor g = randn(3000, 900 + step);
+    EXPECT_EQ(mc.encode(g), ef.encode(g));
+  }
+  EXPECT_FALSE(mc.applies_momentum());
+}
+
+// --------------------------------------------------------------------------------------------
+// Momentum factor masking
+
+TEST(Masking, ZeroesExactlyTheSentCoordinatesOfUAndV) {
+  const std::int64_t n = 50000;
+  DgcOptions o;
+  o.warmup = false;
+  o.density = 0.01;
+  DgcCodec dgc(o, context(n));
+  for (int step = 0; step < 5; ++step) {
+    const torch::Tensor g = randn(n, 700 + step);
+    const torch::Tensor u_before = step == 0 ? torch::zeros({n}) : dgc.momentum_buffer().clone();
+    dgc.encode(g);
+    const torch::Tensor u_expected_unmasked = u_before * 0.9 + g;
+    const std::set<std::uint32_t> sent(dgc.last_indices().begin(), dgc.last_indices().end());
+    const float* u = dgc.momentum_buffer().data_ptr<float>();
+    const float* v = dgc.velocity().data_ptr<float>();
+    const float* ue = u_expected_unmasked.data_ptr<float>();
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (sent.count(static_cast<std::uint32_t>(i))) {
+        ASSERT_EQ(u[i], 0.0f);
+        ASSERT_EQ(v[i], 0.0f);
+      } else {
+        ASSERT_NEAR(u[i], ue[i], 1e-5);
+        ASSERT_NE(u[i], 0.0f);
+      }
+    }
+  }
+}
+
+TEST(Masking, WrapperMasksWhereTheInnerCodecSent) {
+  MomentumCorrection mc(std::make_unique<TopKCodec>(0.01), 0.9);
+  const torch::Tensor g = randn(10000, 5);
+  const torch::Tensor sent = mc.decode(mc.encode(g));
+  const torch::Tensor mask = sent != 0;
+  EXPECT_EQ(mask.sum().item<std::int64_t>(), 100);
+  EXPECT_EQ(mc.momentum_buffer().masked_select(mask).abs().sum().item<float>(), 0.0f);
+  EXPECT_EQ(mc.velocity().masked_select(mask).abs().sum().item<float>(), 0.0f);
+  EXPECT_TRUE(torch::equal(mc.momentum_buffer().masked_select(~mask), g.masked_select(~mask)));
+}
+
+// --------------------------------------------------------------------------------------------
+// Warm-up
+
+TEST(Warmup, DocumentedDensityForEveryEpoch) {
+  CodecContext ctx = context(200000);
+  ctx.steps_per_epoch = 3;
+  DgcCodec dgc(DgcOptions{}, ctx);
+  const std::vector<double> expected{0.25, 0.0625, 0.015625, 0.004, 0.001, 0.001};
+  for (std::size_t epoch = 0; epoch < expected.size(); ++epoch) {
+    for (int s = 0; s < 3; ++s) {
+      const torch::Tensor g = randn(200000, 40 * epoch + s);
+      dgc.encode(g);
+      EXPECT_DOUBLE_EQ(dgc.density_at(dgc.steps() - 1), expected[epoch]);
+      // What was actually sent tracks the schedule (sampled threshold: within [0.8, 1.3]).
+      EXPECT_GE(dgc.last_density(), 0.8 * expected[epoch] - 1e-9) << epoch;
+      EXPECT_LE(dgc.last_density(), 1.3 * expected[epoch] + 1e-9) << epoch;
+    }
+  }
+}
+
+TEST(Warmup, StageLengthOverrideAndSwitch) {
+  DgcOptions o;
+  o.warmup_stage_steps = 10;
+  DgcCodec dgc(o, context(1000));
+  EXPECT_DOUBLE_EQ(dgc.density_at(9), 0.25);
+  EXPECT_DOUBLE_EQ(dgc.density_at(10), 0.0625);
+  EXPECT_DOUBLE_EQ(dgc.density_at(40), 0.001);
+  o.warmup = false;
+  DgcCodec off(o, context(1000));
+  EXPECT_DOUBLE_EQ(off.density_at(0), 0.001);
+  EXPECT_EQ(parse_density_list("0.5, 0.25"), (std::vector<double>{0.5, 0.25}));
+  EXPECT_THROW(parse_density_list("0.5,,0.1"), std::invalid_argument);
+  EXPECT_THROW(parse_density_list("2"), std::invalid_argument);
+}
+
+TEST(Dgc, BiasesTravelDenseWithTheirMomentum) {
+  CodecContext ctx = context(0);
+  ctx.layers = {LayerSlice{"w", 0, {100, 50}}, LayerSlice{"b", 5000, {100}}};
+  ctx.numel = 5100;
+  DgcOptions o;
+  o.warmup = false;
+  DgcCodec dgc(o, ctx);
+  const torch::Tensor g = randn(5100, 9);
+  const torch::Tensor d = dgc.decode(dgc.encode(g));
+  EXPECT_TRUE(torch::equal(d.narrow(0, 5000, 100), g.narrow(0, 5000, 100)));
+  EXPECT_EQ((d.narrow(0, 0, 5000) != 0).sum().item<std::int64_t>(), 5);  // 0.1% of 5000
+  // The bias momentum is kept (not masked): a second step sends 0.9 g1 + g2.
+  const torch::Tensor g2 = randn(5100, 10);
+  const torch::Tensor d2 = dgc.decode(dgc.encode(g2));
+  EXPECT_TRUE(torch::allclose(d2.narrow(0, 5000, 100), (g * 0.9 + g2).narrow(0, 5000, 100)));
+}
+
+TEST(Dgc, FusedEncodeMatchesTheTwoPassReference) {
+  // DgcCodec fuses the momentum update with the selection scan, samples the threshold from a
+  // preview of the updated v and may split the pass over threads. It must give exactly what
+  // momentum_accumulate over everything followed by dgc_select per tensor gives: same
+  // indices, same values, same u and v, bit for bit, for any thread count.
+  const std::vector<LayerSlice> layers = {LayerSlice{"w1", 0, {1500, 2000}},
+                                          LayerSlice{"b1", 3000000, {100}},
+                                          LayerSlice{"w2", 3000100, {50, 40}}};
+  const std::int64_t n = 3002100;
+  const int threads_before = at::get_num_threads();
+  for (const bool nesterov : {false, true}) {
+    for (const bool correction : {true, false}) {
+      for (const int threads : {1, 3}) {
+        at::set_num_threads(threads);
+        CodecContext ctx = context(n);
+        ctx.layers = layers;
+        DgcOptions o;
+        o.warmup = false;
+        o.density = 0.002;
+        o.nesterov = nesterov;
+        o.momentum_correction = correction;
+        DgcCodec dgc(o, ctx);
+        const float m = correction ? 0.9f : 0.0f;
+        torch::Tensor u = torch::zeros({n});
+        torch::Tensor v = torch::zeros({n});
+        SplitMix64 rng(mix_seed(ctx.seed, 1, 0x646763));
+        for (int step = 0; step < 4; ++step) {
+          const torch::Tensor g = randn(n, 1000 + step) * (step + 1);
+          const torch::Tensor d = dgc.decode(dgc.encode(g));
+          float* up = u.data_ptr<float>();
+          float* vp = v.data_ptr<float>();
+          momentum_accumulate(up, vp, g.data_ptr<float>(), n, m, nesterov);
+          std::vector<std::uint32_t> expected;
+          dgc_select(vp, 3000000, 6000, o.sample_ratio, rng, 0, expected);
+          for (std::uint32_t i = 3000000; i < 3000100; ++i) expected.push_back(i);  // bias: dense
+          dgc_select(vp + 3000100, 2000, 4, o.sample_ratio, rng, 3000100, expected);
+          ASSERT_EQ(dgc.last_indices(), expected) << "step " << step << " threads " << threads;
+          torch::Tensor sent = torch::zeros({n});
+          float* sp = sent.data_ptr<float>();
+          for (const std::uint32_t i : expected) {
+            sp[i] = vp[i];
+            vp[i] -= sp[i];
+            if (correction && (i < 3000000 || i >= 3000100)) up[i] = 0.0f;
+          }
+          ASSERT_TRUE(torch::equal(d, sent)) << step;
+          ASSERT_TRUE(torch::equal(dgc.velocity(), v)) << step;
+          ASSERT_TRUE(torch::equal(dgc.momentum_buffer(), u)) << step;
+        }
+      }
+    }
+  }
+  at::set_num_threads(threads_before);
+}
+
+TEST(Selection, CollectAtLeastMatchesAPlainScan) {
+  const torch::Tensor x = randn(100003, 77);
+  const float* p = x.data_ptr<float>();
+  for (const float t : {0.0f, 0.5f, 2.0f, 3.5f, 10.0f}) {
+    std::vector<std::uint32_t> got{42};
+    collect_at_least(p, x.numel(), magnitude_key(t), 5, got);
+    std::vector<std::uint32_t> want{42};
+    for (std::int64_t i = 0; i < x.numel(); ++i) {
+      if (magnitude_key(p[i]) >= magnitude_key(t)) want.push_back(5 + static_cast<std::uint32_t>(i));
+    }
+    EXPECT_EQ(got, want) << t;
+    // The overload that also returns the keys: the same positions, each with its own key; at
+    // every kernel level (the CPU's widest scan, AVX2, portable).
+    for (const KernelLevel level : {KernelLevel::kNative, KernelLevel::kAvx2, KernelLevel::kPortable}) {
+      use_kernels(level);
+      std::vector<std::uint32_t> plain{42}, with_keys{42}, keys;
+      collect_at_least(p, x.numel(), magnitude_key(t), 5, plain);
+      collect_at_least(p, x.numel(), magnitude_key(t), 5, with_keys, keys);
+      use_kernels(KernelLevel::kNative);
+      const int l = static_cast<int>(level);
+      EXPECT_EQ(plain, want) << t << " level " << l;
+      EXPECT_EQ(with_keys, want) << t << " level " << l;
+      ASSERT_EQ(keys.size(), with_keys.size());
+      for (std::size_t j = 1; j < keys.size(); ++j) {
+        ASSERT_EQ(keys[j], magnitude_key(p[with_keys[j] - 5])) << t << " entry " << j << " level " << l;
+      }
+    }
+  }
+}
+
+// --------------------------------------------------------------------------------------------
+// Random-k
+
+TEST(RandomK, IndicesAgreeAcrossWorkersAndPayloadsAdd) {
+  const std::int64_t n = 30000;
+  RandomKCodec a(0.01, false, context(n, 0, 3));
+  RandomKCodec b(0.01, false, context(n, 1, 3));
+  for (int step = 0; step < 4; ++step) {
+    const torch::Tensor ga = randn(n, 10 + step);
+    const torch::Tensor gb = randn(n, 20 + step);
+    Bytes pa = a.encode(ga);
+    const Bytes pb = b.encode(gb);
+    const torch::Tensor da = a.decode(pa);
+    const torch::Tensor db = b.decode(pb);
+    EXPECT_TRUE(torch::equal(da != 0, db != 0));  // same positions
+    EXPECT_EQ((da != 0).sum().item<std::int64_t>(), 300);
+    // Payload of the sum == sum of the payloads (a third worker encoding ga + gb).
+    RandomKCodec c(0.01, false, context(n, 2, 3));
+    for (int s = 0; s < step; ++s) c.encode(torch::zeros({n}));
+    const Bytes psum = c.encode(ga + gb);
+    a.accumulate(pa, pb);
+    EXPECT_TRUE(torch::allclose(a.decode(pa), c.decode(psum)));
+    EXPECT_EQ(pa.size(), psum.size());
+  }
+}
+
+TEST(RandomK, ChunksAgreeAndDifferBetweenSteps) {
+  const std::int64_t n = 10000;
+  RandomKCodec a(0.05, false, context(n, 0, 2));
+  RandomKCodec b(0.05, false, context(n, 1, 2));
+  const std::vector<std::int64_t> bounds{0, 5000, 10000};
+  const auto ca = a.encode_chunks(randn(n, 1), bounds);
+  const auto cb = b.encode_chunks(randn(n, 2), bounds);
+  for (int i = 0; i < 2; ++i) {
+    Bytes acc = ca[i];
+    a.accumulate(acc, cb[i]);  // would throw if positions differed
+  }
+  const auto next = a.encode_chunks(randn(n, 3), bounds);
+  EXPECT_FALSE(torch::equal(a.decode(next[0]) != 0, a.decode(ca[0]) != 0));
+  // Positions are a uniform k-subset: distinct, sorted, in range.
+  const auto pos = RandomKCodec::positions(99, 1000, 400);
+  EXPECT_EQ(std::set<std::uint32_t>(pos.begin(), pos.end()).size(), 400u);
+  EXPECT_TRUE(std::is_sorted(pos.begin(), pos.end()));
+  EXPECT_LT(pos.back(), 1000u);
+  // Mismatched steps are rejected, not silently summed.
+  Bytes acc = ca[0];
+  EXPECT_THROW(a.accumulate(acc, next[0]), DecodeError);
+}
+
+TEST(RandomK, ScaleMakesItUnbiased) {
+  const std::int64_t n = 2000;
+  RandomKCodec c(0.1, true, context(n));
+  const torch::Tensor g = randn(n, 4);
+  torch::Tensor mean = torch::zeros({n});
+  for (int i = 0; i < 400; ++i) mean += c.decode(c.encode(g));
+  mean /= 400;
+  EXPECT_LT((mean - g).abs().mean().item<float>(), 0.25f);
+}
+
+// --------------------------------------------------------------------------------------------
+// Wire formats
+
+TEST(Wire, IndexCodingsRoundTripAndTheSmallestIsChosen) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 50; ++trial) {
+    const std::uint32_t n = 1 + rng() % 100000;
+    std::set<std::uint32_t> s;
+    const std::size_t k = rng() % std::min<std::uint32_t>(n, 3000);
+    while (s.size() < k) s.insert(rng() % n);
+    const std::vector<std::uint32_t> idx(s.begin(), s.end());
+    std::vector<float> values(k);
+    for (auto& v : values) v = static_cast<float>(rng() % 1000) - 500.0f;
+    for (IndexCoding c : {IndexCoding::kPlain32, IndexCoding::kVarintGaps, IndexCoding::kBitPackedGaps,
+                          IndexCoding::kVarintRuns}) {
+      ByteWriter w;
+      write_index_section(w, c, idx.data(), k);
+      const Bytes b = w.take();
+      ASSERT_EQ(b.size(), index_section_size(c, idx.data(), k));
+      ByteReader r(ByteSpan(b), "test");
+      EXPECT_EQ(read_index_section(r, c, k, b.size(), n), idx);
+    }
+    const Bytes p = encode_compact_sparse(n, idx.data(), values.data(), k, ValueFormat::kFp32);
+    EXPECT_EQ(p.size(), compact_sparse_size(idx.data(), k, ValueFormat::kFp32));
+    const SparseEntries e = decode_compact_entries(ByteSpan(p), n);
+    EXPECT_EQ(e.indices, idx);
+    EXPECT_EQ(e.values, values);
+  }
+  // A dense run costs one byte per index (varint) or less (bit-packed zero gaps).
+  std::vector<std::uint32_t> run(1000);
+  for (std::uint32_t i = 0; i < 1000; ++i) run[i] = 5 + i;
+  EXPECT_EQ(index_section_size(IndexCoding::kBitPackedGaps, run.data(), run.size()), 5u);
+  EXPECT_EQ(index_section_size(IndexCoding::kVarintRuns, run.data(), run.size()), 3u);
+  EXPECT_EQ(choose_index_coding(run.data(), run.size()), IndexCoding::kVarintRuns);
+}
+
+TEST(Wire, HalfPrecisionConversion) {
+  for (float f : {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f, 1e-3f, 3.14159f}) {
+    const float back = half_to_float(float_to_half(f));
+    EXPECT_NEAR(back, f, std::fabs(f) * 1e-3 + 1e-7) << f;
+  }
+  EXPECT_TRUE(std::isinf(half_to_float(float_to_half(1e6f))));
+  EXPECT_TRUE(std::isnan(half_to_float(float_to_half(NAN))));
+  EXPECT_EQ(float_to_half(1.0f), 0x3c00);
+  EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048), 0x3c00);  // tie rounds to even
+  EXPECT_EQ(float_to_half(-2.0f), 0xc000);
+  // fp16 values keep their rounding error in the residual.
+  GradientDroppingOptions o;
+  o.values = ValueFormat::kFp16;
+  GradientDroppingCodec gd(o, context(4000));
+  const torch::Tensor g = randn(4000, 8);
+  const Bytes p = gd.encode(g);
+  EXPECT_TRUE(torch::allclose(gd.decode(p) + gd.residual(), g));
+}
+
+std::vector<std::pair<std::string, std::unique_ptr<Codec>>> all_codecs(std::int64_t n) {
+  std::vector<std::pair<std::string, std::unique_ptr<Codec>>> out;
+  const CodecRegistry& r = CodecRegistry::builtin();
+  CodecContext ctx = context(n);
+  ctx.layers = {LayerSlice{"conv", 0, {10, 2, 5, 5}}, LayerSlice{"convb", 500, {10}},
+                LayerSlice{"fc", 510, {n - 520, 1}}, LayerSlice{"fcb", n - 10, {10}}};
+  for (const char* obj : {R"({"kind":"dgc","warmup":false,"density":0.01})",
+                          R"({"kind":"dgc","values":"fp16"})",
+                          R"({"kind":"gradient_dropping"})", R"({"kind":"sdagc"})",
+                          R"({"kind":"adacomp"})", R"({"kind":"randomk"})",
+                          R"({"kind":"dgc","zstd":true})", R"({"kind":"topk","zstd":true,"error_feedback":true})"}) {
+    out.emplace_back(obj, r.create(nlohmann::json::parse(obj), ctx));
+  }
+  return out;
+}
+
+TEST(Wire, RejectsTruncatedOversizedAndCorruptedPayloads) {
+  const std::int64_t n = 3000;
+  std::mt19937 rng(12345);
+  int rejected = 0;
+  int accepted = 0;
+  for (auto& [label, codec] : all_codecs(n)) {
+    const Bytes good = codec->encode(randn(n, 77) * torch::rand({n}));
+    const torch::Tensor ref = codec->decode(ByteSpan(good));
+    ASSERT_EQ(ref.numel(), n) << label;
+    // Every truncation, and one byte too many.
+    for (std::size_t len = 0; len < good.size(); ++len) {
+      const Bytes cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(len));
+      EXPECT_THROW(codec->decode(ByteSpan(cut)), DecodeError) << label << " length " << len;
+    }
+    Bytes longer = good;
+    longer.push_back(0);
+    EXPECT_THROW(codec->decode(ByteSpan(longer)), DecodeError) << label;
+    // Thousands of random mutations: flips, byte sets, insertions, deletions. Each decode must
+    // either throw DecodeError or return n elements; ASan (ctest -L asan) checks the reads.
+    for (int t = 0; t < 1500; ++t) {
+      Bytes b = good;
+      const int edits = 1 + static_cast<int>(rng() % 4);
+      for (int e = 0; e < edits; ++e) {
+        const std::size_t at = rng() % b.size();
+        switch (rng() % 4) {
+          case 0: b[at] ^= static_cast<std::uint8_t>(1u << (rng() % 8)); break;
+          case 1: b[at] = static_cast<std::uint8_t>(rng()); break;
+          case 2: b.insert(b.begin() + static_cast<std::ptrdiff_t>(at), static_cast<std::uint8_t>(rng())); break;
+          default: if (b.size() > 1) b.erase(b.begin() + static_cast<std::ptrdiff_t>(at)); break;
+        }
+      }
+      try {
+        const torch::Tensor d = codec->decode(ByteSpan(b));
+        ASSERT_LE(static_cast<std::uint64_t>(d.numel()), static_cast<std::uint64_t>(n)) << label;
+        ++accepted;
+      } catch (const DecodeError&) {
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(rejected, 5000);
+  (void)accepted;
+}
+
+TEST(Wire, DecoderRejectsHugeElementCounts) {
+  DgcCodec dgc(DgcOptions{}, context(1000));
+  std::vector<std::uint32_t> idx{1, 2};
+  std::vector<float> v{1, 2};
+  const Bytes p = encode_compact_sparse(std::uint64_t{1} << 31, idx.data(), v.data(), 2, ValueFormat::kFp32);
+  EXPECT_THROW(dgc.decode(ByteSpan(p)), DecodeError);
+  try {
+    dgc.decode(ByteSpan(p));
+  } catch (const DecodeError& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds this decoder's limit"), std::string::npos);
+  }
+}
+
+TEST(Zstd, RoundTripAndSmallerOnRedundantPayloads) {
+  const CodecRegistry& r = CodecRegistry::builtin();
+  auto plain = r.create(nlohmann::json::parse(R"({"kind":"none"})"), context(10000));
+  auto z = r.create(nlohmann::json::parse(R"({"kind":"none","zstd":true})"), context(10000));
+  const torch::Tensor g = torch::round(randn(10000, 3) * 4) / 4;  // few distinct values
+  const Bytes a = plain->encode(g);
+  const Bytes b = z->encode(g);
+  EXPECT_LT(b.size(), a.size() / 2);
+  EXPECT_TRUE(torch::equal(z->decode(ByteSpan(b)), g));
+  EXPECT_EQ(z->aggregation(), Aggregation::kDecodeThenSum);
+  EXPECT_FALSE(r.resolve(nlohmann::json::parse(R"({"kind":"topk"})"), "codec").contains("zstd"));
+  EXPECT_EQ(r.resolve(nlohmann::json::parse(R"({"kind":"topk","zstd":true})"), "codec")["zstd"], true);
+  EXPECT_THROW(r.resolve(nlohmann::json::parse(R"({"kind":"topk","zstd":1})"), "codec"), std::exception);
+}
+
+// --------------------------------------------------------------------------------------------
+// State carried across objects (what `gradwire codec --state` relies on)
+
+TEST(State, SaveLoadContinuesExactly) {
+  const std::int64_t n = 5000;
+  for (const char* obj : {R"({"kind":"dgc","warmup_stage_steps":1})", R"({"kind":"gradient_dropping"})",
+                          R"({"kind":"sdagc"})", R"({"kind":"adacomp"})",
+                          R"({"kind":"randomk","error_feedback":true})",
+                          R"({"kind":"topk","error_feedback":true,"zstd":true})"}) {
+    const CodecRegistry& r = CodecRegistry::builtin();
+    auto one = r.create(nlohmann::json::parse(obj), context(n));
+    auto first = r.create(nlohmann::json::parse(obj), context(n));
+    std::vector<Bytes> expected;
+    for (int s = 0; s < 3; ++s) expected.push_back(one->encode(randn(n, 60 + s)));
+    Bytes state;
+    for (int s = 0; s < 3; ++s) {
+      auto fresh = r.create(nlohmann::json::parse(obj), context(n));
+      fresh->load_state(ByteSpan(state));
+      EXPECT_EQ(fresh->encode(randn(n, 60 + s)), expected[s]) << obj << " step " << s;
+      state = fresh->save_state();
+    }
+    Bytes bad = state;
+    if (!bad.empty()) {
+      bad.resize(bad.size() - 3);
+      auto fresh = r.create(nlohmann::json::parse(obj), context(n));
+      EXPECT_THROW(fresh->load_state(ByteSpan(bad)), DecodeError) << obj;
+    }
+    (void)first;
+  }
+}
+
+TEST(AdaComp, SendsSignsWithOneScalePerTensorAndAdapts) {
+  AdaCompCodec ada(AdaCompOptions{}, context(10000));
+  const torch::Tensor g = randn(10000, 2);
+  const torch::Tensor d = ada.decode(ada.encode(g));
+  const torch::Tensor nz = d.masked_select(d != 0).abs();
+  ASSERT_GT(nz.numel(), 0);
+  EXPECT_FLOAT_EQ(nz.min().item<float>(), nz.max().item<float>());  // one scale
+  // At least one per bin of 500 elements is selected (the bin's max of |G| passes |H| >= gmax
+  // when g and G agree in sign, which they do on the first step).
+  EXPECT_GE(nz.numel(), 20);
+  // First step: G = g, H = 2g, so |g| >= gmax / 2 passes: ~10% of a Gaussian bin of 500.
+  EXPECT_LT(ada.last_density(), 0.2);
+  // Later steps adapt to the residue: still a small fraction.
+  for (int s = 0; s < 10; ++s) ada.encode(randn(10000, 30 + s));
+  EXPECT_LT(ada.last_density(), 0.2);
+}
+
+TEST(Sdagc, ThresholdFollowsTheStandardDeviation) {
+  SdagcOptions o;
+  o.momentum_compensation = false;
+  SdagcCodec sd(o, context(200000));
+  sd.encode(randn(200000, 1));
+  // Gaussian: P(|x| >= 3 sigma) = 0.27%.
+  EXPECT_NEAR(sd.last_density(), 0.0027, 0.0006);
+  EXPECT_FALSE(sd.applies_momentum());
+}
+
+}  // namespace
+}  // namespace gradwire

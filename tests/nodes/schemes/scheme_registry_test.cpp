@@ -1,0 +1,44 @@
+// The schemes' declaration is the one source of their keys: docs/schemes.md carries exactly
+// what it produces, and the registry finds what scenarios name.
+#include <gtest/gtest.h>
+
+#include "GeneratedDocs.h"
+#include "nodes/schemes/SchemeRegistry.h"
+
+namespace gradwire {
+namespace {
+
+TEST(SchemeRegistry, DocsPageEqualsTheDeclaration) {
+  const std::string page = std::string(GRADWIRE_SOURCE_DIR) + "/docs/schemes.md";
+  EXPECT_EQ(docs::generated_block(page, "schemes --markdown"), scheme_reference_markdown())
+      << "docs/schemes.md is out of date: regenerate its block with "
+         "`./build/gradwire schemes --markdown`";
+}
+
+TEST(SchemeRegistry, ListsEverySchemeOnceByName) {
+  const SchemeRegistry& r = SchemeRegistry::builtin();
+  EXPECT_EQ(r.names(), (std::vector<std::string>{"ring", "ps", "gossip", "leader"}));
+  for (const auto& info : r.list()) {
+    EXPECT_EQ(r.find(info.name), &r.at(info.kind)) << info.name;
+    EXPECT_EQ(scheme_name(info.kind), info.name);
+    EXPECT_TRUE(info.has_mode(SyncMode::kSync)) << info.name;
+  }
+  EXPECT_EQ(r.find("mesh"), nullptr);
+}
+
+TEST(SchemeRegistry, KindChoicesAreTheRegisteredSchemes) {
+  const SchemeRegistry& r = SchemeRegistry::builtin();
+  EXPECT_EQ(param_named(r.common_params(), "kind").choices, r.names());
+}
+
+TEST(SchemeRegistry, OnlyTheParameterServerHasAServerHostAndAnAsyncMode) {
+  for (const auto& info : SchemeRegistry::builtin().list()) {
+    const bool ps = info.kind == SchemeKind::kParameterServer;
+    EXPECT_EQ(info.server_host, ps) << info.name;
+    EXPECT_EQ(info.has_mode(SyncMode::kAsync), ps) << info.name;
+  }
+  EXPECT_EQ(schemes_with_processes(), "\"ring\" and \"ps\"");
+}
+
+}  // namespace
+}  // namespace gradwire

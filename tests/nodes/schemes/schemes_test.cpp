@@ -1,0 +1,251 @@
+// Training schemes: push-sum gossip, asynchronous parameter server, Leader SGD, heterogeneous
+// compute. Algorithm-level checks first, then whole runs on synthetic data.
+#include <cmath>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "common/ConfigError.h"
+#include "MetricsLines.h"
+#include "nodes/schemes/ExponentialGraph.h"
+#include "nodes/schemes/LeaderSgd.h"
+#include "nodes/schemes/PushSumState.h"
+#include "sim/engine/ComputeTime.h"
+#include "sim/engine/Engine.h"
+#include "sim/engine/ScenarioLoader.h"
+
+namespace gradwire {
+namespace {
+
+TEST(ExponentialGraph, EveryEdgeIsSeenFromBothEnds) {
+  for (int n : {2, 3, 5, 8, 16}) {
+    for (int peers : {1, 2}) {
+      const ExponentialGraph g(n, peers);
+      for (std::int64_t t = 0; t < 10; ++t) {
+        for (int i = 0; i < n; ++i) {
+          for (int j : g.out_peers(i, t)) {
+            EXPECT_NE(i, j);
+            const auto in = g.in_peers(j, t);
+            EXPECT_NE(std::find(in.begin(), in.end(), i), in.end()) << n << " " << t;
+          }
+          EXPECT_EQ(g.in_peers(i, t).size(), g.out_peers(i, t).size());
+        }
+      }
+    }
+  }
+}
+
+TEST(PushSum, WeightsSumToNAndNodesReachTheQuadraticOptimum) {
+  // f_i(z) = 1/2 ||z - b_i||^2: the optimum of the average is mean(b).
+  const int n = 8, d = 5;
+  torch::manual_seed(4);
+  const at::Tensor b = torch::randn({n, d}) * 3;
+  const at::Tensor optimum = b.mean(0);
+  std::vector<PushSumState> nodes;
+  for (int i = 0; i < n; ++i) nodes.emplace_back(torch::zeros({d}));
+  const ExponentialGraph graph(n, 1);
+  // A decaying step size (sum infinite, steps -> 0) removes the heterogeneity bias.
+  for (std::int64_t t = 0; t < 3000; ++t) {
+    const double lr = 2.0 / (20.0 + static_cast<double>(t));
+    std::vector<std::pair<int, std::pair<at::Tensor, double>>> mail;
+    for (int i = 0; i < n; ++i) {
+      nodes[i].local_step(nodes[i].z() - b[i], lr, 0.0, 0.0, false);
+      const auto peers = graph.out_peers(i, t);
+      nodes[i].keep_share(1.0 / static_cast<double>(peers.size() + 1));
+      for (int j : peers) mail.push_back({j, {nodes[i].x().clone(), nodes[i].w()}});
+    }
+    for (auto& [j, share] : mail) nodes[j].absorb(share.first, share.second);
+    double total = 0;
+    for (const auto& node : nodes) total += node.w();
+    ASSERT_NEAR(total, n, 1e-9) << "push-sum weights must sum to n (step " << t << ")";
+  }
+  for (int i = 0; i < n; ++i) {
+    EXPECT_LT((nodes[i].z() - optimum).abs().max().item<double>(), 2e-2) << "node " << i;
+  }
+}
+
+TEST(LeaderSgd, PullIsTheStatedConvexCombination) {
+  const at::Tensor x = torch::tensor({1.0f, -2.0f, 4.0f});
+  const at::Tensor leader = torch::tensor({3.0f, 2.0f, 0.0f});
+  EXPECT_TRUE(torch::allclose(leader_pull(x, leader, 0.25), torch::tensor({1.5f, -1.0f, 3.0f})));
+  EXPECT_TRUE(torch::equal(leader_pull(x, leader, 0.0), x));
+  EXPECT_TRUE(torch::equal(leader_pull(x, leader, 1.0), leader));
+}
+
+TEST(ComputeTime, StragglersAndSlowWorkersAreSeededAndScaled) {
+  ComputeSpec spec;
+  spec.mode = "fixed";
+  spec.seconds = 0.01;
+  spec.worker_scale = {1.0, 3.0};
+  spec.straggler_probability = 0.25;
+  spec.straggler_slowdown = 4.0;
+  const auto w0 = make_compute_time_model(spec, 1, 1, 0, 7);
+  const auto again = make_compute_time_model(spec, 1, 1, 0, 7);
+  const auto w1 = make_compute_time_model(spec, 1, 1, 1, 7);
+  int slow = 0;
+  for (std::int64_t step = 0; step < 4000; ++step) {
+    const double t = w0(0, step);
+    EXPECT_TRUE(t == 0.01 || t == 0.04) << t;
+    slow += t == 0.04;
+    EXPECT_EQ(t, again(0, step));  // repeatable
+    const double u = w1(0, step);
+    EXPECT_TRUE(std::fabs(u - 0.03) < 1e-12 || std::fabs(u - 0.12) < 1e-12) << u;
+  }
+  EXPECT_NEAR(slow / 4000.0, 0.25, 0.03);
+}
+
+nlohmann::json run_doc(const std::string& kind) {
+  return {{"gradwire", 1},
+          {"name", "scheme-" + kind},
+          {"seed", 5},
+          {"model", {{"kind", "mlp"}, {"hidden", {32}}}},
+          {"dataset", {{"kind", "synthetic"}, {"separation", 0.6}, {"features", 16},
+                       {"train_samples", 4000}, {"test_samples", 1000}}},
+          {"training", {{"workers", 4}, {"steps", 120}, {"batch", 16}, {"eval_every", 40},
+                        {"optimizer", {{"lr", 0.05}, {"momentum", 0.9}}}}},
+          {"compute", {{"mode", "fixed"}, {"seconds", 0.002}, {"threads", 1}}},
+          {"topology", {{"kind", kind}}},
+          {"network", {{"rate", "1Gbps"}}}};
+}
+
+using testing::lines_of;
+
+TEST(Schemes, EachTrainsWithinAFewPointsOfSyncRing) {
+  const RunResult ring = Engine(load_scenario(run_doc("ring"))).run("", nullptr);
+  const double reference = ring.summary["final_accuracy"].get<double>();
+  EXPECT_GT(reference, 0.5);
+  for (const std::string kind : {"ps", "gossip", "leader", "async"}) {
+    auto doc = run_doc(kind == "async" ? "ps" : kind);
+    if (kind == "async") doc["topology"]["mode"] = "async";
+    if (kind == "leader") doc["topology"].update({{"l_comm", 4}, {"g_comm", 12}});
+    const RunResult r = Engine(load_scenario(doc)).run("", nullptr);
+    EXPECT_NEAR(r.summary["final_accuracy"].get<double>(), reference, 0.05) << kind;
+    const auto evals = lines_of(r.metrics_jsonl, "eval");
+    ASSERT_FALSE(evals.empty());
+    if (kind == "gossip" || kind == "leader") {
+      // Decentralised: the workers' models differ a little, and the spread is reported.
+      EXPECT_GT(evals.back()["consensus_distance"].get<double>(), 0.0) << kind;
+      EXPECT_LT(evals.back()["consensus_distance"].get<double>(), 1.0) << kind;
+    }
+  }
+}
+
+TEST(PushSum, OverlapHidesCommunicationBehindComputeAndStillTrains) {
+  // A slow network (communication ~ compute): with one-step overlap the shares of step t-1 are
+  // mixed while step t's travel, so the run takes less simulated time and still learns.
+  auto doc = run_doc("gossip");
+  doc["network"]["rate"] = "20Mbps";
+  const RunResult plain = Engine(load_scenario(doc)).run("", nullptr);
+  doc["topology"]["overlap"] = true;
+  const RunResult overlapped = Engine(load_scenario(doc)).run("", nullptr);
+  EXPECT_LT(overlapped.summary["sim_time_s"].get<double>(),
+            0.8 * plain.summary["sim_time_s"].get<double>());
+  EXPECT_NEAR(overlapped.summary["final_accuracy"].get<double>(),
+              plain.summary["final_accuracy"].get<double>(), 0.05);
+  EXPECT_GT(overlapped.summary["final_accuracy"].get<double>(), 0.5);
+  // Only gossip overlaps.
+  auto ring = run_doc("ring");
+  ring["topology"]["overlap"] = true;
+  EXPECT_THROW(load_scenario(ring), ConfigError);
+}
+
+TEST(AsyncParameterServer, StalenessFollowsTheComputeSchedule) {
+  // Two workers, 4 steps each; worker 1 computes 2.7x slower (27 ms vs 10 ms per step) over a
+  // fast LAN, so worker 0 lands updates at ~10, 20, 30, 40 ms and worker 1 at ~27, 54, 81,
+  // 108 ms. Worker 1's first gradient (version 0) lands after worker 0's first two updates:
+  // staleness 2; its second (pulled version 3 at ~27 ms) after worker 0's updates at ~30 and
+  // ~40 ms: staleness 2; then worker 0 is done: 0, 0. Worker 0's third gradient was computed on
+  // version 2 and lands after worker 1's first update: staleness 1; the others 0.
+  auto doc = run_doc("ps");
+  doc["topology"]["mode"] = "async";
+  doc["training"]["workers"] = 2;
+  doc["training"]["steps"] = 4;
+  doc["compute"] = {{"mode", "fixed"}, {"seconds", 0.01}, {"threads", 1},
+                    {"slow_workers", {{{"rank", 1}, {"scale", 2.7}}}}};
+  doc["network"] = {{"rate", "10Gbps"}, {"delay", "5us"}};
+  const RunResult r = Engine(load_scenario(doc)).run("", nullptr);
+  std::vector<std::uint64_t> w0, w1;
+  for (const auto& u : lines_of(r.metrics_jsonl, "update")) {
+    (u["rank"] == 0 ? w0 : w1).push_back(u["staleness"].get<std::uint64_t>());
+  }
+  EXPECT_EQ(w0, (std::vector<std::uint64_t>{0, 0, 1, 0}));
+  EXPECT_EQ(w1, (std::vector<std::uint64_t>{2, 2, 0, 0}));
+  EXPECT_GT(r.summary["mean_staleness"].get<double>(), 0.0);
+}
+
+TEST(AsyncParameterServer, IdenticalWorkersOnAnIdealNetworkReduceToSync) {
+  // Without momentum, n async updates of lr/n at the same parameters equal one sync update of
+  // the mean. Even on an ideal network the n pushes serialise on the server's port, so a
+  // worker would pull between them; with the staleness bound 0 nobody pulls before all n
+  // updates of a step are in, and async PS must reproduce sync PS.
+  auto doc = run_doc("ps");
+  doc["training"]["optimizer"]["momentum"] = 0.0;
+  doc["training"]["steps"] = 30;
+  doc["network"] = {{"rate", "1000Gbps"}, {"delay", "0us"}};
+  const RunResult sync = Engine(load_scenario(doc)).run("", nullptr);
+  doc["topology"]["mode"] = "async";
+  doc["topology"]["max_staleness"] = 0;
+  const RunResult async = Engine(load_scenario(doc)).run("", nullptr);
+  const auto a = lines_of(sync.metrics_jsonl, "step");
+  const auto b = lines_of(async.metrics_jsonl, "step");
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(a[i]["loss"].get<double>(), b[i]["loss"].get<double>(), 1e-4) << "step " << i;
+  }
+  EXPECT_NEAR(sync.summary["final_accuracy"].get<double>(),
+              async.summary["final_accuracy"].get<double>(), 1e-3);
+}
+
+TEST(AsyncParameterServer, BoundedStalenessHoldsFastWorkersBack) {
+  auto doc = run_doc("ps");
+  doc["topology"] = {{"kind", "ps"}, {"mode", "async"}, {"max_staleness", 0}};
+  doc["training"]["workers"] = 2;
+  doc["training"]["steps"] = 10;
+  doc["compute"] = {{"mode", "fixed"}, {"seconds", 0.01}, {"threads", 1},
+                    {"slow_workers", {{{"rank", 1}, {"scale", 3}}}}};
+  const RunResult r = Engine(load_scenario(doc)).run("", nullptr);
+  // Worker 0 may never be more than 0 updates ahead, so it never lands two updates in a row.
+  int last = -1, run = 0, max_run = 0;
+  for (const auto& u : lines_of(r.metrics_jsonl, "update")) {
+    const int rank = u["rank"].get<int>();
+    run = rank == last ? run + 1 : 1;
+    max_run = std::max(max_run, run);
+    last = rank;
+  }
+  EXPECT_EQ(max_run, 1);
+}
+
+TEST(LeaderSgd, OnlyTheLeadersParametersTravel) {
+  auto doc = run_doc("leader");
+  doc["topology"].update({{"l_comm", 5}, {"g_comm", 1000}, {"group_size", 4}});
+  doc["training"]["steps"] = 20;
+  const RunResult r = Engine(load_scenario(doc)).run("", nullptr);
+  const std::uint64_t params = r.summary["parameters"].get<std::uint64_t>();
+  const std::uint64_t frame = 32;                   // message framing
+  const std::uint64_t param_msg = frame + 12 + 4 * params;  // dense payload of the leader
+  const std::uint64_t loss_msg = frame + 8;
+  const std::uint64_t rounds = 20 / 5, n = 4;
+  EXPECT_EQ(r.summary["bytes_on_wire"].get<std::uint64_t>(),
+            rounds * ((n - 1) * param_msg + n * (n - 1) * loss_msg));
+}
+
+TEST(Schemes, ValidationNamesTheProblem) {
+  auto doc = run_doc("gossip");
+  doc["codec"] = {{"kind", "topk"}};
+  try {
+    load_scenario(doc);
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "codec.kind");
+  }
+  doc = run_doc("ring");
+  doc["topology"]["mode"] = "async";
+  EXPECT_THROW(load_scenario(doc), ConfigError);
+  doc = run_doc("ring");
+  doc["compute"]["slow_workers"] = {{{"rank", 9}, {"scale", 2}}};
+  EXPECT_THROW(load_scenario(doc), ConfigError);
+}
+
+}  // namespace
+}  // namespace gradwire

@@ -1,0 +1,145 @@
+// Scenario validation: good files resolve with defaults filled in; every malformed one is
+// rejected with the JSON path of the problem.
+#include <gtest/gtest.h>
+
+#include "TestNames.h"
+#include "common/ConfigError.h"
+#include "nodes/schemes/SchemeRegistry.h"
+#include "sim/engine/ScenarioLoader.h"
+
+namespace gradwire {
+namespace {
+
+nlohmann::json minimal() {
+  return {{"gradwire", 1},
+          {"name", "t"},
+          {"model", {{"kind", "mlp"}}},
+          {"dataset", {{"kind", "synthetic"}}},
+          {"training", {{"workers", 2}, {"steps", 10}}}};
+}
+
+TEST(Scenario, MinimalResolvesWithDefaults) {
+  const Scenario s = load_scenario(minimal());
+  EXPECT_EQ(s.training.workers, 2);
+  EXPECT_EQ(s.training.steps, 10);
+  EXPECT_EQ(s.codec["kind"], "none");
+  EXPECT_EQ(s.codec["error_feedback"], false);
+  EXPECT_EQ(s.topology.kind, SchemeKind::kRing);
+  EXPECT_EQ(s.network["family"], "ethernet");
+  EXPECT_EQ(s.resolved["network"]["mtu"], 1500);
+  EXPECT_EQ(s.resolved["training"]["optimizer"]["lr"], 0.05);
+  // The resolved form is itself a valid scenario that resolves to the same thing.
+  EXPECT_EQ(load_scenario(s.resolved).resolved, s.resolved);
+}
+
+TEST(Scenario, TopologyDefaultsComeFromTheSchemesDeclaration) {
+  const SchemeRegistry& schemes = SchemeRegistry::builtin();
+  for (const auto& info : schemes.list()) {
+    auto doc = minimal();
+    doc["topology"] = {{"kind", info.name}};
+    doc["codec"] = {{"kind", "none"}};
+    const Scenario s = load_scenario(doc);
+    EXPECT_EQ(s.topology.kind, info.kind);
+    EXPECT_EQ(mode_name(s.topology.mode),
+              param_named(schemes.common_params(), "mode").default_value.get<std::string>());
+    for (const auto& p : info.params) {
+      // Parameters the resolved scenario shows for this scheme carry the declared default.
+      const auto& resolved = s.resolved.at("topology");
+      if (resolved.contains(p.name)) {
+        EXPECT_EQ(resolved.at(p.name), p.default_value) << info.name << "." << p.name;
+      }
+    }
+  }
+}
+
+TEST(Scenario, EpochsBecomeSteps) {
+  auto doc = minimal();
+  doc["training"] = {{"workers", 4}, {"epochs", 2}, {"batch", 50}};
+  doc["dataset"]["train_samples"] = 1000;
+  EXPECT_EQ(load_scenario(doc).training.steps, 10);  // 2 * 1000 / (4 * 50)
+}
+
+TEST(Scenario, OverridesApplyBeforeValidation) {
+  auto doc = minimal();
+  apply_overrides(doc, {"training.workers=8", "codec.kind=topk", "codec.ratio=0.1",
+                        "network.rate=\"10Gbps\""});
+  const Scenario s = load_scenario(doc);
+  EXPECT_EQ(s.training.workers, 8);
+  EXPECT_EQ(s.codec["kind"], "topk");
+  EXPECT_DOUBLE_EQ(s.codec["ratio"].get<double>(), 0.1);
+  EXPECT_EQ(s.network["rate"], "10Gbps");
+  EXPECT_THROW(apply_overrides(doc, {"novalue"}), ConfigError);
+}
+
+struct BadCase {
+  const char* what;
+  nlohmann::json patch;  // merged into minimal()
+  const char* path;
+};
+
+// Failure lines name the case, not a byte dump of the struct.
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.what; }
+
+class BadScenario : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadScenario, IsRejectedWithItsPath) {
+  auto doc = minimal();
+  doc.merge_patch(GetParam().patch);
+  try {
+    load_scenario(doc);
+    ADD_FAILURE() << GetParam().what << ": accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), GetParam().path) << GetParam().what << ": " << e.what();
+    EXPECT_NE(std::string(e.what()).find("expected"), std::string::npos)
+        << "message should say what was expected: " << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, BadScenario,
+    ::testing::Values(
+        BadCase{"unknown top-level key", {{"trainin", nlohmann::json::object()}}, "trainin"},
+        BadCase{"wrong version", {{"gradwire", 2}}, "gradwire"},
+        BadCase{"name with slash", {{"name", "../x"}}, "name"},
+        BadCase{"workers as string", {{"training", {{"workers", "four"}}}}, "training.workers"},
+        BadCase{"zero workers", {{"training", {{"workers", 0}}}}, "training.workers"},
+        BadCase{"fractional batch", {{"training", {{"batch", 3.5}}}}, "training.batch"},
+        BadCase{"negative lr", {{"training", {{"optimizer", {{"lr", -1}}}}}}, "training.optimizer.lr"},
+        BadCase{"unknown optimizer key",
+                {{"training", {{"optimizer", {{"beta", 0.9}}}}}}, "training.optimizer.beta"},
+        BadCase{"momentum 1", {{"training", {{"optimizer", {{"momentum", 1.0}}}}}},
+                "training.optimizer.momentum"},
+        BadCase{"target above 1", {{"training", {{"target_accuracy", 80}}}}, "training.target_accuracy"},
+        BadCase{"unknown model", {{"model", {{"kind", "resnet-1000"}}}}, "model.kind"},
+        BadCase{"cnn on synthetic", {{"model", {{"kind", "cnn"}}}}, "model.kind"},
+        BadCase{"unknown codec", {{"codec", {{"kind", "zip"}}}}, "codec.kind"},
+        BadCase{"topk ratio out of range", {{"codec", {{"kind", "topk"}, {"ratio", 1.5}}}}, "codec.ratio"},
+        BadCase{"unknown codec key", {{"codec", {{"kind", "topk"}, {"k", 5}}}}, "codec.k"},
+        BadCase{"bad topology", {{"topology", {{"kind", "mesh"}}}}, "topology.kind"},
+        BadCase{"bad rate", {{"network", {{"rate", "1 Gigabit"}}}}, "network.rate"},
+        BadCase{"bad compute mode", {{"compute", {{"mode", "guess"}}}}, "compute.mode"},
+        BadCase{"profile without device", {{"compute", {{"mode", "profile"}}}}, "compute.profile"},
+        BadCase{"unknown profile", {{"compute", {{"mode", "profile"}, {"profile", "cray-1"}}}},
+                "compute.profile"},
+        BadCase{"missing dataset dir",
+                {{"dataset", {{"kind", "fashion-mnist"}, {"path", "/nonexistent/fmnist"}}},
+                 {"model", {{"kind", "mlp"}}}},
+                "dataset.path"},
+        BadCase{"bad partition", {{"dataset", {{"partition", {{"kind", "dirichlet"}, {"alpha", 0}}}}}},
+                "dataset.partition.alpha"}),
+    [](const auto& info) { return testing_names::sanitize(info.param.what); });
+
+TEST(Scenario, NotAnObjectAndMissingName) {
+  EXPECT_THROW(load_scenario(nlohmann::json::array()), ConfigError);
+  auto doc = minimal();
+  doc.erase("name");
+  try {
+    load_scenario(doc);
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "name");
+  }
+}
+
+}  // namespace
+}  // namespace gradwire

@@ -1,0 +1,266 @@
+// Sweeps and reports: expansion, parallel runs that survive a failure, resume, Slurm output,
+// and a rendered report whose tables match results.csv.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "RunGradwire.h"
+
+#include "common/ConfigError.h"
+#include "sim/engine/ScenarioLoader.h"
+#include "sim/study/SweepPlan.h"
+
+namespace gradwire {
+namespace {
+
+namespace fs = std::filesystem;
+
+nlohmann::json base_scenario() {
+  return {{"gradwire", 1},
+          {"name", "x"},
+          {"model", {{"kind", "mlp"}, {"hidden", {16}}}},
+          {"dataset", {{"kind", "synthetic"}, {"train_samples", 800}, {"test_samples", 200}}},
+          {"training", {{"workers", 2}, {"steps", 12}, {"batch", 8}, {"eval_every", 4},
+                        {"target_accuracy", 0.3}}},
+          {"compute", {{"mode", "fixed"}, {"seconds", 0.001}}}};
+}
+
+nlohmann::json sweep_doc() {
+  return {{"gradwire_sweep", 1},
+          {"name", "tiny"},
+          {"base", base_scenario()},
+          {"set", {{"training.batch", 4}}},
+          {"grid", {{"network.rate", {"100Mbps", "1Gbps"}}}},
+          {"zip", {{"codec", {{{"kind", "none"}}, {{"kind", "topk"}, {"ratio", 0.1}}}},
+                   {"training.workers", {2, 3}}}},
+          {"seeds", {1, 2}}};
+}
+
+TEST(SweepPlan, ExpandsGridTimesZipTimesSeeds) {
+  const SweepPlan plan = SweepPlan::expand(sweep_doc(), ".");
+  ASSERT_EQ(plan.runs.size(), 2u * 2u * 2u);
+  EXPECT_EQ(plan.axes, (std::vector<std::string>{"network.rate", "codec", "training.workers", "seed"}));
+  const SweepRun& r = plan.runs[3];  // rate 100Mbps, zip tuple 1 (topk, 3 workers), seed 2
+  EXPECT_EQ(r.name, "rate=100Mbps__codec=topk-ratio0.1__workers=3__seed=2");
+  EXPECT_EQ(r.scenario["network"]["rate"], "100Mbps");
+  EXPECT_EQ(r.scenario["codec"]["kind"], "topk");
+  EXPECT_EQ(r.scenario["training"]["workers"], 3);
+  EXPECT_EQ(r.scenario["training"]["batch"], 4);  // from "set"
+  EXPECT_EQ(r.scenario["seed"], 2);
+  EXPECT_EQ(r.scenario["name"], r.name);
+  std::set<std::string> names;
+  for (const auto& run : plan.runs) names.insert(run.name);
+  EXPECT_EQ(names.size(), plan.runs.size());
+}
+
+TEST(SweepPlan, RejectsBadSweepsWithPaths) {
+  auto expect_path = [](nlohmann::json doc, const std::string& path) {
+    try {
+      SweepPlan::expand(doc, ".");
+      ADD_FAILURE() << "accepted " << doc.dump();
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.path(), path) << e.what();
+    }
+  };
+  auto doc = sweep_doc();
+  doc["zip"]["training.workers"] = {2};
+  expect_path(doc, "zip.training.workers");
+  doc = sweep_doc();
+  doc["axes"] = 1;
+  expect_path(doc, "axes");
+  doc = sweep_doc();
+  doc["grid"]["training.workers"] = {0};  // an invalid run: named by its scenario path
+  doc["zip"].erase("training.workers");
+  expect_path(doc, "training.workers");
+  doc = sweep_doc();
+  doc["grid"]["network.rate"] = nlohmann::json::array();
+  expect_path(doc, "grid.network.rate");
+}
+
+using Result = gradwire::testing::CommandResult;
+
+Result run(const std::string& args) { return gradwire::testing::run_gradwire(args); }
+
+std::vector<std::vector<std::string>> read_csv(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> row;
+    std::string field;
+    bool quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (quoted) {
+        if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+          field += '"';
+          ++i;
+        } else if (c == '"') {
+          quoted = false;
+        } else {
+          field += c;
+        }
+      } else if (c == '"') {
+        quoted = true;
+      } else if (c == ',') {
+        row.push_back(field);
+        field.clear();
+      } else {
+        field += c;
+      }
+    }
+    row.push_back(field);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string unescape(std::string s) {
+  const std::pair<const char*, const char*> entities[] = {
+      {"&quot;", "\""}, {"&#x27;", "'"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&amp;", "&"}};
+  for (const auto& [from, to] : entities) {
+    for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + 1)) {
+      s.replace(at, std::string(from).size(), to);
+    }
+  }
+  return s;
+}
+
+// Cells of the <table class="NAME"> in an HTML page, row by row.
+std::vector<std::vector<std::string>> html_table(const std::string& page, const std::string& name) {
+  std::vector<std::vector<std::string>> rows;
+  std::size_t at = page.find("<table class=\"" + name + "\">");
+  const std::size_t end = page.find("</table>", at);
+  while ((at = page.find("<tr>", at)) != std::string::npos && at < end) {
+    const std::size_t row_end = page.find("</tr>", at);
+    std::vector<std::string> row;
+    for (std::size_t c = page.find("<t", at + 4); c < row_end; c = page.find("<t", c + 1)) {
+      const std::size_t open = page.find('>', c) + 1;
+      const std::size_t close = page.find("</t", open);
+      row.push_back(unescape(page.substr(open, close - open)));
+      c = close + 1;
+    }
+    rows.push_back(row);
+    at = row_end;
+  }
+  return rows;
+}
+
+class Study : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("gradwire-study-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(Study, SweepRunsInParallelSurvivesAFailureResumesAndReports) {
+  auto doc = sweep_doc();
+  doc["seeds"] = {1};
+  // The third zip tuple asks for CUDA, which this build cannot give: that run fails at run
+  // time (exit 2) and the others must still finish.
+  doc["zip"]["codec"].push_back({{"kind", "none"}});
+  doc["zip"]["training.workers"].push_back(2);
+  doc["zip"]["compute.device"] = {"cpu", "cpu", "cuda"};
+  std::ofstream(dir_ / "sweep.json") << doc.dump(2);
+  const std::string args = "sweep " + (dir_ / "sweep.json").string() + " -j 2 --out " + (dir_ / "out").string();
+
+  const Result first = run(args);
+  EXPECT_EQ(first.code, 1) << first.output;  // one failure -> non-zero, but all rows recorded
+  const fs::path sweep = dir_ / "out" / "tiny";
+  auto rows = read_csv(sweep / "results.csv");
+  ASSERT_EQ(rows.size(), 1u + 6u);
+  const auto& header = rows[0];
+  ASSERT_EQ(header[0], "run");
+  ASSERT_EQ(header[1], "status");
+  const auto col = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  int ok = 0, failed = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    if (rows[i][1] == "ok") {
+      ++ok;
+      EXPECT_TRUE(fs::exists(sweep / rows[i][0] / "summary.json"));
+      EXPECT_FALSE(rows[i][col("final_accuracy")].empty());
+      EXPECT_FALSE(rows[i][col("compression_ratio")].empty());
+    } else {
+      ++failed;
+      EXPECT_EQ(rows[i][col("compute.device")], "cuda");
+      EXPECT_NE(rows[i][1].find("failed"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(ok, 4);
+  EXPECT_EQ(failed, 2);
+
+  // Rerun: finished runs are skipped (their outputs untouched), the failed ones retried.
+  const fs::path some_summary = sweep / rows[1][0] / "summary.json";
+  const auto stamp = fs::last_write_time(some_summary);
+  const Result second = run(args);
+  EXPECT_NE(second.output.find("4 skipped"), std::string::npos) << second.output;
+  EXPECT_EQ(fs::last_write_time(some_summary), stamp);
+
+  // Report: figures exist and the HTML results table equals results.csv cell for cell.
+  const Result report = run("report " + sweep.string() + " --out " + (dir_ / "report").string());
+  ASSERT_EQ(report.code, 0) << report.output;
+  for (const char* stem : {"accuracy_vs_time", "speedup_vs_bandwidth", "bytes_vs_accuracy",
+                           "step_breakdown"}) {
+    EXPECT_GT(fs::file_size(dir_ / "report" / (std::string(stem) + ".png")), 1000u) << stem;
+    EXPECT_TRUE(fs::exists(dir_ / "report" / (std::string(stem) + ".svg"))) << stem;
+  }
+  std::ifstream in(dir_ / "report" / "report.html");
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("Time to target"), std::string::npos);  // definitions are printed
+  EXPECT_EQ(html_table(page, "results"), read_csv(sweep / "results.csv"));
+}
+
+TEST_F(Study, EmitSlurmWritesAnArrayJobAndRunsNothing) {
+  std::ofstream(dir_ / "sweep.json") << sweep_doc().dump(2);
+  const Result r = run("sweep " + (dir_ / "sweep.json").string() + " --emit-slurm --out " +
+                       (dir_ / "out").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::ifstream in(dir_ / "out" / "tiny" / "sweep.slurm");
+  const std::string script((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(script.find("#SBATCH --array=0-7"), std::string::npos) << script;
+  EXPECT_NE(script.find("summary.json"), std::string::npos);  // resume-safe
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "tiny" / "scenarios" /
+                         "rate=1Gbps__codec=topk-ratio0.1__workers=3__seed=2.json"));
+  for (const auto& e : fs::directory_iterator(dir_ / "out" / "tiny")) {
+    EXPECT_FALSE(fs::exists(e.path() / "summary.json")) << "a run was executed: " << e.path();
+  }
+}
+
+TEST(ShippedScenarios, EveryScenarioAndStudyValidates) {
+  int scenarios = 0, sweeps = 0;
+  for (const auto& entry :
+       fs::recursive_directory_iterator(fs::path(GRADWIRE_SOURCE_DIR) / "scenarios")) {
+    if (entry.path().extension() != ".json") continue;
+    const nlohmann::json doc = read_scenario_file(entry.path().string());
+    try {
+      if (doc.contains("gradwire_sweep")) {
+        EXPECT_FALSE(SweepPlan::load(entry.path().string()).runs.empty()) << entry.path();
+        ++sweeps;
+      } else {
+        load_scenario(doc);
+        ++scenarios;
+      }
+    } catch (const ConfigError& e) {
+      ADD_FAILURE() << entry.path() << ": " << e.what();
+    }
+  }
+  EXPECT_GT(scenarios, 10);
+  EXPECT_GE(sweeps, 4);
+}
+
+TEST_F(Study, ReportRejectsFoldersWithoutRuns) {
+  fs::create_directories(dir_ / "empty");
+  const Result r = run("report " + (dir_ / "empty").string() + " --out " + (dir_ / "rep").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+}
+
+}  // namespace
+}  // namespace gradwire
