@@ -8,6 +8,7 @@
 
 #include "nodes/training/LeNet.h"
 #include "nodes/training/Mlp.h"
+#include "nodes/training/TorchScriptModel.h"
 
 namespace gradwire {
 
@@ -32,8 +33,11 @@ std::shared_ptr<Model> make_model(const ModelConfig& config,
     }
     return std::make_shared<LeNet>(sample_shape, classes, config);
   }
+  if (config.kind == "torchscript") {
+    return std::make_shared<TorchScriptModel>(config.path, sample_shape, classes);
+  }
   throw std::invalid_argument("unknown model kind \"" + config.kind +
-                              "\" (expected \"mlp\" or \"cnn\")");
+                              "\" (expected \"mlp\", \"cnn\" or \"torchscript\")");
 }
 
 }  // namespace gradwire

@@ -20,7 +20,8 @@ class Model : public torch::nn::Module {
 };
 
 struct ModelConfig {
-  std::string kind = "cnn";                ///< "mlp" | "cnn"
+  std::string kind = "cnn";                ///< "mlp" | "cnn" | "torchscript"
+  std::string path;                        ///< torchscript: the exported module
   std::vector<std::int64_t> hidden = {256, 128};  ///< mlp hidden layer widths
   std::int64_t conv1 = 6;                  ///< cnn (LeNet-5-like) channels and widths
   std::int64_t conv2 = 16;
@@ -30,7 +31,8 @@ struct ModelConfig {
 
 /// Builds `config.kind` for samples of `sample_shape` ({C,H,W} for images, {F} for features)
 /// and `classes` outputs. The cnn requires an image shape; throws std::invalid_argument
-/// otherwise. Parameters are initialised from the current torch RNG state.
+/// otherwise. Parameters are initialised from the current torch RNG state; a torchscript
+/// model keeps the weights stored in its file (ModelFileError when the file cannot be used).
 std::shared_ptr<Model> make_model(const ModelConfig& config,
                                   const std::vector<std::int64_t>& sample_shape,
                                   std::int64_t classes);

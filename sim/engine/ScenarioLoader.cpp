@@ -12,6 +12,8 @@
 #include "common/ParamSpec.h"
 #include "common/Units.h"
 #include "netmodels/NetworkFactory.h"
+#include "nodes/training/ModelFileError.h"
+#include "nodes/training/TorchScriptModel.h"
 #include "nodes/transport/TransportConfig.h"
 #include "sim/engine/ComputeTime.h"
 
@@ -58,15 +60,57 @@ std::vector<std::int64_t> int_list(const JsonFields& f, const std::string& key,
 
 ModelConfig read_model(const JsonFields& root) {
   JsonFields f(root.object_at("model"), root.path_of("model"));
-  f.allow({"kind", "hidden", "conv1", "conv2", "fc1", "fc2"});
   ModelConfig m;
-  m.kind = f.string("kind", "cnn", {"mlp", "cnn"});
+  m.kind = f.string("kind", "cnn", {"mlp", "cnn", "torchscript"});
+  if (m.kind == "torchscript") {
+    f.allow({"kind", "path"});
+    m.path = f.required_string("path");
+    return m;
+  }
+  f.allow({"kind", "hidden", "conv1", "conv2", "fc1", "fc2"});
   m.hidden = int_list(f, "hidden", m.hidden, 1);
   m.conv1 = f.integer("conv1", m.conv1, 1, 1024);
   m.conv2 = f.integer("conv2", m.conv2, 1, 1024);
   m.fc1 = f.integer("fc1", m.fc1, 1, 65536);
   m.fc2 = f.integer("fc2", m.fc2, 1, 65536);
   return m;
+}
+
+/// A TorchScript file is checked before any data is loaded: it must load, have parameters,
+/// and (when it states them) fit the dataset's sample shape and classes; a compute profile
+/// needs the FLOPs the exporter counts.
+void check_torchscript(const Scenario& s) {
+  TorchScriptInfo info;
+  try {
+    info = read_torchscript_info(s.model.path);
+  } catch (const ModelFileError& e) {
+    throw ConfigError("model.path", e.what());
+  }
+  const bool synthetic = s.dataset.kind == "synthetic";
+  const std::vector<std::int64_t> shape =
+      synthetic ? std::vector<std::int64_t>{s.dataset.synthetic.features}
+                : std::vector<std::int64_t>{1, 28, 28};
+  const std::int64_t classes = synthetic ? s.dataset.synthetic.classes : 10;
+  if (!info.input_shape.empty() && info.input_shape != shape) {
+    std::string want;
+    std::string got;
+    for (auto d : info.input_shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
+    for (auto d : shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+    throw ConfigError("model.path", "expected a model for samples shaped [" + got + "] (" +
+                                        s.dataset.kind + "); " + s.model.path +
+                                        " was exported for [" + want + "]");
+  }
+  if (info.classes > 0 && info.classes != classes) {
+    throw ConfigError("model.path", "expected a model with " + std::to_string(classes) +
+                                        " classes (" + s.dataset.kind + "); " + s.model.path +
+                                        " has " + std::to_string(info.classes));
+  }
+  if (s.compute.mode == "profile" && !s.compute.profile.empty() &&
+      info.forward_flops_per_sample <= 0) {
+    throw ConfigError("compute.profile",
+                      "expected a model whose file states its FLOPs per sample (export it with "
+                      "scripts/export-model), or compute.seconds_per_sample");
+  }
 }
 
 DatasetSpec read_dataset(const JsonFields& root) {
@@ -277,6 +321,8 @@ nlohmann::json to_json(const Scenario& s) {
   nlohmann::json model = {{"kind", s.model.kind}};
   if (s.model.kind == "mlp") {
     model["hidden"] = s.model.hidden;
+  } else if (s.model.kind == "torchscript") {
+    model["path"] = s.model.path;
   } else {
     model.update({{"conv1", s.model.conv1}, {"conv2", s.model.conv2}, {"fc1", s.model.fc1},
                   {"fc2", s.model.fc2}});
@@ -503,6 +549,7 @@ Scenario load_scenario(const nlohmann::json& document) {
   if (s.model.kind == "cnn" && s.dataset.kind == "synthetic") {
     throw ConfigError("model.kind", "the cnn needs image data: expected \"mlp\" with synthetic data");
   }
+  if (s.model.kind == "torchscript") check_torchscript(s);
   s.resolved = to_json(s);
   return s;
 }
