@@ -45,6 +45,7 @@ struct ComputeSpec {
   double seconds = 0.01;          ///< fixed: seconds per step
   std::string profile;            ///< profile: a named device (see ComputeTime.h)
   double seconds_per_sample = 0;  ///< profile: explicit cost instead of a named device
+  std::int64_t flops_per_sample = 0;  ///< profile: forward FLOPs per sample (0: the model's count)
   std::string device = "auto";    ///< "auto" | "cpu" | "cuda"
   int threads = 0;                ///< LibTorch intra-op threads; 0: one per core
   std::vector<double> worker_scale;  ///< per rank compute multiplier (1 when absent)

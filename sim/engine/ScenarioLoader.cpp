@@ -106,10 +106,11 @@ void check_torchscript(const Scenario& s) {
                                         " has " + std::to_string(info.classes));
   }
   if (s.compute.mode == "profile" && !s.compute.profile.empty() &&
-      info.forward_flops_per_sample <= 0) {
+      s.compute.flops_per_sample <= 0 && info.forward_flops_per_sample <= 0) {
     throw ConfigError("compute.profile",
                       "expected a model whose file states its FLOPs per sample (export it with "
-                      "scripts/export-model), or compute.seconds_per_sample");
+                      "scripts/export-model), compute.flops_per_sample, or "
+                      "compute.seconds_per_sample");
   }
 }
 
@@ -198,8 +199,8 @@ TrainingSpec read_training(const JsonFields& root, const DatasetSpec& dataset) {
 
 ComputeSpec read_compute(const JsonFields& root) {
   JsonFields f(root.object_at("compute"), root.path_of("compute"));
-  f.allow({"mode", "scale", "seconds", "profile", "seconds_per_sample", "device", "threads",
-           "slow_workers", "stragglers"});
+  f.allow({"mode", "scale", "seconds", "profile", "seconds_per_sample", "flops_per_sample",
+           "device", "threads", "slow_workers", "stragglers"});
   ComputeSpec c;
   c.mode = f.string("mode", c.mode, {"measured", "fixed", "profile"});
   c.scale = f.number("scale", 1.0, 0, 1e6, true);
@@ -216,8 +217,13 @@ ComputeSpec read_compute(const JsonFields& root) {
     }
     c.profile = f.string("profile", "", names);
     c.seconds_per_sample = f.number("seconds_per_sample", 0, 0, 1e6, true);
+    c.flops_per_sample = f.integer("flops_per_sample", 0, 1, std::int64_t{1} << 50);
+    if (f.has("flops_per_sample") && c.profile.empty()) {
+      throw ConfigError(f.path_of("flops_per_sample"),
+                        "expected only with compute.profile (a device), not seconds_per_sample");
+    }
   } else {
-    for (const char* key : {"profile", "seconds_per_sample"}) {
+    for (const char* key : {"profile", "seconds_per_sample", "flops_per_sample"}) {
       if (f.has(key)) throw ConfigError(f.path_of(key), "only valid with compute.mode \"profile\"");
     }
   }
@@ -358,6 +364,7 @@ nlohmann::json to_json(const Scenario& s) {
   if (s.compute.mode == "fixed") compute["seconds"] = s.compute.seconds;
   if (s.compute.mode == "profile") {
     if (!s.compute.profile.empty()) compute["profile"] = s.compute.profile;
+    if (s.compute.flops_per_sample > 0) compute["flops_per_sample"] = s.compute.flops_per_sample;
     else compute["seconds_per_sample"] = s.compute.seconds_per_sample;
   }
   if (!s.compute.worker_scale.empty()) {

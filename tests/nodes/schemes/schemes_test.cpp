@@ -1,6 +1,7 @@
 // Training schemes: push-sum gossip, asynchronous parameter server, Leader SGD, heterogeneous
 // compute. Algorithm-level checks first, then whole runs on synthetic data.
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -71,6 +72,32 @@ TEST(LeaderSgd, PullIsTheStatedConvexCombination) {
   EXPECT_TRUE(torch::allclose(leader_pull(x, leader, 0.25), torch::tensor({1.5f, -1.0f, 3.0f})));
   EXPECT_TRUE(torch::equal(leader_pull(x, leader, 0.0), x));
   EXPECT_TRUE(torch::equal(leader_pull(x, leader, 1.0), leader));
+}
+
+TEST(ComputeTime, FlopsPerSampleOverridesTheModelsCount) {
+  ComputeSpec spec;
+  spec.mode = "profile";
+  spec.profile = "rtx-4090";
+  const auto model_count = make_compute_time_model(spec, 1000000, 32, 0, 1);
+  spec.flops_per_sample = 2000000;
+  const auto overridden = make_compute_time_model(spec, 1000000, 32, 0, 1);
+  const double overhead = 1e-3;
+  EXPECT_NEAR(model_count(0, 0) - overhead, 3.0 * 1e6 * 32 / 3.5e13, 1e-15);
+  EXPECT_NEAR(overridden(0, 0) - overhead, 2.0 * (model_count(0, 0) - overhead), 1e-15);
+}
+
+TEST(ComputeTime, DocsTableListsEveryProfileWithItsNumbers) {
+  std::ifstream in(std::string(GRADWIRE_SOURCE_DIR) + "/docs/scenarios.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const auto& p : device_profiles()) {
+    const std::string row = "| `" + p.name + "` | ";
+    const auto at = text.str().find(row);
+    ASSERT_NE(at, std::string::npos) << p.name << " is missing from docs/scenarios.md";
+    const double documented = std::stod(text.str().substr(at + row.size()));
+    EXPECT_DOUBLE_EQ(documented, p.sustained_flops) << p.name;
+    EXPECT_NE(text.str().find(p.source, at), std::string::npos) << p.name;
+  }
 }
 
 TEST(ComputeTime, StragglersAndSlowWorkersAreSeededAndScaled) {
