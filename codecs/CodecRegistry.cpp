@@ -38,7 +38,8 @@ CodecRegistry make_builtin() {
   ratio.name = "ratio";
   ratio.type = CodecParam::Type::kNumber;
   ratio.default_value = TopKCodec::kDefaultRatio;
-  ratio.help = "fraction of elements sent: k = max(1, round(ratio * n)) of largest magnitude";
+  ratio.help = "fraction of elements sent: k = max(1, round(ratio * n)) of largest magnitude, "
+               "halves up";
   ratio.min = 0.0;
   ratio.min_exclusive = true;
   ratio.max = 1.0;

@@ -22,7 +22,8 @@ std::vector<CodecParam> lgc_params() {
   // ~0.3 and flattens after ~200 iterations, which take a few seconds on one core.
   return {
       params::number("ratio", 0.01, 0.0, 1.0,
-                     "top-k fraction: the leader's k = max(1, round(ratio * n)) indices are shared",
+                     "top-k fraction: the leader's k = max(1, round(ratio * n)) indices are "
+                     "shared (halves up)",
                      /*min_exclusive=*/true),
       params::integer("warmup_steps", 0, 0, 1e9, "dense steps before phase 1 (kSum of the whole gradient)"),
       params::integer("phase1_steps", 100, 0, 1e9,

@@ -9,6 +9,7 @@
 
 #include "codecs/CodecState.h"
 #include "codecs/GradientChecks.h"
+#include "codecs/RatioCounts.h"
 #include "codecs/learned/LgcAutoencoder.h"
 #include "codecs/sparsify/TopKCodec.h"
 #include "codecs/wire/SparseWire.h"
@@ -156,7 +157,7 @@ std::string LgcCodec::name() const {
 
 std::int64_t LgcCodec::k_for(std::int64_t n) const {
   if (n <= 0) return 0;
-  const auto k = static_cast<std::int64_t>(std::llround(options_.ratio * static_cast<double>(n)));
+  const std::int64_t k = count_from_ratio(options_.ratio, n, CountRounding::kNearest);
   return std::clamp<std::int64_t>(k, 1, n);
 }
 

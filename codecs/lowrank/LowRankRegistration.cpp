@@ -26,13 +26,18 @@ void register_correlation_codecs(CodecRegistry& registry) {
        integer("start_step", 0, 0, 1e12, "steps before this one use a plain dense all-reduce "
                "(PyTorch's start_powerSGD_iter)"),
        number("min_compression", 2.0, 1.0, 1e6, "compress a matrix only when the factors are "
-              "this many times smaller (PyTorch's min_compression_rate)")},
+              "this many times smaller (PyTorch's min_compression_rate)"),
+       number("orthogonalization_epsilon", 0.0, 0.0, 1.0, "added to each column's norm when P "
+              "and the initial Q are orthogonalised (PyTorch's orthogonalization_epsilon, default "
+              "0; e.g. 1e-8 guards all-zero columns but shrinks updates of norm ~1e-8). With 0 a "
+              "column of norm 0 becomes zeros")},
       [](const json& p, const CodecContext& ctx) -> std::unique_ptr<Codec> {
         PowerSgdCodec::Options o;
         o.rank = p.at("rank").get<int>();
         o.warm_start = p.at("warm_start").get<bool>();
         o.start_step = p.at("start_step").get<std::int64_t>();
         o.min_compression = p.at("min_compression").get<double>();
+        o.orthogonalization_epsilon = p.at("orthogonalization_epsilon").get<double>();
         o.error_feedback = p.at("error_feedback").get<bool>();
         return std::make_unique<PowerSgdCodec>(o, ctx);
       }};

@@ -18,14 +18,19 @@ namespace {
 
 constexpr const char* kWhat = "powersgd payload";
 
-/// Gram-Schmidt on the columns of a (rows x r) matrix, in place. PyTorch's powerSGD_hook uses
-/// the same procedure (QR is slow for so few columns) and the same 1e-8 guard against columns
-/// that vanish when a layer's gradient is zero.
-void orthogonalise(at::Tensor& m) {
+/// Gram-Schmidt on the columns of a (rows x r) matrix, in place, as PyTorch's
+/// _orthogonalize_gram_schmidt: each column divided by its norm + epsilon. With epsilon 0 a
+/// column of norm 0 becomes zeros (PyTorch's recovery for that case) rather than 0 / 0.
+void orthogonalise(at::Tensor& m, double epsilon) {
   const std::int64_t cols = m.size(1);
   for (std::int64_t i = 0; i < cols; ++i) {
     at::Tensor col = m.narrow(1, i, 1);
-    col.div_(col.norm().item<float>() + 1e-8f);
+    const float norm = col.norm().item<float>();
+    if (epsilon == 0.0 && norm == 0.0f) {
+      col.zero_();
+    } else {
+      col.div_(norm + static_cast<float>(epsilon));
+    }
     if (i + 1 < cols) {
       at::Tensor rest = m.narrow(1, i + 1, cols - i - 1);
       rest.sub_((col * rest).sum(0, /*keepdim=*/true) * col);
@@ -55,6 +60,10 @@ at::Tensor seeded_normal(std::int64_t rows, std::int64_t cols, std::uint64_t see
 PowerSgdCodec::PowerSgdCodec(Options options, const CodecContext& ctx)
     : options_(options), workers_(std::max(1, ctx.workers)), seed_(ctx.seed), numel_(ctx.numel) {
   if (options_.rank < 1) throw std::invalid_argument("powersgd: rank must be >= 1");
+  const double epsilon = options_.orthogonalization_epsilon;
+  if (!(epsilon >= 0.0 && std::isfinite(epsilon))) {
+    throw std::invalid_argument("powersgd: orthogonalization_epsilon must be finite and >= 0");
+  }
   std::vector<LayerSlice> layers = ctx.layers;
   if (layers.empty()) layers.push_back(LayerSlice{"gradient", 0, {ctx.numel}});
   std::int64_t expected = 0;
@@ -105,7 +114,7 @@ void PowerSgdCodec::ensure_q() {
     const std::uint64_t seed =
         mix_seed(seed_, 0x50535144ULL, i, options_.warm_start ? 0 : static_cast<std::uint64_t>(step_) + 1);
     q_[i] = seeded_normal(matrices_[i].cols, matrices_[i].rank, seed);
-    orthogonalise(q_[i]);
+    orthogonalise(q_[i], options_.orthogonalization_epsilon);
   }
 }
 
@@ -130,7 +139,7 @@ at::Tensor PowerSgdCodec::second_round_values(const at::Tensor& sum) {
     const Matrix& m = matrices_[i];
     p_[i] = sum.narrow(0, at_, m.rows * m.rank).view({m.rows, m.rank}).clone();
     at_ += m.rows * m.rank;
-    orthogonalise(p_[i]);
+    orthogonalise(p_[i], options_.orthogonalization_epsilon);
     const at::Tensor mat = input_.narrow(0, m.offset, m.rows * m.cols).view({m.rows, m.cols});
     qs.push_back(mat.t().mm(p_[i]).reshape({-1}));
   }

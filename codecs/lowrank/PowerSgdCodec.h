@@ -14,6 +14,14 @@
 // (PyTorch's min_compression_rate, default 2) travel dense in round 0 and keep no error.
 // Before `start_step` every step is a plain dense all-reduce (PyTorch's start_powerSGD_iter).
 //
+// Orthogonalisation divides each column by its norm plus `orthogonalization_epsilon`, as
+// PyTorch's _orthogonalize_gram_schmidt; PyTorch's PowerSGDState defaults it to 0 and offers a
+// small value (e.g. 1e-8) against all-zero columns. A fixed epsilon shrinks the update of
+// small gradients (a rank-1 update by (norm / (norm + epsilon))^2: 26% at a column norm of
+// 6e-8 with 1e-8), so the default here is PyTorch's 0. A column whose norm is 0 (a layer whose
+// summed P is zero) is then set to zeros, the recovery PyTorch's code writes for that case,
+// instead of dividing by zero.
+//
 // The single-payload form (encode/decode: `gradwire codec`, the asynchronous parameter
 // server) is the one-worker exchange: u32 rank, then per compressed matrix P (n x r, already
 // orthogonal) and Q (m x r), then every dense tensor, all float32 in layout order
@@ -41,6 +49,7 @@ class PowerSgdCodec : public MultiRoundCodec {
     bool warm_start = true;       ///< reuse Q between steps (the paper's key ingredient)
     std::int64_t start_step = 0;  ///< steps before this one are plain dense all-reduce
     double min_compression = 2.0; ///< compress a matrix only if it saves more than this factor
+    double orthogonalization_epsilon = 0.0;  ///< added to each column norm (PyTorch's default 0)
   };
 
   /// `ctx.layers` gives the tensor shapes (without them the gradient is one 1-D tensor and

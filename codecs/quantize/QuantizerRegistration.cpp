@@ -170,10 +170,12 @@ void register_quantizers(CodecRegistry& registry) {
 
   registry.add(CodecInfo{
       "signum",
-      "Signum with majority vote (Bernstein et al. 2019): sign of the worker's momentum, "
-      "aggregate = sign(sum of signs); momentum lives in the codec. Use a small lr (~1e-3).",
+      "Signum with majority vote (Bernstein et al. 2018, 2019): sign of the worker's momentum "
+      "m = beta m + (1 - beta) g, started at m_0 = 0 as in the papers (step 1 votes on "
+      "sign(g_1), step 2 on sign(beta (1 - beta) g_1 + (1 - beta) g_2)); aggregate = sign(sum "
+      "of signs); momentum lives in the codec. Use a small lr (~1e-3).",
       {number("momentum", SignCodec::kDefaultMomentum, 0, 1,
-              "beta in m = beta m + (1 - beta) g (0.9 in the paper)", true)},
+              "beta in m = beta m + (1 - beta) g, m_0 = 0 (0.9 in the paper)", true)},
       [](const json& params, const CodecContext&) -> std::unique_ptr<Codec> {
         const double beta = params.at("momentum").get<double>();
         if (beta >= 1.0) throw ConfigError("codec.momentum", "expected a number in (0, 1)");
@@ -228,7 +230,8 @@ void register_quantizers(CodecRegistry& registry) {
       "topk_natural",
       "top-k + natural dithering of the kept values with error feedback (always on): the "
       "biased compressor of Beznosikov et al. 2020 (= compose of topk and natural_dithering).",
-      {number("ratio", 0.01, 0, 1, "fraction of elements kept by top-k", true),
+      {number("ratio", 0.01, 0, 1, "fraction of elements kept by top-k: "
+              "k = max(1, round(ratio * n)), halves up", true),
        integer("levels", 8, 1, 64, "natural dithering levels s for the kept values"),
        choice("norm", "l2", {"l2", "linf"}, "norm of the kept values the levels are relative to")},
       [](const json& params, const CodecContext& ctx) -> std::unique_ptr<Codec> {

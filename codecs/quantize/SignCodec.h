@@ -4,7 +4,15 @@
 //
 //  * signsgd sends sign(g).
 //  * signum sends sign(m) with the worker's own momentum m = beta m + (1 - beta) g
-//    (Algorithm 1 of the ICLR 2019 paper; beta = 0.9 is their default).
+//    (Algorithm 1 of the ICLR 2019 paper; beta = 0.9 is their default). m starts at 0, as
+//    that Algorithm 1 states ("initial momentum v_m <- 0") and its authors' code does
+//    (jiaweizzhao/signSGD-with-Majority-Vote: a zeros buffer). The ICML 2018 paper's Signum
+//    box takes the current momentum m_k as input without stating m_0; its Theorem 3 adds a
+//    warm-up "to let the bias in the momentum settle down" (sign(g) for the first C(beta)
+//    steps, 54 at 0.9), an analysis device not applied here. So step 1 votes on
+//    sign((1 - beta) g_1) = sign(g_1) and step 2 on sign(beta (1 - beta) g_1 + (1 - beta) g_2);
+//    a buffer started at g_1 (PyTorch SGD's convention) votes on sign(beta g_1 + (1 - beta) g_2)
+//    instead, and the two drift together only as beta^t fades.
 // The aggregate is sign(sum of the workers' signs) -- finalize() -- and the optimizer applies
 // lr * vote with no momentum of its own (applies_momentum() is true for both: signSGD has none,
 // Signum keeps it in the codec). Sign-based updates move every weight by lr each step, so use a
@@ -46,7 +54,7 @@ class SignCodec : public Codec {
 
  private:
   double momentum_;
-  std::unique_ptr<torch::Tensor> m_;  // Signum's momentum (undefined before the first call)
+  std::unique_ptr<torch::Tensor> m_;  // Signum's momentum (undefined before the first call: 0)
 };
 
 }  // namespace gradwire

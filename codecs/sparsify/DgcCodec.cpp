@@ -11,6 +11,7 @@
 #include "codecs/CodecState.h"
 #include "codecs/GradientChecks.h"
 #include "codecs/MomentumCorrection.h"
+#include "codecs/RatioCounts.h"
 #include "codecs/sparsify/TopKCodec.h"
 
 namespace gradwire {
@@ -138,8 +139,8 @@ Bytes DgcCodec::encode(const torch::Tensor& grad) {
         indices_.push_back(base + static_cast<std::uint32_t>(i));
       }
     } else {
-      auto k = static_cast<std::int64_t>(std::llround(density * static_cast<double>(s.length)));
-      k = std::clamp<std::int64_t>(k, 1, s.length);
+      const std::int64_t k = std::clamp<std::int64_t>(
+          count_from_ratio(density, s.length, CountRounding::kNearest), 1, s.length);
       DgcSelectStats st;
       if (dgc_exact_only(s.length, k, options_.sample_ratio)) {
         momentum_accumulate(us, vs, gs, s.length, m, nesterov, scale);

@@ -1,13 +1,13 @@
 #include "codecs/sparsify/GradientDroppingCodec.h"
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 
 #include <torch/types.h>
 
 #include "codecs/CodecState.h"
 #include "codecs/GradientChecks.h"
+#include "codecs/RatioCounts.h"
 #include "codecs/sparsify/LayerPlan.h"
 #include "codecs/sparsify/ThresholdSampling.h"
 
@@ -30,6 +30,17 @@ GradientDroppingCodec::~GradientDroppingCodec() = default;
 
 const torch::Tensor& GradientDroppingCodec::residual() const { return *residual_; }
 
+std::int64_t GradientDroppingCodec::kept_count(std::int64_t n, double drop_ratio) {
+  const std::int64_t keep = count_from_ratio(1.0 - drop_ratio, n, CountRounding::kCeil);
+  return std::clamp<std::int64_t>(keep, 1, n);
+}
+
+std::int64_t GradientDroppingCodec::sample_count(std::int64_t n, std::int64_t keep,
+                                                 double sample_ratio) {
+  const std::int64_t wanted = count_from_ratio(sample_ratio, n, CountRounding::kCeil);
+  return std::clamp<std::int64_t>(std::max(wanted, n / keep), 1, n);
+}
+
 Bytes GradientDroppingCodec::encode(const torch::Tensor& grad) {
   check_gradient(grad, "gradient_dropping encode");
   const std::int64_t n = grad.numel();
@@ -45,13 +56,13 @@ Bytes GradientDroppingCodec::encode(const torch::Tensor& grad) {
                                                   : plan_segments(layers_, n, false);
   std::vector<std::uint32_t> indices;
   std::vector<float> values;
-  const double keep_fraction = 1.0 - options_.drop_ratio;
   for (const Segment& s : segments) {
-    auto keep = static_cast<std::int64_t>(std::ceil(keep_fraction * static_cast<double>(s.length)));
-    keep = std::clamp<std::int64_t>(keep, 1, s.length);
-    const std::uint32_t key = sampled_threshold_key(r + s.offset, s.length, keep,
-                                                    options_.sample_ratio,
-                                                    kMinSamplesPerKept * keep, rng_);
+    if (s.length <= 0) continue;
+    const std::int64_t keep = kept_count(s.length, options_.drop_ratio);
+    // The sample size is sample_count's, passed as the minimum with no ratio of its own.
+    const std::int64_t samples = sample_count(s.length, keep, options_.sample_ratio);
+    const std::uint32_t key =
+        sampled_threshold_key(r + s.offset, s.length, keep, 0.0, samples, rng_);
     const std::size_t first = indices.size();
     collect_at_least(r + s.offset, s.length, key, static_cast<std::uint32_t>(s.offset), indices);
     for (std::size_t j = first; j < indices.size(); ++j) {

@@ -8,6 +8,7 @@
 
 #include "codecs/CodecState.h"
 #include "codecs/GradientChecks.h"
+#include "codecs/RatioCounts.h"
 #include "codecs/sparsify/SparseRandom.h"
 #include "codecs/wire/WireFormat.h"
 
@@ -29,7 +30,7 @@ RandomKCodec::RandomKCodec(double ratio, bool scale, const CodecContext& ctx)
 
 std::int64_t RandomKCodec::k_for(std::int64_t n) const {
   if (n <= 0) return 0;
-  const auto k = static_cast<std::int64_t>(std::llround(ratio_ * static_cast<double>(n)));
+  const std::int64_t k = count_from_ratio(ratio_, n, CountRounding::kNearest);
   return std::clamp<std::int64_t>(k, 1, n);
 }
 

@@ -41,7 +41,8 @@ void register_sparsifiers(CodecRegistry& registry) {
       "Deep Gradient Compression (Lin et al. 2018): momentum correction, local clipping, "
       "momentum factor masking, warm-up density schedule; sampled threshold with exact top-k "
       "fallback; 1-D params dense. Compact sparse wire. Runs SGD without optimizer momentum.",
-      {number("density", 0.001, 0.0, 1.0, "steady-state fraction sent per tensor (paper: 0.1%)", true),
+      {number("density", 0.001, 0.0, 1.0, "steady-state fraction sent per tensor (paper: 0.1%): "
+              "k = max(1, round(density n)), halves up", true),
        boolean("momentum_correction", true, "accumulate velocity u = m u + g, v += u (and drop optimizer momentum)"),
        number("momentum", 0.9, 0.0, 0.999, "momentum m used by the correction (the training momentum)", false),
        boolean("nesterov", false, "Nesterov momentum correction: u = (u + g) m; v += u + g"),
@@ -51,7 +52,8 @@ void register_sparsifiers(CodecRegistry& registry) {
        choice("warmup_densities", "0.25,0.0625,0.015625,0.004", {},
               "comma-separated warm-up densities, one per stage (paper: 25%, 6.25%, 1.5625%, 0.4%)"),
        integer("warmup_stage_steps", 0, 0, 1e300, "steps per warm-up stage (0: one epoch of the worker's shard)"),
-       number("sample_ratio", 0.01, 0.0, 1.0, "fraction of each tensor sampled for the threshold (reference code: 1%)", true),
+       number("sample_ratio", 0.01, 0.0, 1.0, "fraction of each tensor sampled for the threshold "
+              "(reference code: 1%): ceil(sample_ratio n), at least 8 per kept element", true),
        boolean("dense_1d", true, "send biases and normalisation parameters dense"),
        values_param()},
       [](const json& p, const CodecContext& ctx) -> std::unique_ptr<Codec> {
@@ -77,11 +79,16 @@ void register_sparsifiers(CodecRegistry& registry) {
 
   registry.add(CodecInfo{
       "gradient_dropping",
-      "Gradient Dropping (Aji & Heafield 2017): residual accumulation, drop the drop_ratio "
-      "smallest magnitudes using a threshold from a 0.1% sample, per layer or global. Compact "
-      "sparse wire.",
-      {number("drop_ratio", 0.99, 0.0, 1.0, "fraction dropped (paper: 99%); must be < 1", false),
-       number("sample_ratio", 0.001, 0.0, 1.0, "fraction sampled for the threshold (paper: 0.1%)", true),
+      "Gradient Dropping (Aji & Heafield 2017): residual accumulation; per tensor (or over all, "
+      "scope global) keep the ceil((1 - drop_ratio) n) largest magnitudes, by a threshold "
+      "estimated from a sample rather than an exact sort, so the kept count varies around it. "
+      "Compact sparse wire.",
+      {number("drop_ratio", 0.99, 0.0, 1.0, "fraction dropped (paper: 99%): a tensor of n keeps "
+              "ceil((1 - drop_ratio) n), at least 1; must be < 1", false),
+       number("sample_ratio", 0.001, 0.0, 1.0, "fraction sampled for the threshold (paper: 0.1%): "
+              "ceil(sample_ratio n) strided positions with a random start, at least "
+              "floor(n / kept) (at most 100 at drop_ratio 0.99), at most n; the threshold is the "
+              "sample's ceil(samples * kept / n)-th largest", true),
        choice("scope", "layer", {"layer", "global"}, "one threshold per parameter tensor, or one for all"),
        values_param()},
       [](const json& p, const CodecContext& ctx) -> std::unique_ptr<Codec> {
@@ -134,7 +141,8 @@ void register_sparsifiers(CodecRegistry& registry) {
       "random-k: positions from a seed shared by all workers (same step and slice, same "
       "positions), values only on the wire (12 + 12 + 4k bytes), summable in ring all-reduce. "
       "Use with error_feedback or scale.",
-      {number("ratio", 0.01, 0.0, 1.0, "fraction of elements sent: k = max(1, round(ratio * n))", true),
+      {number("ratio", 0.01, 0.0, 1.0, "fraction of elements sent: k = max(1, round(ratio * n)), "
+              "halves up", true),
        boolean("scale", false, "send (n/k) * values: unbiased without error feedback")},
       [](const json& p, const CodecContext& ctx) -> std::unique_ptr<Codec> {
         return std::make_unique<RandomKCodec>(p.at("ratio").get<double>(), p.at("scale").get<bool>(), ctx);

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "codecs/RatioCounts.h"
 #include "codecs/kernels/CpuFeatures.h"
 #include "codecs/sparsify/TopKCodec.h"
 
@@ -16,8 +17,8 @@ namespace gradwire {
 
 SamplePlan plan_threshold_sample(std::int64_t n, double sample_ratio, std::int64_t min_samples,
                                  SplitMix64& rng) {
-  auto samples = static_cast<std::int64_t>(std::ceil(sample_ratio * static_cast<double>(n)));
-  samples = std::clamp<std::int64_t>(std::max(samples, min_samples), 1, n);
+  const std::int64_t samples = std::clamp<std::int64_t>(
+      std::max(count_from_ratio(sample_ratio, n, CountRounding::kCeil), min_samples), 1, n);
   SamplePlan plan;
   plan.stride = n / samples;
   plan.start = static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(plan.stride)));
@@ -51,8 +52,14 @@ std::uint32_t kth_largest_key(std::vector<std::uint32_t>& keys, std::int64_t ran
 std::uint32_t sample_threshold_key(std::vector<std::uint32_t>& keys, std::int64_t keep,
                                    std::int64_t n) {
   const auto m = static_cast<std::int64_t>(keys.size());
-  auto ks = static_cast<std::int64_t>(
-      std::ceil(static_cast<double>(m) * static_cast<double>(keep) / static_cast<double>(n)));
+  // ceil(m * keep / n) in integers, so no rounding can move the rank: m <= n and keep <= n,
+  // and with keep < n <= 2^32 the product stays below 2^64.
+  std::int64_t ks = m;
+  if (keep < n) {
+    const auto un = static_cast<std::uint64_t>(n);
+    const std::uint64_t product = static_cast<std::uint64_t>(m) * static_cast<std::uint64_t>(keep);
+    ks = static_cast<std::int64_t>((product + un - 1) / un);
+  }
   ks = std::clamp<std::int64_t>(ks, 1, m);
   return kth_largest_key(keys, ks);
 }
@@ -215,16 +222,16 @@ void collect_at_least(const float* x, std::int64_t n, std::uint32_t key, std::ui
 }
 
 bool dgc_exact_only(std::int64_t n, std::int64_t k, double sample_ratio) {
-  auto wanted = static_cast<std::int64_t>(std::ceil(sample_ratio * static_cast<double>(n)));
-  wanted = std::max(wanted, std::min<std::int64_t>(n, kMinSamplesPerKept * k));
+  const std::int64_t wanted = std::max(count_from_ratio(sample_ratio, n, CountRounding::kCeil),
+                                       std::min<std::int64_t>(n, kMinSamplesPerKept * k));
   return k >= n || 2 * wanted >= n;
 }
 
 void dgc_finish_rounds(const float* x, std::int64_t n, std::int64_t k, std::uint32_t key,
                        std::vector<std::uint32_t>& candidates, std::uint32_t base,
                        std::vector<std::uint32_t>& out, DgcSelectStats& st, int max_rounds) {
-  const auto upper = static_cast<std::int64_t>(kDgcUpperSlack * static_cast<double>(k));
-  const auto lower = static_cast<std::int64_t>(std::ceil(kDgcLowerSlack * static_cast<double>(k)));
+  const std::int64_t upper = count_from_ratio(kDgcUpperSlack, k, CountRounding::kFloor);
+  const std::int64_t lower = count_from_ratio(kDgcLowerSlack, k, CountRounding::kCeil);
   for (int round = 1;; ++round) {
     if (round > 1) {
       candidates.clear();

@@ -38,12 +38,14 @@ struct SamplePlan {
 
 /// The strided sample with a random start that the DGC reference code takes (synxlin/deep-
 /// gradient-compression dgc/compression.py: stride = n / samples, start uniform in [0, stride)).
-/// samples = max(ceil(sample_ratio * n), min_samples), at most n. Draws once from `rng`. n > 0.
+/// samples = max(ceil(sample_ratio * n), min_samples), at most n, the ceil taken by
+/// count_from_ratio (codecs/RatioCounts.h). Draws once from `rng`. n > 0.
 SamplePlan plan_threshold_sample(std::int64_t n, double sample_ratio, std::int64_t min_samples,
                                  SplitMix64& rng);
 
 /// The ceil(m * keep / n)-th largest of the m = keys.size() sampled keys (at least the 1st, at
-/// most the m-th): the sample's estimate of the keep-th largest of n. Reorders `keys`. m > 0.
+/// most the m-th; computed in integers): the sample's estimate of the keep-th largest of n.
+/// Reorders `keys`. 0 < m <= n <= 2^32, keep <= n.
 std::uint32_t sample_threshold_key(std::vector<std::uint32_t>& keys, std::int64_t keep,
                                    std::int64_t n);
 
@@ -122,7 +124,8 @@ struct DgcSelectStats {
 /// exact top-k among them; if fewer than 0.8k, lower thr by x0.8 and retry, at most
 /// `max_rounds` passes (then keep what the last pass found). Constants from synxlin/deep-
 /// gradient-compression dgc/compression.py (resample bounds 0.8 / 1.3, threshold factor 0.8,
-/// 10 adaptation iterations). Tensors where the sample would
+/// 10 adaptation iterations); "more than 1.3k" means more than floor(1.3k), "fewer than 0.8k"
+/// fewer than ceil(0.8k), both by count_from_ratio. Tensors where the sample would
 /// cover half the elements go to exact top-k directly. Appends base + i, ascending.
 void dgc_select(const float* x, std::int64_t n, std::int64_t k, double sample_ratio,
                 SplitMix64& rng, std::uint32_t base, std::vector<std::uint32_t>& out,

@@ -11,6 +11,7 @@
 #include <torch/types.h>
 
 #include "codecs/GradientChecks.h"
+#include "codecs/RatioCounts.h"
 #include "codecs/sparsify/ThresholdSampling.h"
 
 namespace gradwire {
@@ -30,7 +31,7 @@ TopKCodec::TopKCodec(double ratio, std::uint64_t max_elements)
 
 std::int64_t TopKCodec::k_for(std::int64_t n) const {
   if (n <= 0) return 0;
-  const auto k = static_cast<std::int64_t>(std::llround(ratio_ * static_cast<double>(n)));
+  const std::int64_t k = count_from_ratio(ratio_, n, CountRounding::kNearest);
   return std::clamp<std::int64_t>(k, 1, n);
 }
 

@@ -22,6 +22,7 @@
 #include "codecs/DenseCodec.h"
 #include "codecs/ErrorFeedback.h"
 #include "codecs/ExactEncoding.h"
+#include "codecs/RatioCounts.h"
 #include "codecs/sparsify/TopKCodec.h"
 #include "codecs/wire/WireFormat.h"
 #include "common/ConfigError.h"
@@ -276,6 +277,47 @@ TEST(TopKCodec, KIsAtLeastOneAndAtMostN) {
   const Bytes empty = codec.encode(torch::empty({0}, torch::kFloat));
   EXPECT_EQ(empty.size(), 16u);
   EXPECT_EQ(codec.decode(empty).numel(), 0);
+}
+
+// ------------------------------------------------------------------------------------------
+// Counts from ratios
+
+TEST(RatioCounts, DecimalRatiosGiveTheCountTheyStandFor) {
+  // The raw products sit a few ulps beside the whole number or half the decimal means.
+  ASSERT_GT((1.0 - 0.99) * 100, 1.0);
+  ASSERT_LT(0.145 * 100, 14.5);
+  EXPECT_EQ(count_from_ratio(1.0 - 0.99, 100, CountRounding::kCeil), 1);
+  EXPECT_EQ(count_from_ratio(1.0 - 0.999, 1000, CountRounding::kCeil), 1);
+  EXPECT_EQ(count_from_ratio(0.07, 100, CountRounding::kCeil), 7);
+  EXPECT_EQ(count_from_ratio(0.145, 100, CountRounding::kNearest), 15);  // halves up
+  EXPECT_EQ(count_from_ratio(0.035, 100, CountRounding::kNearest), 4);
+  EXPECT_EQ(count_from_ratio(1.3, 10, CountRounding::kFloor), 13);
+  EXPECT_EQ(count_from_ratio(0.8, 5, CountRounding::kCeil), 4);
+  // Every drop ratio with two or three decimals, on every n up to 2,000 where the kept
+  // fraction is a whole count: ceil gives exactly that count.
+  for (int milli = 1; milli < 1000; ++milli) {
+    const double drop = milli / 1000.0;
+    for (std::int64_t n = 1000; n <= 2000; n += 1000) {
+      const std::int64_t exact = (1000 - milli) * n / 1000;
+      EXPECT_EQ(count_from_ratio(1.0 - drop, n, CountRounding::kCeil), exact) << drop << " " << n;
+    }
+  }
+  // Products away from those points round as computed.
+  EXPECT_EQ(count_from_ratio(0.0101, 100, CountRounding::kCeil), 2);
+  EXPECT_EQ(count_from_ratio(0.0149, 100, CountRounding::kNearest), 1);
+  EXPECT_EQ(count_from_ratio(0.0151, 100, CountRounding::kNearest), 2);
+  EXPECT_EQ(count_from_ratio(0.5, 0, CountRounding::kCeil), 0);
+  // A product just off a whole count of a huge n is not pulled onto it.
+  EXPECT_EQ(count_from_ratio(0.5 + 1e-9, std::int64_t{1} << 32, CountRounding::kCeil),
+            (std::int64_t{1} << 31) + 5);
+}
+
+TEST(RatioCounts, TopKRoundsRatiosToTheirDecimalK) {
+  EXPECT_EQ(TopKCodec(0.145).k_for(100), 15);
+  EXPECT_EQ(TopKCodec(0.035).k_for(100), 4);
+  EXPECT_EQ(TopKCodec(0.01).k_for(61706), 617);
+  const Bytes payload = TopKCodec(0.145).encode(random_gradient(100, 3));
+  EXPECT_EQ(payload.size(), 12u + 4 + 8 * 15);
 }
 
 TEST(TopKCodec, RejectsBadRatio) {

@@ -235,6 +235,84 @@ TEST(PowerSgd, RegistryRulesAndDenseStart) {
             static_cast<double>(dynamic_cast<PowerSgdCodec&>(*codecs[0]).compressed_floats()) / kMlpNumel);
 }
 
+TEST(PowerSgd, OrthogonalizationEpsilonIsDeclaredWithPyTorchsDefaultZero) {
+  const auto& reg = CodecRegistry::builtin();
+  const auto resolved = reg.resolve({{"kind", "powersgd"}}, "codec");
+  ASSERT_TRUE(resolved.contains("orthogonalization_epsilon"));
+  EXPECT_EQ(resolved["orthogonalization_epsilon"].get<double>(), 0.0);
+  EXPECT_NO_THROW(
+      reg.resolve({{"kind", "powersgd"}, {"orthogonalization_epsilon", 1e-8}}, "codec"));
+  EXPECT_THROW(reg.resolve({{"kind", "powersgd"}, {"orthogonalization_epsilon", -1e-8}}, "codec"),
+               ConfigError);
+}
+
+/// One worker's PowerSGD update of M = s u v^T (20 x 30, |u| = |v| = 1) with the initial Q
+/// set to v, so that P = M Q has norm s exactly.
+at::Tensor rank_one_update(double s, const nlohmann::json& extra, at::Tensor* gradient = nullptr) {
+  const std::vector<LayerSlice> layout{LayerSlice{"w", 0, {20, 30}}};
+  nlohmann::json spec = {{"kind", "powersgd"}, {"rank", 1}};
+  spec.update(extra);
+  auto codecs = make(spec, 1, 600, layout);
+  torch::manual_seed(21);
+  const at::Tensor u = torch::randn({20});
+  const at::Tensor v = torch::randn({30});
+  const at::Tensor un = u / u.norm();
+  const at::Tensor vn = v / v.norm();
+  const at::Tensor g = (s * torch::outer(un, vn)).reshape({-1}).contiguous();
+  CodecState state("powersgd");
+  state.put_u64("step", 0);
+  state.put_tensor("q0", vn);
+  codecs[0]->load_state(state.serialize());
+  if (gradient != nullptr) *gradient = g;
+  return codecs[1]->decode(codecs[0]->encode(g));
+}
+
+TEST(PowerSgd, SmallGradientsKeepTheirSizeWithEpsilonZero) {
+  // Epsilon 0 (the default): a rank-1 gradient comes back whole at any scale.
+  for (double s : {6.6e-7, 6e-8, 1e-12}) {
+    at::Tensor g;
+    const at::Tensor update = rank_one_update(s, nlohmann::json::object(), &g);
+    EXPECT_TRUE(torch::allclose(update, g, 1e-4, 0.0)) << s << " ratio "
+        << (update.norm() / g.norm()).item<double>();
+  }
+  // A fixed 1e-8 shrinks the update by (s / (s + 1e-8))^2: 3% at 6.6e-7, 26% at 6e-8.
+  for (double s : {6.6e-7, 6e-8}) {
+    at::Tensor g;
+    const at::Tensor update = rank_one_update(s, {{"orthogonalization_epsilon", 1e-8}}, &g);
+    const double shrink = (s / (s + 1e-8)) * (s / (s + 1e-8));
+    EXPECT_NEAR((update.norm() / g.norm()).item<double>(), shrink, 1e-4) << s;
+  }
+}
+
+TEST(PowerSgd, AllZeroColumnsBecomeZerosWithEpsilonZero) {
+  // A layer with a zero gradient makes P a zero matrix; with epsilon 0 its columns become
+  // zeros instead of 0 / 0, so the update is exactly 0 and the payload decodes (finite).
+  const auto layout = mlp_layout();
+  auto codecs = make({{"kind", "powersgd"}, {"rank", 2}}, 1, kMlpNumel, layout);
+  torch::manual_seed(8);
+  at::Tensor g = torch::randn({kMlpNumel});
+  g.narrow(0, 0, 480).zero_();  // fc1.weight
+  const at::Tensor update = codecs[1]->decode(codecs[0]->encode(g));
+  EXPECT_TRUE(torch::isfinite(update).all().item<bool>());
+  EXPECT_TRUE(torch::equal(update.narrow(0, 0, 480), torch::zeros({480})));
+  EXPECT_GT(update.narrow(0, 504, 240).abs().max().item<float>(), 0.0f);
+  // A rank-1 matrix at rank 2 with Q = [v, w], w orthogonal to v: P's second column is exactly
+  // zero and contributes nothing.
+  const std::vector<LayerSlice> one{LayerSlice{"w", 0, {10, 10}}};
+  auto small = make({{"kind", "powersgd"}, {"rank", 2}}, 1, 100, one);
+  ASSERT_EQ(dynamic_cast<const PowerSgdCodec&>(*small[0]).compressed_floats(), 40);
+  const at::Tensor m = torch::outer(torch::linspace(-1.0, 2.0, 10), torch::eye(10)[0]).contiguous();
+  at::Tensor q = torch::zeros({10, 2});
+  q[0][0] = 1.0f;
+  q[1][1] = 1.0f;
+  CodecState state("powersgd");
+  state.put_u64("step", 0);
+  state.put_tensor("q0", q.reshape({-1}));
+  small[0]->load_state(state.serialize());
+  const at::Tensor out = small[1]->decode(small[0]->encode(m.reshape({-1})));
+  EXPECT_TRUE(torch::allclose(out, m.reshape({-1}), 1e-6, 1e-7)) << out;
+}
+
 at::Tensor orthonormal(std::int64_t d, std::int64_t k, std::uint64_t seed) {
   torch::manual_seed(seed);
   return std::get<0>(torch::linalg_qr(torch::randn({d, k})));

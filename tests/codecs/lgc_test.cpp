@@ -129,6 +129,16 @@ TEST(LgcRegistry, DeclaresMultiRoundWithOwnErrorFeedback) {
   }
 }
 
+TEST(LgcRegistry, KIsTheDecimalRatiosCountHalvesUp) {
+  // 0.145 * 100 is 14.499999999999998 in double; the ratio stands for 14.5, so k = 15, as topk.
+  for (const char* kind : {"lgc_ps", "lgc_ring"}) {
+    Group g(kind, 1, 100, {{"ratio", 0.145}});
+    EXPECT_EQ(g.lgc(0).k_for(100), 15) << kind;
+    EXPECT_EQ(g.lgc(0).k_for(100), TopKCodec(0.145).k_for(100)) << kind;
+    EXPECT_EQ(Group(kind, 1, 61706).lgc(0).k_for(61706), 617) << kind;
+  }
+}
+
 // --------------------------------------------------------------------------------------------
 // Phases and rounds
 

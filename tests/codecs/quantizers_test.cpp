@@ -17,6 +17,7 @@
 
 #include "codecs/Codec.h"
 #include "codecs/CodecRegistry.h"
+#include "codecs/CodecState.h"
 #include "codecs/ComposedCodec.h"
 #include "codecs/ErrorFeedback.h"
 #include "codecs/kernels/CpuFeatures.h"
@@ -556,6 +557,32 @@ TEST(Aggregation, SignumVotesOnItsMomentum) {
   EXPECT_TRUE(torch::equal(codec->decode(codec->encode(torch::tensor({1.0f, -1.0f}))), torch::tensor({1.0f, -1.0f})));
   EXPECT_TRUE(torch::equal(codec->decode(codec->encode(torch::tensor({-0.5f, -0.5f}))), torch::tensor({1.0f, -1.0f})));
   EXPECT_THROW(codec->encode(torch::zeros({3})), std::invalid_argument);
+}
+
+TEST(Signum, MomentumStartsAtZeroAsInThePapers) {
+  // m_0 = 0 (ICLR 2019 Algorithm 1: "initial momentum v_m <- 0"), beta = 0.9.
+  auto codec = make({{"kind", "signum"}, {"momentum", 0.9}});
+  const auto g1 = torch::tensor({1.0f, -1.0f, 1.0f, -0.0f});
+  const auto g2 = torch::tensor({-1.5f, 1.5f, -0.5f, 2.0f});
+  // Step 1: m = 0.1 g1, which has g1's signs (-0.0 + +0 is +0, sent as +1).
+  auto vote = [&](const torch::Tensor& g) { return codec->decode(codec->encode(g)); };
+  EXPECT_TRUE(torch::equal(vote(g1), torch::tensor({1.0f, -1.0f, 1.0f, 1.0f})));
+  const torch::Tensor m1 = CodecState::parse(codec->save_state(), "signum").tensor("momentum");
+  EXPECT_TRUE(torch::allclose(m1, g1 * 0.1, 1e-6, 0.0)) << m1;
+  // Step 2: m = 0.09 g1 + 0.1 g2 = (-0.06, 0.06, 0.04, 0.2). A buffer started at g1 (PyTorch
+  // SGD's convention) would hold 0.9 g1 + 0.1 g2 = (0.75, -0.75, 0.85, 0.2) and vote + - + +.
+  EXPECT_TRUE(torch::equal(vote(g2), torch::tensor({-1.0f, 1.0f, 1.0f, 1.0f})));
+  // A fresh state (load_state of nothing) starts from zero again.
+  codec->load_state(ByteSpan{});
+  EXPECT_TRUE(torch::equal(vote(g2), torch::tensor({-1.0f, 1.0f, -1.0f, 1.0f})));
+}
+
+TEST(Signum, HelpStatesTheInitialMomentum) {
+  const CodecInfo* info = CodecRegistry::builtin().find("signum");
+  ASSERT_NE(info, nullptr);
+  EXPECT_NE(info->summary.find("m_0 = 0"), std::string::npos) << info->summary;
+  ASSERT_EQ(info->params.size(), 1u);
+  EXPECT_NE(info->params[0].help.find("m_0 = 0"), std::string::npos) << info->params[0].help;
 }
 
 TEST(Aggregation, ScalerSharedTernGradSumsCodesInTheCompressedDomain) {
