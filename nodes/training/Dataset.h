@@ -1,5 +1,5 @@
-// In-memory classification datasets: Fashion-MNIST from Debian's gz IDX files, and a seeded
-// synthetic Gaussian mixture for tests.
+// In-memory classification datasets: Fashion-MNIST from Debian's gz IDX files, CIFAR-10/100
+// from their binary files, and a seeded synthetic Gaussian mixture for tests.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +38,13 @@ inline const char* kDefaultFashionMnistDir = "/usr/share/datasets/fashion-mnist"
 /// samples. Throws DatasetError naming the missing/corrupt file.
 DatasetSplit load_fashion_mnist(const std::string& dir, std::int64_t train_limit = 0,
                                 std::int64_t test_limit = 0);
+
+/// CIFAR-10 (`classes` 10) or CIFAR-100 (100, fine labels) from the binary files in `dir`
+/// (Cifar.cpp names them). Pixels scaled to [0,1], then normalised per channel with the
+/// training set's mean/std. `train_limit` / `test_limit` > 0 keep only the first samples.
+/// Throws DatasetError naming the missing or malformed file and the files expected.
+DatasetSplit load_cifar(const std::string& dir, std::int64_t classes, std::int64_t train_limit = 0,
+                        std::int64_t test_limit = 0);
 
 struct SyntheticConfig {
   std::int64_t classes = 10;

@@ -87,10 +87,12 @@ void check_torchscript(const Scenario& s) {
     throw ConfigError("model.path", e.what());
   }
   const bool synthetic = s.dataset.kind == "synthetic";
+  const bool cifar = s.dataset.kind == "cifar10" || s.dataset.kind == "cifar100";
   const std::vector<std::int64_t> shape =
       synthetic ? std::vector<std::int64_t>{s.dataset.synthetic.features}
-                : std::vector<std::int64_t>{1, 28, 28};
-  const std::int64_t classes = synthetic ? s.dataset.synthetic.classes : 10;
+                : cifar ? std::vector<std::int64_t>{3, 32, 32} : std::vector<std::int64_t>{1, 28, 28};
+  const std::int64_t classes = synthetic ? s.dataset.synthetic.classes
+                               : s.dataset.kind == "cifar100" ? 100 : 10;
   if (!info.input_shape.empty() && info.input_shape != shape) {
     std::string want;
     std::string got;
@@ -119,7 +121,14 @@ DatasetSpec read_dataset(const JsonFields& root) {
   f.allow({"kind", "path", "train_limit", "test_limit", "partition", "classes", "features",
            "train_samples", "test_samples", "separation"});
   DatasetSpec d;
-  d.kind = f.string("kind", d.kind, {"fashion-mnist", "synthetic"});
+  d.kind = f.string("kind", d.kind, {"fashion-mnist", "cifar10", "cifar100", "synthetic"});
+  const bool cifar = d.kind == "cifar10" || d.kind == "cifar100";
+  if (cifar && !f.has("path")) {
+    throw ConfigError(f.path_of("path"),
+                      "missing; expected the folder holding the " + d.kind +
+                          " binary files (nothing is downloaded: data_batch_1.bin ... "
+                          "test_batch.bin for cifar10, train.bin and test.bin for cifar100)");
+  }
   d.path = f.string("path", d.path);
   d.train_limit = f.integer("train_limit", 0, 0, kFashionTrain);
   d.test_limit = f.integer("test_limit", 0, 0, 10000);
@@ -133,7 +142,10 @@ DatasetSpec read_dataset(const JsonFields& root) {
     for (const char* key : {"classes", "features", "train_samples", "test_samples", "separation"}) {
       if (f.has(key)) throw ConfigError(f.path_of(key), "only valid for dataset.kind \"synthetic\"");
     }
-    if (!is_directory(d.path)) {
+    if (cifar && !is_directory(d.path)) {
+      throw ConfigError(f.path_of("path"), d.kind + " directory not found: " + d.path);
+    }
+    if (!cifar && !is_directory(d.path)) {
       throw ConfigError(f.path_of("path"),
                         "Fashion-MNIST directory not found: " + d.path +
                             "; expected a folder with its gz IDX files (apt-get install "
@@ -149,7 +161,8 @@ DatasetSpec read_dataset(const JsonFields& root) {
 
 std::int64_t train_size(const DatasetSpec& d) {
   if (d.kind == "synthetic") return d.synthetic.train_samples;
-  return d.train_limit > 0 ? d.train_limit : kFashionTrain;
+  const std::int64_t all = d.kind == "fashion-mnist" ? kFashionTrain : 50000;
+  return d.train_limit > 0 ? std::min(d.train_limit, all) : all;
 }
 
 TrainingSpec read_training(const JsonFields& root, const DatasetSpec& dataset) {

@@ -43,6 +43,10 @@ torch::Device pick_device(const std::string& requested) {
 DatasetSplit load_dataset(const DatasetSpec& spec, std::uint64_t seed) {
   if (spec.kind == "synthetic") return make_synthetic(spec.synthetic, seed);
   try {
+    if (spec.kind == "cifar10" || spec.kind == "cifar100") {
+      return load_cifar(spec.path, spec.kind == "cifar10" ? 10 : 100, spec.train_limit,
+                        spec.test_limit);
+    }
     return load_fashion_mnist(spec.path, spec.train_limit, spec.test_limit);
   } catch (const DatasetError& e) {
     throw ConfigError("dataset.path", e.what());

@@ -3,6 +3,7 @@
 // splits, and per-epoch reshuffling.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -100,6 +101,82 @@ class TinyIdx : public ::testing::Test {
   }
   fs::path dir_;
 };
+
+// CIFAR files in the real binary format, written small: `records` per file, label byte(s) then
+// 1024 red, 1024 green, 1024 blue bytes. Red pixels hold 10 + record, green 100, blue 200 + label.
+class TinyCifar : public ::testing::Test {
+ protected:
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("gradwire-cifar-" + std::to_string(::getpid()));
+  void SetUp() override { std::filesystem::create_directories(dir); }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+
+  void write(const std::string& name, int records, int label_bytes, int first_label) {
+    std::ofstream out(dir / name, std::ios::binary);
+    for (int r = 0; r < records; ++r) {
+      const int label = (first_label + r) % (label_bytes == 1 ? 10 : 100);
+      if (label_bytes == 2) out.put(static_cast<char>(label / 5));  // coarse label
+      out.put(static_cast<char>(label));
+      for (int c = 0; c < 3; ++c) {
+        const int value = c == 0 ? 10 + r : c == 1 ? 100 : 200 + label % 50;
+        for (int p = 0; p < 1024; ++p) out.put(static_cast<char>(value));
+      }
+    }
+  }
+};
+
+TEST_F(TinyCifar, Cifar10ReadsEveryBatchChannelsFirstAndNormalisesPerChannel) {
+  for (int b = 1; b <= 5; ++b) write("data_batch_" + std::to_string(b) + ".bin", 3, 1, b);
+  write("test_batch.bin", 2, 1, 7);
+  const DatasetSplit d = load_cifar(dir.string(), 10);
+  EXPECT_EQ(d.train.size(), 15);
+  EXPECT_EQ(d.test.size(), 2);
+  EXPECT_EQ(d.train.sample_shape, (std::vector<std::int64_t>{3, 32, 32}));
+  EXPECT_EQ(d.train.classes, 10);
+  EXPECT_EQ(d.train.labels[0].item<std::int64_t>(), 1);
+  EXPECT_EQ(d.train.labels[3].item<std::int64_t>(), 2);  // second batch starts at its label 2
+  EXPECT_EQ(d.test.labels[1].item<std::int64_t>(), 8);
+  // Training statistics per channel: red varies, green is constant (std clamped), blue varies.
+  const torch::Tensor mean = d.train.inputs.mean({0, 2, 3});
+  EXPECT_NEAR(mean[0].item<double>(), 0.0, 1e-4);
+  EXPECT_NEAR(mean[2].item<double>(), 0.0, 1e-4);
+  EXPECT_NEAR(d.train.inputs.select(1, 0).std(false).item<double>(), 1.0, 1e-4);
+  // The first record's red pixel is the smallest red value: below the red mean.
+  EXPECT_LT(d.train.inputs[0][0][5][7].item<float>(), 0.0f);
+  EXPECT_FLOAT_EQ(d.train.inputs[0][0][0][0].item<float>(), d.train.inputs[0][0][31][31].item<float>());
+}
+
+TEST_F(TinyCifar, Cifar100UsesFineLabelsAndLimits) {
+  write("train.bin", 6, 2, 95);
+  write("test.bin", 4, 2, 0);
+  const DatasetSplit d = load_cifar(dir.string(), 100, 4, 2);
+  EXPECT_EQ(d.train.size(), 4);
+  EXPECT_EQ(d.test.size(), 2);
+  EXPECT_EQ(d.train.classes, 100);
+  EXPECT_EQ(d.train.labels[0].item<std::int64_t>(), 95);
+  EXPECT_EQ(d.train.labels[3].item<std::int64_t>(), 98);
+}
+
+TEST_F(TinyCifar, MissingOrMalformedFilesSayWhatIsExpected) {
+  try {
+    load_cifar(dir.string(), 10);
+    ADD_FAILURE() << "no files accepted";
+  } catch (const DatasetError& e) {
+    EXPECT_NE(std::string(e.what()).find("data_batch_1.bin"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("test_batch.bin"), std::string::npos) << e.what();
+  }
+  write("train.bin", 2, 2, 0);
+  {
+    std::ofstream cut(dir / "test.bin", std::ios::binary);
+    cut << "short";
+  }
+  try {
+    load_cifar(dir.string(), 100);
+    ADD_FAILURE() << "a truncated file was accepted";
+  } catch (const DatasetError& e) {
+    EXPECT_NE(std::string(e.what()).find("3074-byte records"), std::string::npos) << e.what();
+  }
+}
 
 TEST_F(TinyIdx, ReadsValuesAndNormalises) {
   write_all(5, 3);

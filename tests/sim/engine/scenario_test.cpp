@@ -52,6 +52,32 @@ TEST(Scenario, TopologyDefaultsComeFromTheSchemesDeclaration) {
   }
 }
 
+TEST(Scenario, CifarNeedsAPathToItsBinaryFiles) {
+  auto doc = minimal();
+  doc["dataset"] = {{"kind", "cifar10"}};
+  doc["model"] = {{"kind", "cnn"}};
+  try {
+    load_scenario(doc);
+    ADD_FAILURE() << "cifar10 without a path accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "dataset.path");
+    EXPECT_NE(std::string(e.what()).find("data_batch_1.bin"), std::string::npos) << e.what();
+  }
+  doc["dataset"]["path"] = "/nonexistent/cifar";
+  try {
+    load_scenario(doc);
+    ADD_FAILURE() << "a missing folder accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "dataset.path");
+  }
+  doc["dataset"] = {{"kind", "cifar100"}, {"path", "/tmp"}};
+  doc["training"]["epochs"] = 1;
+  doc["training"].erase("steps");
+  doc["training"]["batch"] = 50;
+  const Scenario s = load_scenario(doc);
+  EXPECT_EQ(s.training.steps, 50000 / 2 / 50);  // one epoch of a worker's half of 50,000
+}
+
 TEST(Scenario, EpochsBecomeSteps) {
   auto doc = minimal();
   doc["training"] = {{"workers", 4}, {"epochs", 2}, {"batch", 50}};
