@@ -18,7 +18,7 @@
 #include "common/ConfigError.h"
 #include "common/JsonFields.h"
 #include "common/Units.h"
-#include "netmodels/DeclaredFields.h"
+#include "common/DeclaredFields.h"
 #include "netmodels/NetworkParams.h"
 
 namespace gradwire {

@@ -1,7 +1,7 @@
 #include "netmodels/NetworkFactory.h"
 
 #include "common/JsonFields.h"
-#include "netmodels/DeclaredFields.h"
+#include "common/DeclaredFields.h"
 #include "netmodels/Impairments.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/NetworkRegistry.h"

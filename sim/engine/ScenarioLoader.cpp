@@ -8,6 +8,7 @@
 
 #include "codecs/CodecRegistry.h"
 #include "common/ConfigError.h"
+#include "common/DeclaredFields.h"
 #include "common/JsonFields.h"
 #include "common/ParamSpec.h"
 #include "common/Units.h"
@@ -290,48 +291,35 @@ TopologySpec read_topology(const JsonFields& topo) {
     declared.insert(declared.end(), info.params.begin(), info.params.end());
   }
   topo.allow(param_names(declared));
-  const auto integer = [&](const std::string& key) {
-    const ParamSpec& p = param_named(declared, key);
-    return topo.integer(key, p.default_value.get<std::int64_t>(),
-                        static_cast<std::int64_t>(p.min), static_cast<std::int64_t>(p.max));
-  };
-  const auto number = [&](const std::string& key) {
-    const ParamSpec& p = param_named(declared, key);
-    return topo.number(key, p.default_value.get<double>(), p.min, p.max);
-  };
-  const auto string = [&](const std::string& key) {
-    const ParamSpec& p = param_named(declared, key);
-    return topo.string(key, p.default_value.get<std::string>(), p.choices);
+  const auto spec = [&declared](const std::string& key) -> const ParamSpec& {
+    return param_named(declared, key);
   };
 
   TopologySpec tp;
-  const SchemeInfo& info = *schemes.find(string("kind"));
+  const SchemeInfo& info = *schemes.find(declared_string(topo, spec("kind")));
   tp.kind = info.kind;
-  tp.mode = parse_mode(string("mode"));
+  tp.mode = parse_mode(declared_string(topo, spec("mode")));
   if (!info.has_mode(tp.mode)) {
     throw ConfigError("topology.mode", "expected \"" + mode_name(info.modes.front()) + "\" for " +
                                            info.name +
                                            " (async is the parameter server's mode; gossip and "
                                            "leader are decentralised by nature)");
   }
-  tp.max_staleness = static_cast<int>(integer("max_staleness"));
+  tp.max_staleness = static_cast<int>(declared_integer(topo, spec("max_staleness")));
   if (topo.has("max_staleness") && !tp.async()) {
     throw ConfigError("topology.max_staleness", "expected only with topology.mode \"async\"");
   }
-  tp.peers = static_cast<int>(integer("peers"));
-  tp.overlap = topo.boolean("overlap", param_named(declared, "overlap").default_value.get<bool>());
+  tp.peers = static_cast<int>(declared_integer(topo, spec("peers")));
+  tp.overlap = topo.boolean("overlap", spec("overlap").default_value.get<bool>());
   if (tp.overlap && tp.kind != SchemeKind::kGossip) {
     throw ConfigError("topology.overlap", "expected only with topology.kind \"gossip\"");
   }
-  tp.l_comm = integer("l_comm");
-  tp.g_comm = integer("g_comm");
-  tp.c1 = number("c1");
-  tp.c2 = number("c2");
-  tp.group_size = static_cast<int>(integer("group_size"));
-  double timeout_default = 0;
-  parse_duration(param_named(declared, "timeout").default_value.get<std::string>(),
-                 timeout_default);
-  tp.timeout_s = read_duration(topo, "timeout", timeout_default);
+  tp.l_comm = declared_integer(topo, spec("l_comm"));
+  tp.g_comm = declared_integer(topo, spec("g_comm"));
+  tp.c1 = declared_number(topo, spec("c1"));
+  tp.c2 = declared_number(topo, spec("c2"));
+  tp.group_size = static_cast<int>(declared_integer(topo, spec("group_size")));
+  tp.timeout_s = declared_duration(topo, spec("timeout"));
   if (tp.timeout_s <= 0) throw ConfigError("topology.timeout", "expected a duration > 0");
   return tp;
 }

@@ -1,4 +1,4 @@
-#include "netmodels/DeclaredFields.h"
+#include "common/DeclaredFields.h"
 
 #include <limits>
 #include <stdexcept>
