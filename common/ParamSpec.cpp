@@ -216,6 +216,10 @@ ParamSpec choice(std::string name, std::string value, std::vector<std::string> c
   return p;
 }
 
+ParamSpec text(std::string name, std::string value, std::string help) {
+  return base(std::move(name), ParamSpec::Type::kString, std::move(value), std::move(help));
+}
+
 ParamSpec boolean(std::string name, bool value, std::string help) {
   return base(std::move(name), ParamSpec::Type::kBool, value, std::move(help));
 }

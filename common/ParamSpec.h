@@ -75,6 +75,8 @@ ParamSpec integer(std::string name, std::int64_t value, double min, double max,
                   std::string help);
 ParamSpec choice(std::string name, std::string value, std::vector<std::string> choices,
                  std::string help);
+/// A free-form string (a path, a name).
+ParamSpec text(std::string name, std::string value, std::string help);
 ParamSpec boolean(std::string name, bool value, std::string help);
 ParamSpec duration(std::string name, std::string value, std::string help);
 ParamSpec rate(std::string name, std::string value, std::string help);

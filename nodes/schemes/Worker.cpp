@@ -3,12 +3,12 @@
 #include <chrono>
 
 #include <ns3/simulator.h>
-#include <torch/nn/functional/loss.h>
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
 #include "nodes/schemes/TrainingScheme.h"
 #include "nodes/schemes/WallClockAccount.h"
+#include "nodes/training/Loss.h"
 #include "nodes/training/Model.h"
 #include "nodes/training/ShardLoader.h"
 #include "nodes/transport/Endpoint.h"
@@ -86,7 +86,7 @@ void Worker::StartStep() {
     inputs = inputs.to(device_);
     labels = labels.to(device_);
     optimizer_->zero_grad();
-    at::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(inputs), labels);
+    at::Tensor loss = softmax_cross_entropy(model_->forward(inputs), labels);
     loss.backward();
     current_.loss = loss.item<double>();
     // One flat float32 CPU vector: the unit codecs and collectives work on.

@@ -71,10 +71,11 @@ LeNet::LeNet(const std::vector<std::int64_t>& sample_shape, std::int64_t classes
   fc3_ = register_module("fc3", std::make_shared<nn::LinearImpl>(config.fc2, classes));
 
   const std::int64_t window = kKernel * kKernel;
-  const std::int64_t macs = h1 * w1 * config.conv1 * channels * window +
-                            h2 * w2 * config.conv2 * config.conv1 * window +
-                            flat * config.fc1 + config.fc1 * config.fc2 + config.fc2 * classes;
-  flops_ = 2 * macs;
+  add_layer_cost("conv1", "conv", 2 * h1 * w1 * config.conv1 * channels * window);
+  add_layer_cost("conv2", "conv", 2 * h2 * w2 * config.conv2 * config.conv1 * window);
+  add_layer_cost("fc1", "linear", 2 * flat * config.fc1);
+  add_layer_cost("fc2", "linear", 2 * config.fc1 * config.fc2);
+  add_layer_cost("fc3", "linear", 2 * config.fc2 * classes);
 }
 
 torch::Tensor LeNet::forward(torch::Tensor x) {

@@ -20,7 +20,9 @@ namespace gradwire {
 /// conv(C -> conv1, 5x5, padding 2) -> ReLU -> maxpool 2
 /// -> conv(conv1 -> conv2, 5x5) -> ReLU -> maxpool 2
 /// -> fc(conv2 x h x w -> fc1) -> ReLU -> fc(fc1 -> fc2) -> ReLU -> fc(fc2 -> classes).
-/// h x w is derived from the input shape (5 x 5 for 28 x 28 inputs).
+/// h x w is derived from the input shape (5 x 5 for 28 x 28 inputs). Layer costs: 2 x
+/// multiply-accumulates of the two convolutions and three fully connected layers; biases,
+/// ReLUs and pooling are not counted.
 class LeNet : public Model {
  public:
   /// `sample_shape` = {C, H, W}; widths come from config.conv1, conv2, fc1, fc2. Throws
@@ -32,17 +34,12 @@ class LeNet : public Model {
   /// `x`: [batch, C, H, W]; returns [batch, classes] logits.
   torch::Tensor forward(torch::Tensor x) override;
 
-  /// 2 x multiply-accumulates of the two convolutions and the three
-  /// fully connected layers; biases, ReLUs and pooling are not counted.
-  std::int64_t forward_flops_per_sample() const override { return flops_; }
-
  private:
   std::shared_ptr<torch::nn::Conv2dImpl> conv1_;
   std::shared_ptr<torch::nn::Conv2dImpl> conv2_;
   std::shared_ptr<torch::nn::LinearImpl> fc1_;
   std::shared_ptr<torch::nn::LinearImpl> fc2_;
   std::shared_ptr<torch::nn::LinearImpl> fc3_;
-  std::int64_t flops_ = 0;
 };
 
 }  // namespace gradwire

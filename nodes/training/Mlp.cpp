@@ -22,10 +22,10 @@ Mlp::Mlp(std::int64_t inputs, const std::vector<std::int64_t>& hidden, std::int6
   widths.push_back(classes);
   for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
     // Registered so parameters(), named_parameters() and to() see every layer.
+    const std::string name = "fc" + std::to_string(i + 1);
     layers_.push_back(register_module(
-        "fc" + std::to_string(i + 1),
-        std::make_shared<torch::nn::LinearImpl>(widths[i], widths[i + 1])));
-    flops_ += 2 * widths[i] * widths[i + 1];
+        name, std::make_shared<torch::nn::LinearImpl>(widths[i], widths[i + 1])));
+    add_layer_cost(name, "linear", 2 * widths[i] * widths[i + 1]);
   }
 }
 

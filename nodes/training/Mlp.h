@@ -17,7 +17,8 @@ class LinearImpl;  // defined in <torch/nn/modules/linear.h>; only Mlp.cpp needs
 namespace gradwire {
 
 /// Flattens each sample, then Linear -> ReLU -> ... -> Linear(classes). No ReLU after the last
-/// layer: the outputs are logits for cross-entropy.
+/// layer: the outputs are logits for cross-entropy. Layer costs: 2 x in x out per Linear
+/// layer; biases and ReLUs are not counted.
 class Mlp : public Model {
  public:
   /// `inputs` = features per flattened sample; `hidden` = widths of the hidden layers (may be
@@ -27,12 +28,8 @@ class Mlp : public Model {
   /// `x`: [batch, ...] whose trailing dimensions multiply to `inputs`; returns [batch, classes].
   torch::Tensor forward(torch::Tensor x) override;
 
-  /// 2 x (sum of in x out over the Linear layers); biases and ReLUs are not counted.
-  std::int64_t forward_flops_per_sample() const override { return flops_; }
-
  private:
   std::vector<std::shared_ptr<torch::nn::LinearImpl>> layers_;
-  std::int64_t flops_ = 0;
 };
 
 }  // namespace gradwire

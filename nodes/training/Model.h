@@ -1,5 +1,6 @@
-// The classifiers gradwire trains. Every model maps a batch of samples to class logits and
-// states its forward cost, which compute profiles turn into simulated seconds.
+// The models gradwire trains. Every model maps a batch of samples to logits (class logits
+// [batch, classes], or next-token logits [batch, time, vocabulary] for language models) and
+// states its forward cost layer by layer, which compute profiles turn into simulated seconds.
 #pragma once
 
 #include <cstdint>
@@ -12,27 +13,70 @@
 
 namespace gradwire {
 
+/// Forward cost of one layer on one sample (a sample is one image, one feature vector, or one
+/// sequence of tokens), in the order the forward pass runs the layers.
+struct LayerCost {
+  std::string name;        ///< the layer's module name, e.g. "layer1.0.conv1"
+  std::string kind;        ///< "conv", "linear", "batchnorm", "lstm", "attention", ...
+  std::int64_t flops = 0;  ///< 2 x multiply-accumulates (2 per element for normalisation)
+};
+
 class Model : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(torch::Tensor x) = 0;
-  /// Multiply-accumulate count x 2 of one forward pass on one sample.
-  virtual std::int64_t forward_flops_per_sample() const = 0;
+  /// Forward FLOPs of one sample: the sum of layer_costs() unless a model states a total only.
+  virtual std::int64_t forward_flops_per_sample() const;
+  /// Per-layer forward FLOPs in forward order; empty when the model only knows its total.
+  const std::vector<LayerCost>& layer_costs() const { return layer_costs_; }
+
+ protected:
+  /// Records one layer's forward cost; call in forward order while building the model.
+  void add_layer_cost(std::string name, std::string kind, std::int64_t flops);
+
+ private:
+  std::vector<LayerCost> layer_costs_;
 };
 
 struct ModelConfig {
-  std::string kind = "cnn";                ///< "mlp" | "cnn" | "torchscript"
+  /// "mlp" | "cnn" | "torchscript" | "resnet20" | "resnet56" | "resnet18" | "vgg16" |
+  /// "mobilenetv2" | "lstm_lm" | "transformer"
+  std::string kind = "cnn";
   std::string path;                        ///< torchscript: the exported module
   std::vector<std::int64_t> hidden = {256, 128};  ///< mlp hidden layer widths
   std::int64_t conv1 = 6;                  ///< cnn (LeNet-5-like) channels and widths
   std::int64_t conv2 = 16;
   std::int64_t fc1 = 120;
   std::int64_t fc2 = 84;
+  double width = 1.0;                      ///< mobilenetv2: width multiplier
+  /// lstm_lm: embedding and hidden sizes (PTB "medium": 650; DGC's PTB model: 1500), layers,
+  /// dropout between layers, and whether the decoder shares the embedding's weights.
+  std::int64_t embedding = 650;
+  std::int64_t hidden_size = 650;
+  std::int64_t layers = 2;                 ///< lstm_lm and transformer layers
+  double dropout = -1;                     ///< < 0: the model's default (lstm 0.5, transformer 0.1)
+  bool tied = false;
+  /// transformer: model width, attention heads, feed-forward width, and the patch side that
+  /// turns an image into a sequence (classifier on images; language model on tokens).
+  std::int64_t d_model = 128;
+  std::int64_t heads = 4;
+  std::int64_t ff = 512;
+  std::int64_t patch = 4;
 };
 
-/// Builds `config.kind` for samples of `sample_shape` ({C,H,W} for images, {F} for features)
-/// and `classes` outputs. The cnn requires an image shape; throws std::invalid_argument
-/// otherwise. Parameters are initialised from the current torch RNG state; a torchscript
-/// model keeps the weights stored in its file (ModelFileError when the file cannot be used).
+/// What a model is built for: one sample's shape and the number of outputs per prediction.
+struct ModelInput {
+  std::vector<std::int64_t> sample_shape;  ///< {C,H,W} images, {F} features, {T} token sequences
+  std::int64_t classes = 0;                ///< classes, or the vocabulary size for tokens
+  bool tokens = false;                     ///< samples are int64 token ids (language modelling)
+};
+
+/// Builds `config.kind` for `input`. Throws std::invalid_argument when the kind does not fit
+/// the data (an image model on features, a language model on images, ...). Parameters are
+/// initialised from the current torch RNG state; a torchscript model keeps the weights stored
+/// in its file (ModelFileError when the file cannot be used).
+std::shared_ptr<Model> make_model(const ModelConfig& config, const ModelInput& input);
+
+/// Classification data (not tokens): kept for the many callers that build image/feature models.
 std::shared_ptr<Model> make_model(const ModelConfig& config,
                                   const std::vector<std::int64_t>& sample_shape,
                                   std::int64_t classes);

@@ -1,6 +1,9 @@
 // Mini-batches from one worker's shard. The shard order is reshuffled at every epoch boundary
-// from the loader's own seeded generator, so batches depend only on (shard, batch, seed).
+// from the loader's own seeded generator, so batches depend only on (shard, batch, seed); the
+// same generator draws the crops and flips of an augmented image dataset.
 #include "nodes/training/ShardLoader.h"
+
+#include "nodes/training/ImageAugmentation.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -41,7 +44,9 @@ std::pair<torch::Tensor, torch::Tensor> ShardLoader::next() {
       std::shuffle(indices_.begin(), indices_.end(), rng_);
     }
   }
-  return {dataset_.inputs.index_select(0, picked), dataset_.labels.index_select(0, picked)};
+  at::Tensor inputs = dataset_.inputs.index_select(0, picked);
+  if (dataset_.augment) inputs = ImageAugmentation::crop_and_flip(inputs, rng_);
+  return {inputs, dataset_.labels.index_select(0, picked)};
 }
 
 }  // namespace gradwire

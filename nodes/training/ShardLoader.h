@@ -1,4 +1,5 @@
-// Mini-batches from one worker's shard, reshuffled (seeded) at every epoch boundary.
+// Mini-batches from one worker's shard, reshuffled (seeded) at every epoch boundary, with the
+// dataset's training augmentation applied.
 #pragma once
 
 #include <cstdint>

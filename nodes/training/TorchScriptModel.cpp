@@ -108,6 +108,7 @@ TorchScriptModel::TorchScriptModel(const std::string& path,
   for (const auto& b : scripted_->module.named_buffers(/*recurse=*/true)) {
     register_buffer(register_name(b.name), b.value);
   }
+  for (const auto& layer : info_.layers) add_layer_cost(layer.name, layer.kind, layer.flops);
   scripted_->module.train(true);
 }
 

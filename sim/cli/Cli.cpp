@@ -9,6 +9,7 @@
 #include "common/ParamSpec.h"
 #include "netmodels/NetworkRegistry.h"
 #include "nodes/schemes/SchemeRegistry.h"
+#include "nodes/training/ModelRegistry.h"
 #include "sim/cli/CodecCommand.h"
 #include "sim/cli/ServiceCommands.h"
 #include "sim/cli/StudyCommands.h"
@@ -75,6 +76,16 @@ void list_schemes(std::ostream& out) {
   }
 }
 
+void list_models(std::ostream& out) {
+  for (const auto& m : ModelRegistry::builtin().list()) {
+    out << m.kind << "  -  " << m.summary << " [" << model_data_text(m.data) << "]\n";
+    for (const auto& p : m.params) {
+      out << "    " << p.name << " (" << p.type_name() << ", default " << p.default_shown()
+          << "): " << p.help << "\n";
+    }
+  }
+}
+
 /// A `--json` / `--markdown` pair of flags on a listing command.
 struct ListingFormat {
   bool json = false;
@@ -122,6 +133,10 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CLI::App* networks =
       app.add_subcommand("networks", "List network families and their keys (scenario `network`)");
   networks_format.add_to(networks, "docs/networks.md");
+  ListingFormat models_format;
+  CLI::App* models =
+      app.add_subcommand("models", "List model kinds and their keys (scenario `model`)");
+  models_format.add_to(models, "docs/models.md");
   ListingFormat schemes_format;
   CLI::App* schemes = app.add_subcommand(
       "schemes", "List training schemes and their keys (scenario `topology`)");
@@ -190,6 +205,16 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
         out << network_reference_json().dump(2) << "\n";
       } else {
         out << network_reference_markdown();
+      }
+      return kExitOk;
+    }
+    if (*models) {
+      if (models_format.json) {
+        out << model_reference_json().dump(2) << "\n";
+      } else if (models_format.markdown) {
+        out << model_reference_markdown();
+      } else {
+        list_models(out);
       }
       return kExitOk;
     }

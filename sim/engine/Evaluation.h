@@ -1,4 +1,5 @@
-// Test-set evaluation of a model: accuracy and mean cross-entropy.
+// Test-set evaluation of a model: top-1 (and top-5) accuracy and mean cross-entropy for
+// classifiers; for language models the same per token, and perplexity.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +13,10 @@ namespace gradwire {
 class Model;
 
 struct EvalResult {
-  double accuracy = 0;
-  double loss = 0;
+  double accuracy = 0;       ///< top-1; next-token accuracy for language models
+  double top5_accuracy = -1; ///< < 0 when not measured (fewer than 10 classes)
+  double loss = 0;           ///< mean cross-entropy per sample (per token for language models)
+  double perplexity = -1;    ///< exp(loss) for language models; < 0 otherwise
   std::int64_t samples = 0;
 };
 
@@ -22,6 +25,9 @@ class Evaluator {
   /// `test` must outlive the evaluator; `samples` > 0 evaluates only the first samples.
   Evaluator(const Dataset& test, std::int64_t samples, torch::Device device);
   EvalResult evaluate(Model& model) const;
+
+  /// Whether top-5 accuracy is measured: with at least this many classes.
+  static constexpr std::int64_t kTop5Classes = 10;
 
  private:
   const Dataset& test_;

@@ -138,11 +138,18 @@ void MetricsRecorder::evaluation(std::int64_t step, double sim_time_s, const Eva
                          {"samples", result.samples},
                          {"consensus_distance", consensus},
                          {"wall_time_s", wall_now()}};
+  if (result.top5_accuracy >= 0) line["top5_accuracy"] = result.top5_accuracy;
+  if (result.perplexity >= 0) line["perplexity"] = result.perplexity;
   lines_ += line.dump() + "\n";
   last_accuracy_ = result.accuracy;
+  last_top5_accuracy_ = result.top5_accuracy;
+  last_perplexity_ = result.perplexity;
   last_test_loss_ = result.loss;
-  const double target = scenario_.training.target_accuracy;
-  if (target > 0 && !time_to_target_ && result.accuracy >= target) {
+  const auto& t = scenario_.training;
+  const bool reached = (t.target_accuracy > 0 && result.accuracy >= t.target_accuracy) ||
+                       (t.target_perplexity > 0 && result.perplexity >= 0 &&
+                        result.perplexity <= t.target_perplexity);
+  if (reached && !time_to_target_) {
     time_to_target_ = sim_time_s;
     steps_to_target_ = step;
   }
@@ -155,7 +162,13 @@ void MetricsRecorder::progress_line(std::int64_t step, double sim_time, bool for
   if (!force && now - last_progress_wall_ < 2.0) return;
   last_progress_wall_ = now;
   char buf[256];
-  if (last_accuracy_ >= 0) {
+  if (last_perplexity_ >= 0) {
+    std::snprintf(buf, sizeof buf,
+                  "[%s] step %lld/%lld  sim %.4f s  loss %.4f  ppl %.2f  wall %.1f s\n",
+                  scenario_.name.c_str(), static_cast<long long>(step),
+                  static_cast<long long>(scenario_.training.steps), sim_time, last_loss_,
+                  last_perplexity_, now);
+  } else if (last_accuracy_ >= 0) {
     std::snprintf(buf, sizeof buf,
                   "[%s] step %lld/%lld  sim %.4f s  loss %.4f  acc %.4f  wall %.1f s\n",
                   scenario_.name.c_str(), static_cast<long long>(step),
@@ -186,9 +199,15 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
       {"topology", scenario_.topology.name()},
       {"network", scenario_.network.value("family", "")},
       {"final_accuracy", last_accuracy_ >= 0 ? nlohmann::json(last_accuracy_) : nlohmann::json()},
+      {"final_top5_accuracy",
+       last_top5_accuracy_ >= 0 ? nlohmann::json(last_top5_accuracy_) : nlohmann::json()},
+      {"final_perplexity",
+       last_perplexity_ >= 0 ? nlohmann::json(last_perplexity_) : nlohmann::json()},
       {"final_test_loss", last_test_loss_},
       {"final_train_loss", last_loss_},
       {"target_accuracy", t.target_accuracy > 0 ? nlohmann::json(t.target_accuracy) : nlohmann::json()},
+      {"target_perplexity",
+       t.target_perplexity > 0 ? nlohmann::json(t.target_perplexity) : nlohmann::json()},
       {"time_to_target_s", time_to_target_ ? nlohmann::json(*time_to_target_) : nlohmann::json()},
       {"steps_to_target", steps_to_target_ ? nlohmann::json(*steps_to_target_) : nlohmann::json()},
       {"sim_time_s", sim_time_s},
@@ -222,7 +241,11 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
 void MetricsRecorder::print_final(std::ostream& out, const nlohmann::json& s) const {
   char buf[512];
   const std::string acc =
-      s["final_accuracy"].is_null() ? "n/a" : std::to_string(s["final_accuracy"].get<double>());
+      !s["final_perplexity"].is_null()
+          ? std::to_string(s["final_accuracy"].get<double>()) + ", perplexity " +
+                std::to_string(s["final_perplexity"].get<double>())
+      : s["final_accuracy"].is_null() ? "n/a"
+                                      : std::to_string(s["final_accuracy"].get<double>());
   const std::string ttt = s["time_to_target_s"].is_null()
                               ? "not reached"
                               : std::to_string(s["time_to_target_s"].get<double>()) + " s";

@@ -7,7 +7,8 @@
 // payload_bytes: size of the gradient its codec produced; density: mean fraction of gradient
 // elements the codecs carried.
 //   {"type":"eval","step":k,"sim_time_s":..,"accuracy":..,"test_loss":..,
-//    "consensus_distance":..,"wall_time_s":..}
+//    "consensus_distance":..,"wall_time_s":..}   plus "top5_accuracy" (10 classes or more)
+//    and "perplexity" (language models); accuracy is then next-token accuracy.
 //   {"type":"update","rank":r,"version":v,"staleness":s,"sim_time_s":..}   (async PS only)
 //   {"type":"event","event":"leave"|"detected"|"rejoin"|"resume","rank":r,"step":k,
 //    "sim_time_s":..}                                                       (faults only)
@@ -90,6 +91,8 @@ class MetricsRecorder {
   std::string lines_;
   double last_loss_ = 0;
   double last_accuracy_ = -1;
+  double last_top5_accuracy_ = -1;
+  double last_perplexity_ = -1;
   double last_test_loss_ = 0;
   std::optional<double> time_to_target_;
   std::optional<std::int64_t> steps_to_target_;

@@ -16,8 +16,10 @@
 namespace gradwire {
 
 struct DatasetSpec {
-  std::string kind = "fashion-mnist";  ///< "fashion-mnist" | "synthetic"
+  std::string kind = "fashion-mnist";  ///< "fashion-mnist" | "cifar10" | "cifar100" | "text" | "synthetic"
   std::string path = kDefaultFashionMnistDir;
+  bool augment = false;                ///< images: random crop + flip of training batches
+  TextConfig text;                     ///< kind "text" (its path is `path`)
   std::int64_t train_limit = 0;  ///< 0: all samples
   std::int64_t test_limit = 0;
   SyntheticConfig synthetic;
@@ -37,6 +39,7 @@ struct TrainingSpec {
   std::int64_t eval_every = 100;
   std::int64_t eval_samples = 0;  ///< 0: the whole test set
   double target_accuracy = 0;     ///< 0: no target
+  double target_perplexity = 0;   ///< language models: time to target at this perplexity
 };
 
 struct ComputeSpec {

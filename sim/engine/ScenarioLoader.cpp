@@ -14,6 +14,7 @@
 #include "common/Units.h"
 #include "netmodels/NetworkFactory.h"
 #include "nodes/training/ModelFileError.h"
+#include "nodes/training/ModelRegistry.h"
 #include "nodes/training/TorchScriptModel.h"
 #include "nodes/transport/TransportConfig.h"
 #include "sim/engine/ComputeTime.h"
@@ -61,20 +62,109 @@ std::vector<std::int64_t> int_list(const JsonFields& f, const std::string& key,
 
 ModelConfig read_model(const JsonFields& root) {
   JsonFields f(root.object_at("model"), root.path_of("model"));
+  const ModelRegistry& registry = ModelRegistry::builtin();
   ModelConfig m;
-  m.kind = f.string("kind", "cnn", {"mlp", "cnn", "torchscript"});
+  m.kind = f.string("kind", m.kind, registry.kinds());
+  const ModelInfo& info = *registry.find(m.kind);
+  std::vector<std::string> keys = param_names(info.params);
+  keys.push_back("kind");
+  f.allow(keys);
+  const auto spec = [&info](const char* key) -> const ParamSpec& {
+    return param_named(info.params, key);
+  };
   if (m.kind == "torchscript") {
-    f.allow({"kind", "path"});
     m.path = f.required_string("path");
-    return m;
+  } else if (m.kind == "mlp") {
+    m.hidden = int_list(f, "hidden", m.hidden, 1);
+  } else if (m.kind == "cnn") {
+    m.conv1 = declared_integer(f, spec("conv1"));
+    m.conv2 = declared_integer(f, spec("conv2"));
+    m.fc1 = declared_integer(f, spec("fc1"));
+    m.fc2 = declared_integer(f, spec("fc2"));
+  } else if (m.kind == "mobilenetv2") {
+    m.width = declared_number(f, spec("width"));
+  } else if (m.kind == "lstm_lm") {
+    m.embedding = declared_integer(f, spec("embedding"));
+    m.hidden_size = declared_integer(f, spec("hidden_size"));
+    m.layers = declared_integer(f, spec("layers"));
+    m.dropout = declared_number(f, spec("dropout"));
+    m.tied = f.boolean("tied", m.tied);
+    if (m.tied && m.embedding != m.hidden_size) {
+      throw ConfigError(f.path_of("tied"), "expected embedding = hidden_size to tie the decoder "
+                                           "to the embedding (" + std::to_string(m.embedding) +
+                                           " vs " + std::to_string(m.hidden_size) + ")");
+    }
+  } else if (m.kind == "transformer") {
+    m.d_model = declared_integer(f, spec("d_model"));
+    m.heads = declared_integer(f, spec("heads"));
+    m.ff = declared_integer(f, spec("ff"));
+    m.layers = declared_integer(f, spec("layers"));
+    m.dropout = declared_number(f, spec("dropout"));
+    m.patch = declared_integer(f, spec("patch"));
+    if (m.d_model % m.heads != 0) {
+      throw ConfigError(f.path_of("heads"), "expected a divisor of d_model (" +
+                                                std::to_string(m.d_model) + "), got " +
+                                                std::to_string(m.heads));
+    }
   }
-  f.allow({"kind", "hidden", "conv1", "conv2", "fc1", "fc2"});
-  m.hidden = int_list(f, "hidden", m.hidden, 1);
-  m.conv1 = f.integer("conv1", m.conv1, 1, 1024);
-  m.conv2 = f.integer("conv2", m.conv2, 1, 1024);
-  m.fc1 = f.integer("fc1", m.fc1, 1, 65536);
-  m.fc2 = f.integer("fc2", m.fc2, 1, 65536);
   return m;
+}
+
+/// The samples the dataset section describes, as the model will see them (the text's
+/// vocabulary is only known once it is read: its cap stands in for it here).
+ModelInput expected_input(const DatasetSpec& d) {
+  if (d.kind == "synthetic") {
+    const auto& y = d.synthetic;
+    if (y.vocab > 0) return ModelInput{{y.seq_len}, y.vocab, true};
+    if (!y.shape.empty()) return ModelInput{y.shape, y.classes, false};
+    return ModelInput{{y.features}, y.classes, false};
+  }
+  if (d.kind == "text") return ModelInput{{d.text.bptt}, d.text.vocab, true};
+  if (d.kind == "cifar10") return ModelInput{{3, 32, 32}, 10, false};
+  if (d.kind == "cifar100") return ModelInput{{3, 32, 32}, 100, false};
+  return ModelInput{{1, 28, 28}, 10, false};
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out;
+  for (auto d : shape) out += (out.empty() ? "" : ", ") + std::to_string(d);
+  return "[" + out + "]";
+}
+
+/// The model kind must read the dataset's samples; sizes that depend on the data (patches,
+/// image sides) are checked here too, so a mismatch is a scenario error, not a failed run.
+void check_model_fits_data(const Scenario& s) {
+  const ModelInfo& info = *ModelRegistry::builtin().find(s.model.kind);
+  const ModelInput in = expected_input(s.dataset);
+  const bool images = !in.tokens && in.sample_shape.size() == 3;
+  const std::string samples =
+      in.tokens ? "token sequences (dataset " + s.dataset.kind + ")"
+                : "samples shaped " + shape_text(in.sample_shape) + " (dataset " +
+                      s.dataset.kind + ")";
+  bool fits = true;
+  switch (info.data) {
+    case ModelData::kAny: fits = !in.tokens; break;
+    case ModelData::kImages: fits = images; break;
+    case ModelData::kTokens: fits = in.tokens; break;
+    case ModelData::kTokensOrImages: fits = in.tokens || images; break;
+    case ModelData::kFromFile: fits = !in.tokens; break;
+  }
+  if (!fits) {
+    throw ConfigError("model.kind", "expected a model for " + samples + "; \"" + info.kind +
+                                        "\" reads " + model_data_text(info.data) +
+                                        (in.tokens ? " (use \"lstm_lm\" or \"transformer\")"
+                                                   : ""));
+  }
+  if (s.model.kind == "transformer" && images &&
+      (in.sample_shape[1] % s.model.patch != 0 || in.sample_shape[2] % s.model.patch != 0)) {
+    throw ConfigError("model.patch", "expected a divisor of the images' height and width " +
+                                         shape_text(in.sample_shape) + ", got " +
+                                         std::to_string(s.model.patch));
+  }
+  if (s.model.kind == "vgg16" && images && (in.sample_shape[1] < 32 || in.sample_shape[2] < 32)) {
+    throw ConfigError("model.kind", "vgg16 pools five times and needs images of at least "
+                                    "32x32; " + samples);
+  }
 }
 
 /// A TorchScript file is checked before any data is loaded: it must load, have parameters,
@@ -87,13 +177,9 @@ void check_torchscript(const Scenario& s) {
   } catch (const ModelFileError& e) {
     throw ConfigError("model.path", e.what());
   }
-  const bool synthetic = s.dataset.kind == "synthetic";
-  const bool cifar = s.dataset.kind == "cifar10" || s.dataset.kind == "cifar100";
-  const std::vector<std::int64_t> shape =
-      synthetic ? std::vector<std::int64_t>{s.dataset.synthetic.features}
-                : cifar ? std::vector<std::int64_t>{3, 32, 32} : std::vector<std::int64_t>{1, 28, 28};
-  const std::int64_t classes = synthetic ? s.dataset.synthetic.classes
-                               : s.dataset.kind == "cifar100" ? 100 : 10;
+  const ModelInput input = expected_input(s.dataset);
+  const std::vector<std::int64_t>& shape = input.sample_shape;
+  const std::int64_t classes = input.classes;
   if (!info.input_shape.empty() && info.input_shape != shape) {
     std::string want;
     std::string got;
@@ -119,57 +205,115 @@ void check_torchscript(const Scenario& s) {
 
 DatasetSpec read_dataset(const JsonFields& root) {
   JsonFields f(root.object_at("dataset"), root.path_of("dataset"));
-  f.allow({"kind", "path", "train_limit", "test_limit", "partition", "classes", "features",
-           "train_samples", "test_samples", "separation"});
+  f.allow({"kind", "path", "train_limit", "test_limit", "partition", "augment", "classes",
+           "features", "shape", "vocab", "bptt", "train_samples", "test_samples", "separation",
+           "unit", "test_fraction"});
   DatasetSpec d;
-  d.kind = f.string("kind", d.kind, {"fashion-mnist", "cifar10", "cifar100", "synthetic"});
+  d.kind = f.string("kind", d.kind, {"fashion-mnist", "cifar10", "cifar100", "text", "synthetic"});
   const bool cifar = d.kind == "cifar10" || d.kind == "cifar100";
+  const bool text = d.kind == "text";
+  const bool synthetic = d.kind == "synthetic";
   if (cifar && !f.has("path")) {
     throw ConfigError(f.path_of("path"),
                       "missing; expected the folder holding the " + d.kind +
                           " binary files (nothing is downloaded: data_batch_1.bin ... "
                           "test_batch.bin for cifar10, train.bin and test.bin for cifar100)");
   }
-  d.path = f.string("path", d.path);
-  d.train_limit = f.integer("train_limit", 0, 0, kFashionTrain);
-  d.test_limit = f.integer("test_limit", 0, 0, 10000);
-  if (d.kind == "synthetic") {
-    d.synthetic.classes = f.integer("classes", d.synthetic.classes, 2, 1000);
-    d.synthetic.features = f.integer("features", d.synthetic.features, 1, 100000);
-    d.synthetic.train_samples = f.integer("train_samples", d.synthetic.train_samples, 1, 10000000);
-    d.synthetic.test_samples = f.integer("test_samples", d.synthetic.test_samples, 1, 10000000);
-    d.synthetic.separation = f.number("separation", d.synthetic.separation, 0, 1e6, true);
+  const auto only_for = [&f](const char* key, const std::string& kinds) {
+    if (f.has(key)) throw ConfigError(f.path_of(key), "only valid for dataset.kind " + kinds);
+  };
+  d.path = f.string("path", text ? d.text.path : d.path);
+  d.train_limit = f.integer("train_limit", 0, 0, 100000000);
+  d.test_limit = f.integer("test_limit", 0, 0, 100000000);
+  if (synthetic) {
+    auto& y = d.synthetic;
+    y.classes = f.integer("classes", y.classes, 2, 1000);
+    y.features = f.integer("features", y.features, 1, 100000);
+    y.shape = int_list(f, "shape", {}, 1);
+    if (f.has("shape") && (y.shape.empty() || y.shape.size() > 3)) {
+      throw ConfigError(f.path_of("shape"), "expected 1 to 3 dimensions, e.g. [3, 32, 32]");
+    }
+    y.vocab = f.integer("vocab", 0, 2, 1000000);
+    y.seq_len = f.integer("bptt", y.seq_len, 1, 100000);
+    if (y.vocab > 0 && (f.has("shape") || f.has("classes") || f.has("features"))) {
+      throw ConfigError(f.path_of("vocab"), "token sequences take vocab and bptt, not shape, "
+                                            "classes or features");
+    }
+    if (y.vocab == 0 && f.has("bptt")) {
+      throw ConfigError(f.path_of("bptt"), "only valid with dataset.vocab (token sequences)");
+    }
+    y.train_samples = f.integer("train_samples", y.train_samples, 1, 10000000);
+    y.test_samples = f.integer("test_samples", y.test_samples, 1, 10000000);
+    y.separation = f.number("separation", y.separation, 0, 1e6, true);
   } else {
-    for (const char* key : {"classes", "features", "train_samples", "test_samples", "separation"}) {
-      if (f.has(key)) throw ConfigError(f.path_of(key), "only valid for dataset.kind \"synthetic\"");
+    for (const char* key : {"classes", "features", "shape", "train_samples", "test_samples",
+                            "separation"}) {
+      only_for(key, "\"synthetic\"");
     }
-    if (cifar && !is_directory(d.path)) {
-      throw ConfigError(f.path_of("path"), d.kind + " directory not found: " + d.path);
+  }
+  if (text) {
+    d.text.path = d.path;
+    d.text.unit = f.string("unit", d.text.unit, {"word", "char"});
+    d.text.bptt = f.integer("bptt", d.text.bptt, 1, 100000);
+    d.text.vocab = f.integer("vocab", d.text.vocab, 2, 1000000);
+    d.text.test_fraction = f.number("test_fraction", d.text.test_fraction, 0, 0.9, true);
+    struct stat st {};
+    if (::stat(d.path.c_str(), &st) != 0) {
+      throw ConfigError(f.path_of("path"), "not found: " + d.path + "; expected a UTF-8 text "
+                                           "file or a folder of them");
     }
-    if (!cifar && !is_directory(d.path)) {
-      throw ConfigError(f.path_of("path"),
-                        "Fashion-MNIST directory not found: " + d.path +
-                            "; expected a folder with its gz IDX files (apt-get install "
-                            "dataset-fashion-mnist, or set dataset.path)");
+  } else {
+    for (const char* key : {"unit", "test_fraction"}) only_for(key, "\"text\"");
+    if (!synthetic) {
+      only_for("vocab", "\"text\" or \"synthetic\"");
+      only_for("bptt", "\"text\" or \"synthetic\"");
     }
+  }
+  if (cifar && !is_directory(d.path)) {
+    throw ConfigError(f.path_of("path"), d.kind + " directory not found: " + d.path);
+  }
+  if (d.kind == "fashion-mnist" && !is_directory(d.path)) {
+    throw ConfigError(f.path_of("path"),
+                      "Fashion-MNIST directory not found: " + d.path +
+                          "; expected a folder with its gz IDX files (apt-get install "
+                          "dataset-fashion-mnist, or set dataset.path)");
+  }
+  const bool images = cifar || d.kind == "fashion-mnist" ||
+                      (synthetic && d.synthetic.shape.size() == 3);
+  d.augment = f.boolean("augment", cifar);
+  if (d.augment && !images) {
+    throw ConfigError(f.path_of("augment"), "random crop and flip need images shaped "
+                                            "{C, H, W}; this dataset has none");
   }
   JsonFields p(f.object_at("partition"), f.path_of("partition"));
   p.allow({"kind", "alpha"});
   d.partition = p.string("kind", "iid", {"iid", "dirichlet"});
   d.alpha = p.number("alpha", d.alpha, 0, 1e6, true);
+  const bool tokens = text || (synthetic && d.synthetic.vocab > 0);
+  if (tokens && d.partition == "dirichlet") {
+    throw ConfigError(p.path_of("kind"), "a Dirichlet split draws classes per worker; token "
+                                         "sequences have none (expected \"iid\")");
+  }
   return d;
 }
 
 std::int64_t train_size(const DatasetSpec& d) {
   if (d.kind == "synthetic") return d.synthetic.train_samples;
-  const std::int64_t all = d.kind == "fashion-mnist" ? kFashionTrain : 50000;
+  std::int64_t all = d.kind == "fashion-mnist" ? kFashionTrain : 50000;
+  if (d.kind == "text") {
+    try {
+      all = load_text(d.text).train.size();
+    } catch (const DatasetError& e) {
+      throw ConfigError("dataset.path", e.what());
+    }
+  }
   return d.train_limit > 0 ? std::min(d.train_limit, all) : all;
 }
 
 TrainingSpec read_training(const JsonFields& root, const DatasetSpec& dataset) {
   JsonFields f(root.object_at("training"), root.path_of("training"));
   f.allow({"workers", "steps", "epochs", "batch", "optimizer", "eval_every", "eval_samples",
-           "target_accuracy"});
+           "target_accuracy", "target_perplexity"});
   TrainingSpec t;
   t.workers = static_cast<int>(f.integer("workers", t.workers, 1, 1024));
   t.batch = f.integer("batch", t.batch, 1, 1 << 20);
@@ -187,6 +331,18 @@ TrainingSpec read_training(const JsonFields& root, const DatasetSpec& dataset) {
   t.eval_every = f.integer("eval_every", std::max<std::int64_t>(1, t.steps / 10), 1, 100000000);
   t.eval_samples = f.integer("eval_samples", 0, 0, 100000000);
   t.target_accuracy = f.number("target_accuracy", 0, 0, 1);
+  t.target_perplexity = f.number("target_perplexity", 0, 1, 1e12);
+  const bool tokens = dataset.kind == "text" ||
+                      (dataset.kind == "synthetic" && dataset.synthetic.vocab > 0);
+  if (f.has("target_perplexity") && !tokens) {
+    throw ConfigError(f.path_of("target_perplexity"),
+                      "perplexity is the metric of language models (dataset.kind \"text\", or "
+                      "\"synthetic\" with vocab); expected target_accuracy");
+  }
+  if (f.has("target_perplexity") && f.has("target_accuracy")) {
+    throw ConfigError(f.path_of("target_perplexity"), "give target_accuracy or "
+                                                      "target_perplexity, not both");
+  }
 
   JsonFields o(f.object_at("optimizer"), f.path_of("optimizer"));
   o.allow({"kind", "lr", "momentum", "weight_decay", "nesterov", "warmup_steps", "milestones",
@@ -326,25 +482,48 @@ TopologySpec read_topology(const JsonFields& topo) {
 
 nlohmann::json to_json(const Scenario& s) {
   nlohmann::json model = {{"kind", s.model.kind}};
-  if (s.model.kind == "mlp") {
-    model["hidden"] = s.model.hidden;
-  } else if (s.model.kind == "torchscript") {
-    model["path"] = s.model.path;
-  } else {
-    model.update({{"conv1", s.model.conv1}, {"conv2", s.model.conv2}, {"fc1", s.model.fc1},
-                  {"fc2", s.model.fc2}});
+  const ModelConfig& m = s.model;
+  if (m.kind == "mlp") {
+    model["hidden"] = m.hidden;
+  } else if (m.kind == "torchscript") {
+    model["path"] = m.path;
+  } else if (m.kind == "cnn") {
+    model.update({{"conv1", m.conv1}, {"conv2", m.conv2}, {"fc1", m.fc1}, {"fc2", m.fc2}});
+  } else if (m.kind == "mobilenetv2") {
+    model["width"] = m.width;
+  } else if (m.kind == "lstm_lm") {
+    model.update({{"embedding", m.embedding}, {"hidden_size", m.hidden_size},
+                  {"layers", m.layers}, {"dropout", m.dropout < 0 ? 0.5 : m.dropout},
+                  {"tied", m.tied}});
+  } else if (m.kind == "transformer") {
+    model.update({{"d_model", m.d_model}, {"heads", m.heads}, {"ff", m.ff},
+                  {"layers", m.layers}, {"dropout", m.dropout < 0 ? 0.1 : m.dropout},
+                  {"patch", m.patch}});
   }
   nlohmann::json dataset = {{"kind", s.dataset.kind},
                             {"partition", {{"kind", s.dataset.partition}}}};
   if (s.dataset.partition == "dirichlet") dataset["partition"]["alpha"] = s.dataset.alpha;
   if (s.dataset.kind == "synthetic") {
     const auto& y = s.dataset.synthetic;
-    dataset.update({{"classes", y.classes}, {"features", y.features},
-                    {"train_samples", y.train_samples}, {"test_samples", y.test_samples},
-                    {"separation", y.separation}});
+    if (y.vocab > 0) {
+      dataset.update({{"vocab", y.vocab}, {"bptt", y.seq_len}});
+    } else {
+      dataset.update({{"classes", y.classes}, {"separation", y.separation}});
+      if (y.shape.empty()) dataset["features"] = y.features;
+      else dataset["shape"] = y.shape;
+    }
+    dataset.update({{"train_samples", y.train_samples}, {"test_samples", y.test_samples}});
   } else {
     dataset.update({{"path", s.dataset.path}, {"train_limit", s.dataset.train_limit},
                     {"test_limit", s.dataset.test_limit}});
+  }
+  if (s.dataset.kind == "text") {
+    const auto& x = s.dataset.text;
+    dataset.update({{"unit", x.unit}, {"bptt", x.bptt}, {"vocab", x.vocab},
+                    {"test_fraction", x.test_fraction}});
+  }
+  if (s.dataset.kind != "text" && expected_input(s.dataset).sample_shape.size() == 3) {
+    dataset["augment"] = s.dataset.augment;
   }
   const auto& t = s.training;
   nlohmann::json training = {
@@ -359,6 +538,7 @@ nlohmann::json to_json(const Scenario& s) {
       {"eval_every", t.eval_every},
       {"eval_samples", t.eval_samples},
       {"target_accuracy", t.target_accuracy}};
+  if (t.target_perplexity > 0) training["target_perplexity"] = t.target_perplexity;
   nlohmann::json compute = {{"mode", s.compute.mode}, {"device", s.compute.device},
                             {"threads", s.compute.threads}};
   if (s.compute.mode == "measured") compute["scale"] = s.compute.scale;
@@ -554,9 +734,7 @@ Scenario load_scenario(const nlohmann::json& document) {
                                         ": it sends parameters, not gradients, and compressing "
                                         "parameters is not supported yet");
   }
-  if (s.model.kind == "cnn" && s.dataset.kind == "synthetic") {
-    throw ConfigError("model.kind", "the cnn needs image data: expected \"mlp\" with synthetic data");
-  }
+  check_model_fits_data(s);
   if (s.model.kind == "torchscript") check_torchscript(s);
   s.resolved = to_json(s);
   return s;

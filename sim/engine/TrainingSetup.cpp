@@ -40,9 +40,22 @@ torch::Device pick_device(const std::string& requested) {
   return torch::Device(torch::kCPU);
 }
 
-DatasetSplit load_dataset(const DatasetSpec& spec, std::uint64_t seed) {
+/// The first `limit` samples of `d` (all when limit is 0).
+void keep_first(Dataset& d, std::int64_t limit) {
+  if (limit <= 0 || limit >= d.size()) return;
+  d.inputs = d.inputs.slice(0, 0, limit);
+  d.labels = d.labels.slice(0, 0, limit);
+}
+
+DatasetSplit read_data(const DatasetSpec& spec, std::uint64_t seed) {
   if (spec.kind == "synthetic") return make_synthetic(spec.synthetic, seed);
   try {
+    if (spec.kind == "text") {
+      DatasetSplit split = load_text(spec.text);
+      keep_first(split.train, spec.train_limit);
+      keep_first(split.test, spec.test_limit);
+      return split;
+    }
     if (spec.kind == "cifar10" || spec.kind == "cifar100") {
       return load_cifar(spec.path, spec.kind == "cifar10" ? 10 : 100, spec.train_limit,
                         spec.test_limit);
@@ -50,6 +63,37 @@ DatasetSplit load_dataset(const DatasetSpec& spec, std::uint64_t seed) {
     return load_fashion_mnist(spec.path, spec.train_limit, spec.test_limit);
   } catch (const DatasetError& e) {
     throw ConfigError("dataset.path", e.what());
+  }
+}
+
+DatasetSplit load_dataset(const DatasetSpec& spec, std::uint64_t seed) {
+  DatasetSplit split = read_data(spec, seed);
+  split.train.augment = spec.augment;
+  return split;
+}
+
+/// Batch-normalisation statistics are not parameters: no scheme sends them, and each worker
+/// keeps the running mean and variance of its own batches. A model that evaluates parameters
+/// averaged over workers (gossip, leader) or kept by a server (async PS) takes the mean of the
+/// workers' statistics, the estimate that matches those parameters best; counters (integer
+/// buffers) come from the first worker.
+void load_mean_buffers(Model& target, const std::vector<std::shared_ptr<Model>>& workers) {
+  torch::NoGradGuard no_grad;
+  auto out = target.named_buffers();
+  std::vector<torch::OrderedDict<std::string, torch::Tensor>> sources;
+  for (const auto& w : workers) {
+    if (w) sources.push_back(w->named_buffers());
+  }
+  if (sources.empty()) return;
+  for (auto& item : out) {
+    at::Tensor& buffer = item.value();
+    if (!at::isFloatingType(buffer.scalar_type())) {
+      buffer.copy_(sources.front()[item.key()]);
+      continue;
+    }
+    at::Tensor sum = at::zeros_like(buffer);
+    for (const auto& source : sources) sum += source[item.key()].to(buffer.device());
+    buffer.copy_(sum / static_cast<double>(sources.size()));
   }
 }
 
@@ -92,13 +136,13 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
   // Every model, wherever it is built, starts from the same torch seed: replicas start
   // identical, and the global generator ends in the same state in every process.
   s.models.resize(static_cast<std::size_t>(s.n));
+  const ModelInput input{s.data.train.sample_shape, s.data.train.classes, s.data.train.tokens};
   for (int r : model_ranks) {
     torch::manual_seed(sc.seed);
-    s.models.at(static_cast<std::size_t>(r)) =
-        make_model(sc.model, s.data.train.sample_shape, s.data.train.classes);
+    s.models.at(static_cast<std::size_t>(r)) = make_model(sc.model, input);
   }
   torch::manual_seed(sc.seed);
-  s.eval_model = make_model(sc.model, s.data.train.sample_shape, s.data.train.classes);
+  s.eval_model = make_model(sc.model, input);
 
   std::vector<LayerSlice> layers;
   for (const auto& item : s.eval_model->named_parameters()) {
@@ -256,6 +300,7 @@ EvalResult TrainingSetup::evaluate() {
     p.copy_(on_device.slice(0, offset, offset + p.numel()).view_as(p));
     offset += p.numel();
   }
+  load_mean_buffers(*s.eval_model, s.models);
   return s.evaluator->evaluate(*s.eval_model);
 }
 

@@ -107,6 +107,8 @@ ParsedEvaluation ReportParser::parse_evaluation(const ProtocolMessage& m) {
   p.loss = get_number(m.header, "loss");
   p.samples = static_cast<std::int64_t>(
       get_uint(m.header, "samples", std::numeric_limits<std::int64_t>::max()));
+  if (m.header.contains("top5_accuracy")) p.top5_accuracy = get_number(m.header, "top5_accuracy");
+  if (m.header.contains("perplexity")) p.perplexity = get_number(m.header, "perplexity");
   p.consensus = m.header.contains("consensus_distance")
                     ? get_number(m.header, "consensus_distance")
                     : 0.0;

@@ -38,7 +38,9 @@ struct ParsedReport {
 /// A client's answer to "evaluate".
 struct ParsedEvaluation {
   double accuracy = 0;
+  double top5_accuracy = -1;  ///< absent: not measured
   double loss = 0;
+  double perplexity = -1;     ///< absent: not a language model
   std::int64_t samples = 0;
   double consensus = 0;
 };

@@ -41,7 +41,9 @@ void ServiceMetrics::record_evaluation(std::int64_t step, double sim_time_s,
                                        const ParsedEvaluation& evaluation) {
   EvalResult result;
   result.accuracy = evaluation.accuracy;
+  result.top5_accuracy = evaluation.top5_accuracy;
   result.loss = evaluation.loss;
+  result.perplexity = evaluation.perplexity;
   result.samples = evaluation.samples;
   recorder_->evaluation(step, sim_time_s, result, evaluation.consensus);
 }

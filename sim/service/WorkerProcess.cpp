@@ -183,6 +183,8 @@ class WorkerClient {
         e["accuracy"] = r.accuracy;
         e["loss"] = r.loss;
         e["samples"] = r.samples;
+        if (r.top5_accuracy >= 0) e["top5_accuracy"] = r.top5_accuracy;
+        if (r.perplexity >= 0) e["perplexity"] = r.perplexity;
         e["consensus_distance"] = setup.consensus_distance();
         connection.send(e);
       } else if (type == "end") {

@@ -1,0 +1,26 @@
+// ResNet-18 for 32x32 images, as CIFAR studies use it: torchvision's ResNet-18 (He et al. 2016,
+// four stages of two basic blocks at 64-512 channels, 1x1 convolution + batch norm on
+// shortcuts that change shape) with a 3x3 stride-1 stem and no max pool, so small images keep
+// their resolution; 11.2M parameters for 10 classes.
+#pragma once
+
+#include <memory>
+
+#include "nodes/training/Model.h"
+
+namespace gradwire {
+
+class ResNet18 : public Model {
+ public:
+  /// `input.sample_shape` = {C, H, W}. Throws std::invalid_argument otherwise.
+  explicit ResNet18(const ModelInput& input);
+
+  /// `x`: [batch, C, H, W]; returns [batch, classes] logits.
+  torch::Tensor forward(torch::Tensor x) override;
+
+ private:
+  struct Layers;
+  std::shared_ptr<Layers> layers_;
+};
+
+}  // namespace gradwire
