@@ -36,10 +36,11 @@ std::string where(const std::string& path) {
 std::vector<fs::path> text_files(const std::string& path) {
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
-  if (!fs::exists(status)) {
+  if (status.type() == fs::file_type::not_found) {
     throw DatasetError(where(path) + " does not exist; dataset.path may name any UTF-8 text "
                        "file, or a folder whose files are read in name order");
   }
+  if (error) throw DatasetError(where(path) + ": cannot access (" + error.message() + ")");
   if (!fs::is_directory(status)) return {fs::path(path)};
   std::vector<fs::path> names;
   for (const fs::directory_entry& entry : fs::directory_iterator(path, error)) {

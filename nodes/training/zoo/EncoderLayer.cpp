@@ -18,6 +18,13 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw std::invalid_argument("transformer: " + message);
 }
 
+/// ATen's linear rather than LinearImpl::forward: the C++ module's functional linear turns a
+/// [batch, L, d] input into a matmul and a separate bias add, where ATen (as PyTorch calls it)
+/// runs one fused addmm, whose backward is faster too.
+torch::Tensor fused_linear(const torch::nn::LinearImpl& layer, const torch::Tensor& x) {
+  return torch::linear(x, layer.weight, layer.bias);
+}
+
 }  // namespace
 
 EncoderLayer::EncoderLayer(std::int64_t d_model, std::int64_t heads, std::int64_t ff,
@@ -56,7 +63,7 @@ torch::Tensor EncoderLayer::forward(const torch::Tensor& x, const torch::Tensor&
   const bool training = is_training();
 
   // [batch, L, 3d] -> [3, batch * heads, L, head_dim] in one copy, then q, k, v are views.
-  const torch::Tensor qkv = in_proj_->forward(attention_norm_->forward(x))
+  const torch::Tensor qkv = fused_linear(*in_proj_, attention_norm_->forward(x))
                                 .view({batch, length, 3, heads_, head_dim})
                                 .permute({2, 0, 3, 1, 4})
                                 .reshape({3, batch * heads_, length, head_dim});
@@ -72,10 +79,10 @@ torch::Tensor EncoderLayer::forward(const torch::Tensor& x, const torch::Tensor&
                                      .view({batch, heads_, length, head_dim})
                                      .transpose(1, 2)
                                      .reshape({batch, length, d_model_});
-  torch::Tensor out = x + torch::dropout(out_proj_->forward(attended), dropout_, training);
+  torch::Tensor out = x + torch::dropout(fused_linear(*out_proj_, attended), dropout_, training);
 
-  torch::Tensor h = torch::gelu(linear1_->forward(feed_forward_norm_->forward(out)));
-  h = linear2_->forward(torch::dropout(h, dropout_, training));
+  torch::Tensor h = torch::gelu(fused_linear(*linear1_, feed_forward_norm_->forward(out)));
+  h = fused_linear(*linear2_, torch::dropout(h, dropout_, training));
   return out + torch::dropout(h, dropout_, training);
 }
 

@@ -87,7 +87,9 @@ torch::Tensor LstmLanguageModel::forward(torch::Tensor x) {
   Layers& l = *layers_;
   // No state passed: every sequence starts from zeros (see the header).
   torch::Tensor h = torch::dropout(l.embedding->forward(x), l.dropout, is_training());
-  h = std::get<0>(l.lstm->forward(h));
+  // The batch-first output is a transposed view; made contiguous, the decoder runs as one fused
+  // addmm (bias included) instead of a matmul with a copy and a separate bias add.
+  h = std::get<0>(l.lstm->forward(h)).contiguous();
   h = torch::dropout(h, l.dropout, is_training());
   return torch::linear(h, l.decoder_weight, l.decoder_bias);
 }

@@ -39,7 +39,6 @@ struct TransformerModel::Layers {
   std::vector<std::shared_ptr<EncoderLayer>> encoder;
   torch::nn::LayerNorm norm{nullptr};
   torch::nn::Linear decoder{nullptr};  // tokens: to the vocabulary; images: to the classes
-  torch::Tensor causal_mask;           // tokens: additive [T, T], -inf above the diagonal
 };
 
 TransformerModel::TransformerModel(const ModelInput& input, const ModelConfig& config)
@@ -68,8 +67,6 @@ TransformerModel::TransformerModel(const ModelInput& input, const ModelConfig& c
     length = shape[0];
     l.token_embedding = register_module("token_embedding", nn::Embedding(input.classes, d));
     add_layer_cost("token_embedding", "embedding", 0);  // a table lookup
-    l.causal_mask = torch::full({length, length}, -std::numeric_limits<float>::infinity())
-                        .triu(1);
   } else {
     const std::int64_t channels = shape[0];
     const std::int64_t patch = config.patch;
@@ -118,7 +115,10 @@ torch::Tensor TransformerModel::forward(torch::Tensor x) {
     // Shorter sequences than the model was built for use the first positions.
     const std::int64_t length = x.size(1);
     h = l.token_embedding->forward(x) + l.position_embedding.narrow(1, 0, length);
-    mask = l.causal_mask.narrow(0, 0, length).narrow(1, 0, length);
+    // Additive causal mask, -inf above the diagonal: position i attends to positions <= i.
+    // Made per call (L x L, negligible) so it follows the model's dtype and device.
+    mask = torch::full({length, length}, -std::numeric_limits<double>::infinity(), h.options())
+               .triu(1);
   } else {
     h = l.patch_embedding->forward(x).flatten(2).transpose(1, 2);  // [batch, patches, d]
     h = torch::cat({l.class_token.expand({h.size(0), 1, h.size(2)}), h}, 1) +
@@ -127,7 +127,8 @@ torch::Tensor TransformerModel::forward(torch::Tensor x) {
   h = torch::dropout(h, l.dropout, is_training());
   for (const auto& layer : l.encoder) h = layer->forward(h, mask);
   h = l.norm->forward(h);
-  return l.decoder->forward(l.tokens ? h : h.select(1, 0));
+  // ATen's fused linear; see EncoderLayer.cpp for why not LinearImpl::forward.
+  return torch::linear(l.tokens ? h : h.select(1, 0), l.decoder->weight, l.decoder->bias);
 }
 
 }  // namespace gradwire

@@ -239,6 +239,9 @@ TEST(ShippedScenarios, EveryScenarioAndStudyValidates) {
   for (const auto& entry :
        fs::recursive_directory_iterator(fs::path(GRADWIRE_SOURCE_DIR) / "scenarios")) {
     if (entry.path().extension() != ".json") continue;
+    // The workloads read CIFAR files and an exported model that a checkout does not hold;
+    // workloads_test validates each with its data put in place.
+    if (entry.path().parent_path().filename() == "workloads") continue;
     const nlohmann::json doc = read_scenario_file(entry.path().string());
     try {
       if (doc.contains("gradwire_sweep")) {
