@@ -162,8 +162,8 @@ void check_model_fits_data(const Scenario& s) {
                                          std::to_string(s.model.patch));
   }
   if (s.model.kind == "vgg16" && images && (in.sample_shape[1] < 32 || in.sample_shape[2] < 32)) {
-    throw ConfigError("model.kind", "vgg16 pools five times and needs images of at least "
-                                    "32x32; " + samples);
+    throw ConfigError("model.kind", "expected images of at least 32x32 for vgg16 (it pools "
+                                    "five times); " + samples);
   }
 }
 
@@ -220,7 +220,7 @@ DatasetSpec read_dataset(const JsonFields& root) {
                           "test_batch.bin for cifar10, train.bin and test.bin for cifar100)");
   }
   const auto only_for = [&f](const char* key, const std::string& kinds) {
-    if (f.has(key)) throw ConfigError(f.path_of(key), "only valid for dataset.kind " + kinds);
+    if (f.has(key)) throw ConfigError(f.path_of(key), "expected only with dataset.kind " + kinds);
   };
   d.path = f.string("path", text ? d.text.path : d.path);
   d.train_limit = f.integer("train_limit", 0, 0, 100000000);
@@ -240,7 +240,7 @@ DatasetSpec read_dataset(const JsonFields& root) {
                                             "classes or features");
     }
     if (y.vocab == 0 && f.has("bptt")) {
-      throw ConfigError(f.path_of("bptt"), "only valid with dataset.vocab (token sequences)");
+      throw ConfigError(f.path_of("bptt"), "expected only with dataset.vocab (token sequences)");
     }
     y.train_samples = f.integer("train_samples", y.train_samples, 1, 10000000);
     y.test_samples = f.integer("test_samples", y.test_samples, 1, 10000000);
@@ -282,8 +282,8 @@ DatasetSpec read_dataset(const JsonFields& root) {
                       (synthetic && d.synthetic.shape.size() == 3);
   d.augment = f.boolean("augment", cifar);
   if (d.augment && !images) {
-    throw ConfigError(f.path_of("augment"), "random crop and flip need images shaped "
-                                            "{C, H, W}; this dataset has none");
+    throw ConfigError(f.path_of("augment"), "expected images shaped {C, H, W} for random crop "
+                                            "and flip; this dataset has none");
   }
   JsonFields p(f.object_at("partition"), f.path_of("partition"));
   p.allow({"kind", "alpha"});

@@ -20,6 +20,7 @@
 #include "nodes/schemes/WallClockAccount.h"
 #include "nodes/schemes/Worker.h"
 #include "nodes/training/Partition.h"
+#include "nodes/training/RunningStatistics.h"
 #include "nodes/training/ShardLoader.h"
 #include "nodes/transport/TransportConfig.h"
 #include "sim/engine/ComputeTime.h"
@@ -70,31 +71,6 @@ DatasetSplit load_dataset(const DatasetSpec& spec, std::uint64_t seed) {
   DatasetSplit split = read_data(spec, seed);
   split.train.augment = spec.augment;
   return split;
-}
-
-/// Batch-normalisation statistics are not parameters: no scheme sends them, and each worker
-/// keeps the running mean and variance of its own batches. A model that evaluates parameters
-/// averaged over workers (gossip, leader) or kept by a server (async PS) takes the mean of the
-/// workers' statistics, the estimate that matches those parameters best; counters (integer
-/// buffers) come from the first worker.
-void load_mean_buffers(Model& target, const std::vector<std::shared_ptr<Model>>& workers) {
-  torch::NoGradGuard no_grad;
-  auto out = target.named_buffers();
-  std::vector<torch::OrderedDict<std::string, torch::Tensor>> sources;
-  for (const auto& w : workers) {
-    if (w) sources.push_back(w->named_buffers());
-  }
-  if (sources.empty()) return;
-  for (auto& item : out) {
-    at::Tensor& buffer = item.value();
-    if (!at::isFloatingType(buffer.scalar_type())) {
-      buffer.copy_(sources.front()[item.key()]);
-      continue;
-    }
-    at::Tensor sum = at::zeros_like(buffer);
-    for (const auto& source : sources) sum += source[item.key()].to(buffer.device());
-    buffer.copy_(sum / static_cast<double>(sources.size()));
-  }
 }
 
 }  // namespace
@@ -300,6 +276,7 @@ EvalResult TrainingSetup::evaluate() {
     p.copy_(on_device.slice(0, offset, offset + p.numel()).view_as(p));
     offset += p.numel();
   }
+  // Running statistics (batch normalisation) are no scheme's to send: see RunningStatistics.h.
   load_mean_buffers(*s.eval_model, s.models);
   return s.evaluator->evaluate(*s.eval_model);
 }

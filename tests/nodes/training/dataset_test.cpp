@@ -11,11 +11,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "nodes/training/Dataset.h"
+#include "nodes/training/ImageAugmentation.h"
 #include "nodes/training/Partition.h"
 #include "nodes/training/ShardLoader.h"
 
@@ -517,6 +520,69 @@ TEST(ShardLoader, RejectsBadShards) {
   EXPECT_THROW(ShardLoader(data, {3, 10}, 4, 1), std::invalid_argument);
   ShardLoader empty(data, {}, 0, 1);
   EXPECT_EQ(empty.next().first.size(0), 0);
+}
+
+}  // namespace
+
+namespace {
+
+// One bright pixel per image: where it lands after augmentation shows the crop offset and the
+// flip that were drawn.
+std::pair<std::int64_t, std::int64_t> bright_pixel(const torch::Tensor& image) {
+  const std::int64_t at = image[0].flatten().argmax().item<std::int64_t>();
+  return {at / image.size(2), at % image.size(2)};
+}
+
+TEST(ImageAugmentation, CropsWithinFourPixelsFlipsHalfTheTimeAndRepeatsFromItsSeed) {
+  const std::int64_t n = 400;
+  torch::Tensor images = torch::zeros({n, 1, 16, 16});
+  images.index_put_({torch::indexing::Slice(), 0, 8, 3}, 1.0f);  // row 8, column 3
+  std::mt19937_64 rng(5);
+  const torch::Tensor out = ImageAugmentation::crop_and_flip(images, rng);
+  ASSERT_EQ(out.sizes(), images.sizes());
+  std::set<std::int64_t> rows;
+  int flipped = 0;
+  int lost = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (out[i].max().item<float>() == 0.0f) {  // cropped away: only when shifted off the edge
+      ++lost;
+      continue;
+    }
+    const auto [row, col] = bright_pixel(out[i]);
+    EXPECT_LE(std::abs(row - 8), ImageAugmentation::kPadding);
+    rows.insert(row);
+    const bool mirror = std::abs((15 - col) - 3) <= ImageAugmentation::kPadding;
+    const bool plain = std::abs(col - 3) <= ImageAugmentation::kPadding;
+    EXPECT_TRUE(mirror || plain) << "column " << col;
+    if (mirror && !plain) ++flipped;
+    EXPECT_FLOAT_EQ(out[i].sum().item<float>(), 1.0f);  // padding is zeros, nothing invented
+  }
+  EXPECT_EQ(rows.size(), 9u);  // every offset in [-4, 4] occurs
+  EXPECT_GT(flipped, n / 4);
+  EXPECT_LT(flipped, 3 * n / 4);
+  EXPECT_LT(lost, n / 5);  // a crop 4 pixels left of column 3 loses it: 1 in 9
+  std::mt19937_64 again(5);
+  EXPECT_TRUE(ImageAugmentation::crop_and_flip(images, again).equal(out));
+}
+
+TEST(ShardLoader, AugmentsTrainingImagesOnlyWhenTheDatasetSaysSo) {
+  SyntheticConfig config;
+  config.shape = {3, 8, 8};
+  config.train_samples = 64;
+  const DatasetSplit data = make_synthetic(config, 3);
+  Dataset images = data.train;  // loaders hold a reference: one dataset each
+  images.augment = true;
+  std::vector<std::int64_t> shard(64);
+  std::iota(shard.begin(), shard.end(), 0);
+  ShardLoader plain(data.train, shard, 16, 9);
+  ShardLoader augmented(images, shard, 16, 9);
+  ShardLoader augmented_again(images, shard, 16, 9);
+  const auto [x0, y0] = plain.next();
+  const auto [x1, y1] = augmented.next();
+  const auto [x2, y2] = augmented_again.next();
+  EXPECT_TRUE(y0.equal(y1));       // the same samples in the same order...
+  EXPECT_FALSE(x0.equal(x1));      // ...cropped and flipped
+  EXPECT_TRUE(x1.equal(x2));       // from the loader's seed alone
 }
 
 }  // namespace

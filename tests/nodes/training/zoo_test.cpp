@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "nodes/training/Model.h"
+#include "nodes/training/RunningStatistics.h"
 #include "nodes/training/zoo/BasicBlock.h"
 #include "nodes/training/zoo/MobileNetV2.h"
 #include "nodes/training/zoo/ResNet18.h"
@@ -500,3 +501,42 @@ TEST(Resnet20PyTorch, LossAndEveryGradientEqualPyTorchs) {
 }
 
 }  // namespace
+
+namespace gradwire {
+namespace {
+
+// The statistics a gossip, Leader SGD or async-PS evaluation uses: the workers' mean, with the
+// batch counter of the first worker; parameters are not touched.
+TEST(RunningStatisticsOfWorkers, EvaluationModelTakesTheirMean) {
+  torch::manual_seed(1);
+  ModelConfig config;
+  config.kind = "resnet20";
+  const ModelInput input{{3, 32, 32}, 10, false};
+  auto a = make_model(config, input);
+  auto b = make_model(config, input);
+  auto target = make_model(config, input);
+  a->train();
+  b->train();
+  a->forward(torch::randn({4, 3, 32, 32}));           // two different batches:
+  b->forward(torch::randn({4, 3, 32, 32}) * 3 + 1);  // two different sets of statistics
+  b->forward(torch::randn({4, 3, 32, 32}));
+  const auto weights_before = target->named_parameters()["conv1.weight"].clone();
+  load_mean_buffers(*target, {a, nullptr, b});
+  const auto ta = a->named_buffers();
+  const auto tb = b->named_buffers();
+  int checked = 0;
+  for (const auto& item : target->named_buffers()) {
+    if (item.key().find("num_batches_tracked") != std::string::npos) {
+      EXPECT_EQ(item.value().item<std::int64_t>(), 1) << item.key();
+      continue;
+    }
+    EXPECT_TRUE(item.value().allclose((ta[item.key()] + tb[item.key()]) / 2)) << item.key();
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2 * 19);  // running mean and variance of resnet20's 19 batch norms
+  EXPECT_TRUE(target->named_parameters()["conv1.weight"].equal(weights_before));
+  load_mean_buffers(*target, {});  // no worker built here: nothing to take
+}
+
+}  // namespace
+}  // namespace gradwire

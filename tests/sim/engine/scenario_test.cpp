@@ -137,7 +137,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "training.optimizer.momentum"},
         BadCase{"target above 1", {{"training", {{"target_accuracy", 80}}}}, "training.target_accuracy"},
         BadCase{"unknown model", {{"model", {{"kind", "resnet-1000"}}}}, "model.kind"},
-        BadCase{"cnn on synthetic", {{"model", {{"kind", "cnn"}}}}, "model.kind"},
+        BadCase{"cnn on synthetic features", {{"model", {{"kind", "cnn"}}}}, "model.kind"},
         BadCase{"unknown codec", {{"codec", {{"kind", "zip"}}}}, "codec.kind"},
         BadCase{"topk ratio out of range", {{"codec", {{"kind", "topk"}, {"ratio", 1.5}}}}, "codec.ratio"},
         BadCase{"unknown codec key", {{"codec", {{"kind", "topk"}, {"k", 5}}}}, "codec.k"},
@@ -152,8 +152,80 @@ INSTANTIATE_TEST_SUITE_P(
                  {"model", {{"kind", "mlp"}}}},
                 "dataset.path"},
         BadCase{"bad partition", {{"dataset", {{"partition", {{"kind", "dirichlet"}, {"alpha", 0}}}}}},
-                "dataset.partition.alpha"}),
+                "dataset.partition.alpha"},
+        BadCase{"resnet20 on features", {{"model", {{"kind", "resnet20"}}}}, "model.kind"},
+        BadCase{"lstm_lm on images",
+                {{"model", {{"kind", "lstm_lm"}}},
+                 {"dataset", {{"shape", {3, 32, 32}}}}},
+                "model.kind"},
+        BadCase{"mlp on tokens", {{"dataset", {{"vocab", 100}}}}, "model.kind"},
+        BadCase{"key of another model", {{"model", {{"kind", "resnet20"}, {"hidden", {8}}}}},
+                "model.hidden"},
+        BadCase{"heads not dividing d_model",
+                {{"model", {{"kind", "transformer"}, {"d_model", 30}, {"heads", 4}}},
+                 {"dataset", {{"vocab", 100}}}},
+                "model.heads"},
+        BadCase{"patch not dividing the image",
+                {{"model", {{"kind", "transformer"}, {"patch", 5}}},
+                 {"dataset", {{"shape", {3, 32, 32}}}}},
+                "model.patch"},
+        BadCase{"tied with unequal sizes",
+                {{"model", {{"kind", "lstm_lm"}, {"tied", true}, {"embedding", 100}}},
+                 {"dataset", {{"vocab", 100}}}},
+                "model.tied"},
+        BadCase{"vgg16 on small images",
+                {{"model", {{"kind", "vgg16"}}}, {"dataset", {{"shape", {3, 16, 16}}}}},
+                "model.kind"},
+        BadCase{"augmenting features", {{"dataset", {{"augment", true}}}}, "dataset.augment"},
+        BadCase{"dirichlet on tokens",
+                {{"model", {{"kind", "lstm_lm"}}},
+                 {"dataset", {{"vocab", 100}, {"partition", {{"kind", "dirichlet"}}}}}},
+                "dataset.partition.kind"},
+        BadCase{"perplexity target for a classifier", {{"training", {{"target_perplexity", 50}}}},
+                "training.target_perplexity"},
+        BadCase{"text file missing",
+                {{"model", {{"kind", "lstm_lm"}}},
+                 {"dataset", {{"kind", "text"}, {"path", "/nonexistent/corpus.txt"}}}},
+                "dataset.path"},
+        BadCase{"text unit", {{"model", {{"kind", "lstm_lm"}}},
+                              {"dataset", {{"kind", "text"}, {"unit", "byte"}}}},
+                "dataset.unit"},
+        BadCase{"bptt without vocab", {{"dataset", {{"bptt", 20}}}}, "dataset.bptt"},
+        BadCase{"cifar without path", {{"dataset", {{"kind", "cifar10"}}}}, "dataset.path"}),
     [](const auto& info) { return testing_names::sanitize(info.param.what); });
+
+TEST(Scenario, ZooModelsAndTheirDataResolveAndRoundTrip) {
+  const std::vector<std::pair<nlohmann::json, nlohmann::json>> cases = {
+      {{{"kind", "resnet20"}}, {{"kind", "synthetic"}, {"shape", {3, 32, 32}}}},
+      {{{"kind", "mobilenetv2"}, {"width", 0.5}}, {{"kind", "synthetic"}, {"shape", {3, 32, 32}}}},
+      {{{"kind", "transformer"}, {"patch", 8}}, {{"kind", "synthetic"}, {"shape", {3, 32, 32}}}},
+      {{{"kind", "lstm_lm"}, {"hidden_size", 64}, {"embedding", 64}, {"tied", true}},
+       {{"kind", "synthetic"}, {"vocab", 300}, {"bptt", 20}}},
+      {{{"kind", "transformer"}}, {{"kind", "text"}, {"unit", "char"}, {"bptt", 64}}},
+  };
+  for (const auto& [model, dataset] : cases) {
+    auto doc = minimal();
+    doc["model"] = model;
+    doc["dataset"] = dataset;
+    const Scenario s = load_scenario(doc);
+    EXPECT_EQ(s.model.kind, model["kind"]);
+    EXPECT_EQ(load_scenario(s.resolved).resolved, s.resolved) << s.resolved.dump();
+  }
+  auto lm = minimal();
+  lm["model"] = {{"kind", "lstm_lm"}};
+  lm["dataset"] = {{"kind", "text"}};
+  lm["training"]["target_perplexity"] = 120;
+  const Scenario s = load_scenario(lm);
+  EXPECT_EQ(s.dataset.text.path, "/usr/share/common-licenses");
+  EXPECT_EQ(s.dataset.text.bptt, 35);
+  EXPECT_DOUBLE_EQ(s.training.target_perplexity, 120);
+  EXPECT_EQ(s.resolved["model"]["dropout"], 0.5);
+  // CIFAR is augmented unless the scenario says otherwise, and the resolved form says which.
+  auto images = minimal();
+  images["model"] = {{"kind", "resnet20"}};
+  images["dataset"] = {{"kind", "synthetic"}, {"shape", {3, 32, 32}}};
+  EXPECT_EQ(load_scenario(images).resolved["dataset"]["augment"], false);
+}
 
 TEST(Scenario, NotAnObjectAndMissingName) {
   EXPECT_THROW(load_scenario(nlohmann::json::array()), ConfigError);
