@@ -339,7 +339,7 @@ TrainingSpec read_training(const JsonFields& root, const DatasetSpec& dataset) {
                       "perplexity is the metric of language models (dataset.kind \"text\", or "
                       "\"synthetic\" with vocab); expected target_accuracy");
   }
-  if (f.has("target_perplexity") && f.has("target_accuracy")) {
+  if (t.target_perplexity > 0 && t.target_accuracy > 0) {
     throw ConfigError(f.path_of("target_perplexity"), "give target_accuracy or "
                                                       "target_perplexity, not both");
   }
@@ -544,9 +544,12 @@ nlohmann::json to_json(const Scenario& s) {
   if (s.compute.mode == "measured") compute["scale"] = s.compute.scale;
   if (s.compute.mode == "fixed") compute["seconds"] = s.compute.seconds;
   if (s.compute.mode == "profile") {
-    if (!s.compute.profile.empty()) compute["profile"] = s.compute.profile;
-    if (s.compute.flops_per_sample > 0) compute["flops_per_sample"] = s.compute.flops_per_sample;
-    else compute["seconds_per_sample"] = s.compute.seconds_per_sample;
+    if (s.compute.profile.empty()) {
+      compute["seconds_per_sample"] = s.compute.seconds_per_sample;
+    } else {
+      compute["profile"] = s.compute.profile;
+      if (s.compute.flops_per_sample > 0) compute["flops_per_sample"] = s.compute.flops_per_sample;
+    }
   }
   if (!s.compute.worker_scale.empty()) {
     nlohmann::json slow = nlohmann::json::array();

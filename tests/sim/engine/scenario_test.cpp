@@ -220,6 +220,12 @@ TEST(Scenario, ZooModelsAndTheirDataResolveAndRoundTrip) {
   EXPECT_EQ(s.dataset.text.bptt, 35);
   EXPECT_DOUBLE_EQ(s.training.target_perplexity, 120);
   EXPECT_EQ(s.resolved["model"]["dropout"], 0.5);
+  EXPECT_EQ(load_scenario(s.resolved).resolved, s.resolved);  // what worker processes read
+  lm["compute"] = {{"mode", "profile"}, {"profile", "raspberry-pi-5"}};
+  const Scenario profiled = load_scenario(lm);
+  EXPECT_EQ(load_scenario(profiled.resolved).resolved, profiled.resolved);
+  lm["training"]["target_accuracy"] = 0.5;
+  EXPECT_THROW(load_scenario(lm), ConfigError);
   // CIFAR is augmented unless the scenario says otherwise, and the resolved form says which.
   auto images = minimal();
   images["model"] = {{"kind", "resnet20"}};
