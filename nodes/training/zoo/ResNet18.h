@@ -4,23 +4,14 @@
 // their resolution; 11.2M parameters for 10 classes.
 #pragma once
 
-#include <memory>
-
-#include "nodes/training/Model.h"
+#include "nodes/training/zoo/ResidualNetwork.h"
 
 namespace gradwire {
 
-class ResNet18 : public Model {
+class ResNet18 : public ResidualNetwork {
  public:
   /// `input.sample_shape` = {C, H, W}. Throws std::invalid_argument otherwise.
   explicit ResNet18(const ModelInput& input);
-
-  /// `x`: [batch, C, H, W]; returns [batch, classes] logits.
-  torch::Tensor forward(torch::Tensor x) override;
-
- private:
-  struct Layers;
-  std::shared_ptr<Layers> layers_;
 };
 
 }  // namespace gradwire

@@ -3,82 +3,24 @@
 #include <stdexcept>
 #include <string>
 
-#include <torch/nn/modules/batchnorm.h>
-#include <torch/nn/modules/container/modulelist.h>
-#include <torch/nn/modules/conv.h>
-#include <torch/nn/modules/linear.h>
-
 #include "nodes/training/zoo/BasicBlock.h"
-#include "nodes/training/zoo/ConvLayers.h"
 
 namespace gradwire {
+namespace {
 
-struct ResNetCifar::Layers {
-  std::shared_ptr<torch::nn::Conv2dImpl> conv1;
-  std::shared_ptr<torch::nn::BatchNorm2dImpl> bn1;
-  std::vector<std::shared_ptr<BasicBlock>> blocks;  // layer1.0, layer1.1, ..., layer3.(n-1)
-  std::shared_ptr<torch::nn::LinearImpl> fc;
-};
-
-ResNetCifar::ResNetCifar(std::int64_t depth, const ModelInput& input)
-    : layers_(std::make_shared<Layers>()) {
-  const std::string name = "resnet" + std::to_string(depth);
-  const auto& shape = input.sample_shape;
-  if (shape.size() != 3) {
-    throw std::invalid_argument(name + ": needs image samples shaped {C, H, W}, got " +
-                                std::to_string(shape.size()) + " dimensions");
-  }
+/// n of depth = 6n + 2: the basic blocks per stage (two 3x3 convolutions each).
+std::int64_t blocks_per_stage(std::int64_t depth) {
   if (depth < 8 || (depth - 2) % 6 != 0) {
     throw std::invalid_argument("CIFAR ResNet: depth must be 6n + 2 with n >= 1 (20, 32, 44, "
                                 "56, 110, ...), got " + std::to_string(depth));
   }
-  if (shape[0] < 1) throw std::invalid_argument(name + ": channels must be at least 1");
-  if (shape[1] < 4 || shape[2] < 4) {
-    throw std::invalid_argument(name + ": images of " + std::to_string(shape[1]) + "x" +
-                                std::to_string(shape[2]) + " are too small (need at least 4x4)");
-  }
-  if (input.classes < 1) {
-    throw std::invalid_argument(name + ": classes must be at least 1, got " +
-                                std::to_string(input.classes));
-  }
-  const std::int64_t blocks_per_stage = (depth - 2) / 6;
-  std::int64_t h = shape[1];
-  std::int64_t w = shape[2];
-
-  Layers& l = *layers_;
-  l.conv1 = register_module("conv1", make_conv(shape[0], 16, 3, 1));
-  l.bn1 = register_module("bn1", make_batchnorm(16));
-  add_layer_cost("conv1", "conv", conv_flops(shape[0], 16, 3, 1, h, w));
-  add_layer_cost("bn1", "batchnorm", batchnorm_flops(16, h, w));
-
-  std::int64_t channels = 16;
-  for (int stage = 0; stage < 3; ++stage) {
-    const std::int64_t out = 16 << stage;
-    const std::string stage_name = "layer" + std::to_string(stage + 1);
-    auto list = register_module(stage_name, std::make_shared<torch::nn::ModuleListImpl>());
-    for (std::int64_t i = 0; i < blocks_per_stage; ++i) {
-      const std::int64_t stride = (stage > 0 && i == 0) ? 2 : 1;
-      auto block = std::make_shared<BasicBlock>(channels, out, stride, Shortcut::kZeroPad);
-      list->push_back(block);
-      l.blocks.push_back(block);
-      for (LayerCost& c : block->costs(stage_name + "." + std::to_string(i), h, w)) {
-        add_layer_cost(std::move(c.name), std::move(c.kind), c.flops);
-      }
-      h = conv_out_side(h, 3, stride);
-      w = conv_out_side(w, 3, stride);
-      channels = out;
-    }
-  }
-  l.fc = register_module("fc", std::make_shared<torch::nn::LinearImpl>(channels, input.classes));
-  add_layer_cost("fc", "linear", linear_flops(channels, input.classes));
+  return (depth - 2) / 6;
 }
 
-torch::Tensor ResNetCifar::forward(torch::Tensor x) {
-  Layers& l = *layers_;
-  x = l.bn1->forward(l.conv1->forward(x)).relu_();
-  for (const auto& block : l.blocks) x = block->forward(x);
-  x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
-  return l.fc->forward(x);
-}
+}  // namespace
+
+ResNetCifar::ResNetCifar(std::int64_t depth, const ModelInput& input)
+    : ResidualNetwork("resnet" + std::to_string(depth), input, 16, 3, blocks_per_stage(depth),
+                      Shortcut::kZeroPad, /*min_side=*/4) {}
 
 }  // namespace gradwire

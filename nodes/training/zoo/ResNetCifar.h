@@ -7,25 +7,16 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
-#include <vector>
 
-#include "nodes/training/Model.h"
+#include "nodes/training/zoo/ResidualNetwork.h"
 
 namespace gradwire {
 
-class ResNetCifar : public Model {
+class ResNetCifar : public ResidualNetwork {
  public:
   /// `depth` = 6n + 2 (20, 32, 44, 56, 110, ...); `input.sample_shape` = {C, H, W} with H, W
   /// at least 4. Throws std::invalid_argument otherwise.
   ResNetCifar(std::int64_t depth, const ModelInput& input);
-
-  /// `x`: [batch, C, H, W]; returns [batch, classes] logits.
-  torch::Tensor forward(torch::Tensor x) override;
-
- private:
-  struct Layers;
-  std::shared_ptr<Layers> layers_;
 };
 
 }  // namespace gradwire

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "RawTensorFile.h"
 #include "nodes/training/Model.h"
 #include "nodes/training/RunningStatistics.h"
 #include "nodes/training/zoo/BasicBlock.h"
@@ -407,14 +408,7 @@ const fs::path& reference_dir() {
   return dir;
 }
 
-template <typename T>
-std::vector<T> read_raw(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<T> out(bytes.size() / sizeof(T));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
-  return out;
-}
+using gradwire::testing::read_raw;
 
 /// Elements of `ours` off `theirs` by more than relative 1e-5, with a floor of 1e-5 of the
 /// largest magnitude for elements that are rounding noise around zero.

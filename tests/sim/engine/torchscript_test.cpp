@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "RawTensorFile.h"
 #include "common/ConfigError.h"
 #include "nodes/training/Model.h"
 #include "nodes/training/ModelFileError.h"
@@ -45,14 +46,7 @@ const fs::path& reference_dir() {
   return dir;
 }
 
-template <typename T>
-std::vector<T> read_raw(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<T> out(bytes.size() / sizeof(T));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
-  return out;
-}
+using gradwire::testing::read_raw;
 
 class PyTorchCrossCheck : public ::testing::TestWithParam<std::string> {};
 
