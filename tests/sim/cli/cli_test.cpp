@@ -81,4 +81,18 @@ TEST_F(Cli, CodecsListsParameters) {
   EXPECT_EQ(run("run --help").code, 0);
 }
 
+TEST_F(Cli, ModelsListsTheZooWithItsKeys) {
+  const Result plain = run("models");
+  EXPECT_EQ(plain.code, 0) << plain.output;
+  EXPECT_NE(plain.output.find("resnet20"), std::string::npos) << plain.output;
+  EXPECT_NE(plain.output.find("hidden_size"), std::string::npos) << plain.output;
+  const Result json = run("models --json");
+  EXPECT_EQ(json.code, 0);
+  EXPECT_NE(json.output.find("\"kind\": \"lstm_lm\""), std::string::npos) << json.output;
+  EXPECT_NE(json.output.find("\"data\": \"tokens\""), std::string::npos) << json.output;
+  const Result markdown = run("models --markdown");
+  EXPECT_EQ(markdown.code, 0);
+  EXPECT_EQ(markdown.output.rfind("| kind | data |", 0), 0u) << markdown.output;
+}
+
 }  // namespace
