@@ -1,7 +1,11 @@
 #include "common/JsonFields.h"
 
+#include <vector>
+
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
+#include <vector>
 
 #include "common/ConfigError.h"
 
@@ -37,9 +41,65 @@ std::string range_text(double min, double max, bool min_exclusive) {
 
 }  // namespace
 
+nlohmann::json parse_json(std::string_view text, int max_depth) {
+  // nlohmann's parser keeps its own stack, but rendering, comparing and copying values
+  // recurse: deeper documents are refused before anything walks them.
+  bool too_deep = false;
+  const nlohmann::json::parser_callback_t limit =
+      [&too_deep, max_depth](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+        if (depth > max_depth) too_deep = true;
+        return !too_deep;
+      };
+  nlohmann::json value;
+  try {
+    value = nlohmann::json::parse(text, limit);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::invalid_argument(std::string("not valid JSON: ") + e.what());
+  }
+  if (too_deep) {
+    throw std::invalid_argument("nests deeper than " + std::to_string(max_depth) +
+                                " levels of arrays and objects");
+  }
+  return value;
+}
+
 std::string json_brief(const nlohmann::json& value) {
-  std::string text = value.dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  // Written iteratively and only as far as the message shows: a value nested 100,000 deep
+  // must not exhaust the stack (nlohmann's dump recurses) nor be rendered whole.
+  constexpr std::size_t kShown = 60;
+  struct Open {
+    const nlohmann::json* node;
+    nlohmann::json::const_iterator next;
+    bool first;
+  };
+  std::vector<Open> open;
+  std::string text;
+  const auto write = [&](const nlohmann::json& v) {
+    if (v.is_object() || v.is_array()) {
+      text += v.is_object() ? '{' : '[';
+      open.push_back({&v, v.cbegin(), true});
+    } else if (v.is_string() && v.get_ref<const std::string&>().size() > kShown) {
+      text += nlohmann::json(v.get_ref<const std::string&>().substr(0, kShown)).dump();
+    } else {
+      text += v.dump();
+    }
+  };
+  write(value);
+  while (!open.empty() && text.size() <= kShown) {
+    Open& o = open.back();
+    if (o.next == o.node->cend()) {
+      text += o.node->is_object() ? '}' : ']';
+      open.pop_back();
+      continue;
+    }
+    if (!o.first) text += ',';
+    o.first = false;
+    if (o.node->is_object()) text += nlohmann::json(o.next.key()).dump() + ':';
+    const nlohmann::json& child = *o.next;
+    ++o.next;
+    write(child);  // may grow `open`: `o` is not used after this
+  }
+  if (text.size() > kShown) text = text.substr(0, kShown - 3) + "...";
   return text;
 }
 

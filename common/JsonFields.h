@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -51,7 +52,17 @@ class JsonFields {
   std::string path_;
 };
 
-/// Short JSON rendering of a value for error messages ("1.5", "\"abc\"", "[...]").
+/// Short JSON rendering of a value for error messages ("1.5", "\"abc\"", "[...]"), at most 60
+/// characters however large or deep the value.
 std::string json_brief(const nlohmann::json& value);
+
+/// The deepest nesting of arrays and objects gradwire reads from a file, a command line or a
+/// client: far beyond any real scenario, sweep or message, and shallow enough that no recursive
+/// walk over a value (rendering, copying, comparing) can exhaust the stack.
+constexpr int kMaxJsonDepth = 64;
+
+/// Parses `text`; std::invalid_argument saying "not valid JSON: ..." or "nests deeper than N
+/// levels ..." (callers add where the text came from).
+nlohmann::json parse_json(std::string_view text, int max_depth = kMaxJsonDepth);
 
 }  // namespace gradwire

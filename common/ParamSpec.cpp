@@ -1,5 +1,7 @@
 #include "common/ParamSpec.h"
 
+#include "common/JsonFields.h"
+
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -55,9 +57,7 @@ std::string join_names(const std::vector<std::string>& items) {
 
 std::string brief_value(const json& value) {
   if (value.is_number_float()) return format_number(value.get<double>());
-  std::string text = value.dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
+  return json_brief(value);
 }
 
 std::string ParamSpec::range_text() const {

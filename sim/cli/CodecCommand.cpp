@@ -14,6 +14,7 @@
 #include "codecs/CodecRegistry.h"
 #include "codecs/wire/WireFormat.h"
 #include "common/ConfigError.h"
+#include "common/JsonFields.h"
 #include "sim/cli/Cli.h"
 
 namespace gradwire {
@@ -55,8 +56,15 @@ nlohmann::json codec_object(const CodecCommandOptions& o) {
     }
     const std::string key = p.substr(0, eq);
     const std::string text = p.substr(eq + 1);
-    nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
-    obj[key] = value.is_discarded() ? nlohmann::json(text) : value;
+    try {
+      obj[key] = parse_json(text);
+    } catch (const std::invalid_argument& e) {
+      if (std::string(e.what()).rfind("nests", 0) == 0) {
+        throw ConfigError("--param", key + ": expected a value nested at most " +
+                                         std::to_string(kMaxJsonDepth) + " levels deep");
+      }
+      obj[key] = text;  // bare words are strings: --param values=fp16
+    }
   }
   return obj;
 }

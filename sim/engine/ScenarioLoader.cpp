@@ -640,9 +640,14 @@ nlohmann::json read_scenario_file(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError("(file)", path + " is not valid JSON: " + e.what());
+    return parse_json(text.str());
+  } catch (const std::invalid_argument& e) {
+    const std::string why = e.what();
+    if (why.rfind("nests", 0) == 0) {
+      throw ConfigError("(file)", path + ": expected JSON nested at most " +
+                                      std::to_string(kMaxJsonDepth) + " levels deep; it " + why);
+    }
+    throw ConfigError("(file)", path + " is " + why);
   }
 }
 
@@ -654,8 +659,17 @@ void apply_overrides(nlohmann::json& scenario, const std::vector<std::string>& a
     }
     const std::string path = a.substr(0, eq);
     const std::string text = a.substr(eq + 1);
-    nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
-    if (value.is_discarded()) value = text;  // bare words are strings: --set codec.kind=topk
+    nlohmann::json value;
+    try {
+      value = parse_json(text);
+    } catch (const std::invalid_argument& e) {
+      if (std::string(e.what()).rfind("nests", 0) == 0) {
+        throw ConfigError("(--set)", path + ": expected a value nested at most " +
+                                         std::to_string(kMaxJsonDepth) + " levels deep; it " +
+                                         e.what());
+      }
+      value = text;  // bare words are strings: --set codec.kind=topk
+    }
     nlohmann::json* node = &scenario;
     std::size_t start = 0;
     while (true) {

@@ -9,6 +9,7 @@
 
 #include "common/AtomicOutput.h"
 #include "common/ConfigError.h"
+#include "common/JsonFields.h"
 #include "netmodels/Network.h"
 #include "nodes/schemes/AsyncParameterServer.h"
 #include "nodes/schemes/Worker.h"
@@ -136,7 +137,7 @@ struct EmulatorService::Impl final : ClockSynchronizer::Exchange {
       reply_error(in.identity, "out_of_order",
                   "unexpected \"" + in.message.type() + "\": the service is waiting for " +
                       layout.host_name(awaited) + "; clients send only in answer to a command",
-                  in.message.header.value("seq", nlohmann::json()));
+                  echoable_seq(in.message.header));
     }
   }
 
@@ -178,7 +179,7 @@ struct EmulatorService::Impl final : ClockSynchronizer::Exchange {
         reply_stray(in, h);
         continue;
       }
-      const nlohmann::json seq = in.message.header.value("seq", nlohmann::json());
+      const nlohmann::json seq = echoable_seq(in.message.header);
       try {
         if (in.message.type() != expect) {
           throw ProtocolError("out_of_order", "expected \"" + expect + "\" in answer to \"" +
@@ -187,7 +188,9 @@ struct EmulatorService::Impl final : ClockSynchronizer::Exchange {
         }
         if (get_uint(in.message.header, "seq", std::numeric_limits<std::uint64_t>::max()) !=
             registration.seq(h)) {
-          throw ProtocolError("out_of_order", "answer carries seq " + seq.dump() +
+          throw ProtocolError("out_of_order", "answer carries seq " +
+                                                  json_brief(in.message.header.value(
+                                                      "seq", nlohmann::json())) +
                                                   ", the pending command is seq " +
                                                   std::to_string(registration.seq(h)));
         }
@@ -215,7 +218,7 @@ struct EmulatorService::Impl final : ClockSynchronizer::Exchange {
 
   // --- registration ---------------------------------------------------------------------
   void handle_registration(Incoming& in) {
-    const nlohmann::json seq = in.message.header.value("seq", nlohmann::json());
+    const nlohmann::json seq = echoable_seq(in.message.header);
     try {
       if (auto welcome = registration.handle(in.identity, in.message)) send_to(in.identity, *welcome);
     } catch (const ProtocolError& e) {

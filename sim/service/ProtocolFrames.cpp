@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "common/JsonFields.h"
+
 namespace gradwire {
 
 namespace {
@@ -34,17 +36,26 @@ ProtocolMessage decode_frames(std::vector<zmq::message_t>& frames, std::uint64_t
                                          std::to_string(kMaxHeaderBytes) + " bytes");
   }
   ProtocolMessage m;
-  m.header = nlohmann::json::parse(frames[0].to_string_view(), nullptr, false);
-  if (m.header.is_discarded() || !m.header.is_object()) {
-    throw ProtocolError("malformed", "the first frame must be a JSON object");
+  try {
+    m.header = parse_json(frames[0].to_string_view());
+  } catch (const std::invalid_argument& e) {
+    throw ProtocolError("malformed", std::string("the first frame must be a JSON object: it ") +
+                                         (std::string(e.what()).rfind("nests", 0) == 0 ? "" : "is ") +
+                                         e.what());
   }
+  if (!m.header.is_object()) throw ProtocolError("malformed", "the first frame must be a JSON object");
   const auto v = m.header.find("v");
-  if (v == m.header.end() || !v->is_number_integer()) {
+  if (v == m.header.end()) {
     throw ProtocolError("malformed", "header lacks the protocol version \"v\"");
+  }
+  if (!v->is_number_integer()) {
+    throw ProtocolError("malformed", "\"v\" must be the protocol version as an integer (" +
+                                         std::to_string(kProtocolVersion) + "), got " +
+                                         json_brief(*v));
   }
   if (v->get<std::int64_t>() != kProtocolVersion) {
     throw ProtocolError("unsupported_version",
-                        "protocol version " + v->dump() + " is not supported (this service speaks " +
+                        "protocol version " + json_brief(*v) + " is not supported (this service speaks " +
                             std::to_string(kProtocolVersion) + ")");
   }
   const auto t = m.header.find("type");
@@ -110,6 +121,22 @@ std::optional<std::int64_t> get_optional_int(const nlohmann::json& o, const char
   const auto it = o.find(key);
   if (it == o.end() || it->is_null()) return std::nullopt;
   return get_int(o, key);
+}
+
+std::string get_string(const nlohmann::json& o, const char* key, const std::string& fallback) {
+  const auto it = o.find(key);
+  if (it == o.end()) return fallback;
+  if (!it->is_string()) {
+    throw ProtocolError("malformed", std::string("\"") + key + "\" must be a string, got " +
+                                         json_brief(*it));
+  }
+  return it->get<std::string>();
+}
+
+nlohmann::json echoable_seq(const nlohmann::json& header) {
+  const auto it = header.find("seq");
+  if (it == header.end() || !it->is_number_unsigned()) return nullptr;
+  return *it;
 }
 
 bool get_bool(const nlohmann::json& o, const char* key, bool fallback) {

@@ -72,6 +72,12 @@ std::int64_t get_int(const nlohmann::json& object, const char* key);
 std::optional<std::int64_t> get_optional_int(const nlohmann::json& object, const char* key);
 bool get_bool(const nlohmann::json& object, const char* key, bool fallback);
 double get_number(const nlohmann::json& object, const char* key);
+/// A string field, `fallback` when absent; ProtocolError "malformed" when of another type.
+std::string get_string(const nlohmann::json& object, const char* key,
+                       const std::string& fallback = "");
+/// The header's "seq" when it is a sequence number (an unsigned integer), null otherwise: an
+/// error reply echoes only that, never what a client sent in its place.
+nlohmann::json echoable_seq(const nlohmann::json& header);
 /// Required array field (an absent key gives an empty array).
 const nlohmann::json& get_array(const nlohmann::json& object, const char* key);
 

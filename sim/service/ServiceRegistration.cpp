@@ -34,7 +34,7 @@ std::optional<nlohmann::json> ServiceRegistration::handle(const std::string& ide
     if (known != by_identity_.end()) {
       throw ProtocolError("out_of_order", "already registered as " + layout_.host_name(known->second));
     }
-    const std::string role = m.header.value("role", std::string());
+    const std::string role = get_string(m.header, "role");
     std::uint32_t h = 0;
     if (role == "worker") {
       const auto it = m.header.find("rank");

@@ -73,8 +73,8 @@ class WorkerClient {
     connection.send(hello);
     ProtocolMessage welcome = await("the welcome");
     if (welcome.type() == "error") {
-      throw Exit{2, "the service refused registration: " + welcome.header.value("code", "") + ": " +
-                        welcome.header.value("message", "")};
+      throw Exit{2, "the service refused registration: " + get_string(welcome.header, "code") + ": " +
+                        get_string(welcome.header, "message")};
     }
     if (welcome.type() != "welcome") throw Exit{1, "expected a welcome, got " + welcome.type()};
 
@@ -188,15 +188,15 @@ class WorkerClient {
         e["consensus_distance"] = setup.consensus_distance();
         connection.send(e);
       } else if (type == "end") {
-        const std::string reason = m.header.value("reason", "");
+        const std::string reason = get_string(m.header, "reason");
         if (reason == "complete") {
           if (!options_.quiet) err_ << "gradwire worker (" << who() << "): run complete\n";
           return 0;
         }
-        throw Exit{1, "the service ended the run: " + reason + ": " + m.header.value("message", "")};
+        throw Exit{1, "the service ended the run: " + reason + ": " + get_string(m.header, "message")};
       } else if (type == "error") {
-        throw Exit{1, "the service rejected our message: " + m.header.value("code", "") + ": " +
-                          m.header.value("message", "")};
+        throw Exit{1, "the service rejected our message: " + get_string(m.header, "code") + ": " +
+                          get_string(m.header, "message")};
       } else {
         throw Exit{1, "unexpected \"" + type + "\" from the service"};
       }

@@ -1,9 +1,13 @@
 // Scenario validation: good files resolve with defaults filled in; every malformed one is
 // rejected with the JSON path of the problem.
+#include <cstdio>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "TestNames.h"
 #include "common/ConfigError.h"
+#include "common/JsonFields.h"
 #include "nodes/schemes/SchemeRegistry.h"
 #include "sim/engine/ScenarioLoader.h"
 
@@ -231,6 +235,46 @@ TEST(Scenario, ZooModelsAndTheirDataResolveAndRoundTrip) {
   images["model"] = {{"kind", "resnet20"}};
   images["dataset"] = {{"kind", "synthetic"}, {"shape", {3, 32, 32}}};
   EXPECT_EQ(load_scenario(images).resolved["dataset"]["augment"], false);
+}
+
+TEST(Scenario, DeeplyNestedInputIsAnErrorNotACrash) {
+  // A wrongly typed value nested 100,000 deep once crashed validation while its error message
+  // was rendered.
+  const std::string file = ::testing::TempDir() + "deep-scenario.json";
+  {
+    std::ofstream out(file);
+    out << "{\"gradwire\": 1, \"name\": \"deep\", \"training\": {\"workers\": ";
+    for (int i = 0; i < 100000; ++i) out << '[';
+    for (int i = 0; i < 100000; ++i) out << ']';
+    out << "}}";
+  }
+  try {
+    read_scenario_file(file);
+    ADD_FAILURE() << "a 100,000-deep file was read";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "(file)");
+    EXPECT_NE(std::string(e.what()).find("64 levels"), std::string::npos) << e.what();
+  }
+  std::remove(file.c_str());
+  // Values built in memory (not from a file) are shown briefly whatever their depth.
+  nlohmann::json deep = 1;
+  for (int i = 0; i < 100000; ++i) deep = nlohmann::json::array({std::move(deep)});
+  auto doc = minimal();
+  doc["training"]["workers"] = deep;
+  try {
+    load_scenario(doc);
+    ADD_FAILURE() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "training.workers");
+    EXPECT_LT(std::string(e.what()).size(), 300u);
+  }
+  EXPECT_EQ(json_brief(nlohmann::json{{"a", {1, 2}}, {"b", "x"}}), "{\"a\":[1,2],\"b\":\"x\"}");
+  EXPECT_EQ(json_brief(nlohmann::json(std::string(1000, 'z'))).size(), 60u);
+  std::string text = "training.workers=";
+  for (int i = 0; i < 1000; ++i) text += "[";
+  for (int i = 0; i < 1000; ++i) text += "]";
+  auto overridden = minimal();
+  EXPECT_THROW(apply_overrides(overridden, {text}), ConfigError);
 }
 
 TEST(Scenario, NotAnObjectAndMissingName) {

@@ -348,6 +348,23 @@ TEST(Faults, MalformedOversizedAndOutOfOrderMessagesGetErrorsWhileOthersAreServe
   nlohmann::json bad_rank = hello(5);
   rogue.send(bad_rank);
   EXPECT_EQ(expect_error(rogue), "bad_host");
+  // A field of the wrong type is the sender's error, never the service's end.
+  for (const nlohmann::json& role : {nlohmann::json(5), nlohmann::json(nullptr),
+                                     nlohmann::json::array({"worker"})}) {
+    nlohmann::json bad_role = hello(0);
+    bad_role["role"] = role;
+    rogue.send(bad_role);
+    EXPECT_EQ(expect_error(rogue), "malformed") << role.dump();
+  }
+  rogue.send(nlohmann::json{{"v", "1"}, {"type", "hello"}});
+  EXPECT_EQ(expect_error(rogue), "malformed");
+  // Nesting beyond the declared depth is refused before anything walks it.
+  std::string deep = "{\"v\":1,\"type\":\"hello\",\"seq\":";
+  for (int i = 0; i < 1000; ++i) deep += "[";
+  for (int i = 0; i < 1000; ++i) deep += "]";
+  deep += "}";
+  rogue.socket().send(zmq::buffer(deep), zmq::send_flags::none);
+  EXPECT_EQ(expect_error(rogue), "malformed");
 
   a.send(hello(0));
   EXPECT_EQ(expect_message(a).type(), "welcome");
@@ -370,6 +387,12 @@ TEST(Faults, MalformedOversizedAndOutOfOrderMessagesGetErrorsWhileOthersAreServe
   EXPECT_EQ(expect_error(b), "out_of_order");
   a.send(report(seq + 7, t + 10));  // wrong sequence number
   EXPECT_EQ(expect_error(a), "out_of_order");
+  nlohmann::json not_a_seq = report(seq, t + 10);
+  not_a_seq["seq"] = nlohmann::json::array({nlohmann::json::array({1, 2, 3}), "long text"});
+  a.send(not_a_seq);
+  ProtocolMessage refusal = expect_message(a);
+  EXPECT_EQ(refusal.type(), "error");
+  EXPECT_FALSE(refusal.header.contains("seq")) << "an error reply echoed what the client sent";
   nlohmann::json past = report(seq, t + 10);
   past["sends"].push_back({{"to", 1}, {"time_ns", t - 1}, {"kind", 0}, {"size", 8}, {"data", false}});
   a.send(past);
