@@ -109,7 +109,13 @@ double declared_rate(const JsonFields& fields, const ParamSpec& spec) {
 double declared_duration(const JsonFields& fields, const ParamSpec& spec) {
   expect_type(spec, ParamSpec::Type::kDuration);
   if (!fields.has(spec.name)) return default_duration(spec);
-  return read_duration(fields, spec.name, 0.0);
+  const double seconds = read_duration(fields, spec.name, 0.0);
+  if (seconds > upper(spec)) {
+    throw ConfigError(fields.path_of(spec.name),
+                      "expected a duration of at most " + format_duration(upper(spec)) +
+                          ", got " + json_brief(fields.object().at(spec.name)));
+  }
+  return seconds;
 }
 
 double declared_duration(const JsonFields& fields, const ParamSpec& spec, double fallback_s) {

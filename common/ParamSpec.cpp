@@ -216,6 +216,11 @@ ParamSpec choice(std::string name, std::string value, std::vector<std::string> c
   return p;
 }
 
+ParamSpec at_most(ParamSpec spec, double max) {
+  spec.max = max;
+  return spec;
+}
+
 ParamSpec text(std::string name, std::string value, std::string help) {
   return base(std::move(name), ParamSpec::Type::kString, std::move(value), std::move(help));
 }

@@ -75,6 +75,8 @@ ParamSpec integer(std::string name, std::int64_t value, double min, double max,
                   std::string help);
 ParamSpec choice(std::string name, std::string value, std::vector<std::string> choices,
                  std::string help);
+/// `spec` with an upper bound (durations: seconds).
+ParamSpec at_most(ParamSpec spec, double max);
 /// A free-form string (a path, a name).
 ParamSpec text(std::string name, std::string value, std::string help);
 ParamSpec boolean(std::string name, bool value, std::string help);

@@ -35,9 +35,9 @@ bool parse_data_rate(const std::string& text, double& bits_per_second) {
   std::string unit;
   if (!split_number_unit(text, value, unit)) return false;
   auto it = kUnits.find(unit);
-  if (it == kUnits.end() || value <= 0) return false;
+  if (it == kUnits.end()) return false;
   bits_per_second = value * it->second;
-  return true;
+  return bits_per_second >= kMinRateBps && bits_per_second <= kMaxRateBps;
 }
 
 bool parse_duration(const std::string& text, double& seconds) {
@@ -49,7 +49,7 @@ bool parse_duration(const std::string& text, double& seconds) {
   auto it = kUnits.find(unit);
   if (it == kUnits.end() || value < 0) return false;
   seconds = value * it->second;
-  return true;
+  return seconds <= kMaxDurationS;
 }
 
 std::string format_duration(double seconds) {
@@ -89,7 +89,8 @@ double read_data_rate(const JsonFields& fields, const std::string& key, double f
   double bps = 0;
   if (!v.is_string() || !parse_data_rate(v.get<std::string>(), bps)) {
     throw ConfigError(fields.path_of(key),
-                      "expected a data rate such as \"1Gbps\" or \"100Mbps\", got " +
+                      "expected a data rate from 1bps to 1Tbps such as \"1Gbps\" or "
+                      "\"100Mbps\", got " +
                           json_brief(v));
   }
   return bps;
@@ -101,7 +102,8 @@ double read_duration(const JsonFields& fields, const std::string& key, double fa
   double s = 0;
   if (!v.is_string() || !parse_duration(v.get<std::string>(), s)) {
     throw ConfigError(fields.path_of(key),
-                      "expected a duration such as \"50us\", \"2ms\" or \"0.1s\", got " +
+                      "expected a duration up to 1000000s such as \"50us\", \"2ms\" or "
+                      "\"0.1s\", got " +
                           json_brief(v));
   }
   return s;

@@ -8,10 +8,19 @@
 
 namespace gradwire {
 
-/// Bits per second; accepts bps, Kbps, Mbps, Gbps, Tbps (also kb/s style). Value must be > 0.
+/// The rates a scenario may name: ns-3 keeps a rate as whole bits per second in 64 bits, and
+/// nothing it simulates is slower than 1 bit/s or faster than 1 Tbit/s.
+constexpr double kMinRateBps = 1;
+constexpr double kMaxRateBps = 1e12;
+/// The longest duration a scenario may name (11.6 days of simulated time; ns-3's clock counts
+/// nanoseconds in 64 bits, and no training run lasts longer).
+constexpr double kMaxDurationS = 1e6;
+
+/// Bits per second; accepts bps, Kbps, Mbps, Gbps, Tbps (also kb/s style), from kMinRateBps
+/// to kMaxRateBps.
 bool parse_data_rate(const std::string& text, double& bits_per_second);
 
-/// Seconds; accepts s, ms, us, ns (value >= 0).
+/// Seconds; accepts s, ms, us, ns, from 0 to kMaxDurationS.
 bool parse_duration(const std::string& text, double& seconds);
 
 /// Formats bits per second in the largest exact unit ("1Gbps", "2500Mbps"); ns-3 accepts it.

@@ -98,7 +98,10 @@ const std::vector<ParamSpec>& network_params() {
 const std::vector<ParamSpec>& ethernet_params() {
   static const std::vector<ParamSpec> kParams = {
       rate("rate", "1Gbps", "every host <-> switch link (full duplex)"),
-      duration("delay", "50us", "one-way propagation delay per link"),
+      at_most(duration("delay", "50us",
+                       "one-way propagation delay per link (at most 1s: a geostationary hop "
+                       "is 0.27s, and TCP's handshake gives up on much longer ones)"),
+              1.0),
       integer("mtu", 1500, 576, 9216,
               "largest IP packet on every link, bytes: 576 is the IPv4 minimum, 9000 gives "
               "jumbo frames (about 10x fewer simulated packets); TCP segments are MTU - 52"),
@@ -236,7 +239,10 @@ const std::vector<ParamSpec>& lte_group_params() {
 const std::vector<ParamSpec>& ethernet_group_params() {
   static const std::vector<ParamSpec> kParams = {
       rate("rate", "1Gbps", "every host <-> switch link (full duplex)"),
-      duration("delay", "50us", "one-way propagation delay per link"),
+      at_most(duration("delay", "50us",
+                       "one-way propagation delay per link (at most 1s: a geostationary hop "
+                       "is 0.27s, and TCP's handshake gives up on much longer ones)"),
+              1.0),
       integer("queue", 1000, 1, 1000000,
               "drop-tail queue per device (host NIC and switch port), packets"),
       rate("backhaul_rate", "10Gbps", "switch <-> core router"),
@@ -280,7 +286,7 @@ const std::vector<ParamSpec>& impairments_params(bool wireless) {
                         "from the end: -1 is the last host)"),
                    "all"),
       object("loss", "packet loss (`loss` below)"),
-      duration("delay", "0s", "extra one-way delay per direction"),
+      at_most(duration("delay", "0s", "extra one-way delay per direction (at most 1s)"), 1.0),
       duration("jitter", "0s",
                "each packet's extra delay is uniform in [delay - jitter, delay + jitter]; "
                "packet order is kept"),

@@ -1,6 +1,7 @@
 #include "sim/cli/CodecCommand.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <ostream>
@@ -27,6 +28,9 @@ struct InputError : std::runtime_error {
 };
 
 Bytes read_file(const std::string& path, const char* what) {
+  if (std::filesystem::is_directory(path)) {
+    throw InputError(std::string(what) + " '" + path + "' is a directory; expected a file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(std::string("cannot open ") + what + " '" + path + "'");
   return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -72,6 +76,9 @@ nlohmann::json codec_object(const CodecCommandOptions& o) {
 }  // namespace
 
 std::vector<float> read_npy_f32(const std::string& path, std::vector<std::int64_t>* shape_out) {
+  if (std::filesystem::is_directory(path)) {
+    throw NpyError("'" + path + "' is a directory; expected a .npy file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw NpyError("cannot open '" + path + "'");
   const Bytes bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -635,12 +635,21 @@ std::vector<FaultSpec> read_faults(const nlohmann::json& document, int workers) 
 }  // namespace
 
 nlohmann::json read_scenario_file(const std::string& path) {
-  std::ifstream in(path);
+  if (is_directory(path)) {
+    throw ConfigError("(file)", path + " is a directory; expected a scenario file");
+  }
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError("(file)", "cannot read scenario file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
+  // Read at most one byte past the limit: a device such as /dev/zero never ends.
+  std::string text(kMaxScenarioBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxScenarioBytes) {
+    throw ConfigError("(file)", path + ": expected a scenario file of at most " +
+                                    std::to_string(kMaxScenarioBytes >> 20) + " MiB");
+  }
   try {
-    return parse_json(text.str());
+    return parse_json(text);
   } catch (const std::invalid_argument& e) {
     const std::string why = e.what();
     if (why.rfind("nests", 0) == 0) {
@@ -710,6 +719,15 @@ Scenario load_scenario(const nlohmann::json& document) {
   s.model = read_model(root);
   s.dataset = read_dataset(root);
   s.training = read_training(root, s.dataset);
+  const std::int64_t samples = train_size(s.dataset);
+  if (samples < s.training.workers) {
+    const std::string where = s.dataset.kind == "synthetic" ? "dataset.train_samples"
+                              : s.dataset.train_limit > 0   ? "dataset.train_limit"
+                                                            : "dataset.path";
+    throw ConfigError(where, "expected at least one training sample per worker (" +
+                                 std::to_string(s.training.workers) + "), got " +
+                                 std::to_string(samples));
+  }
   s.compute = read_compute(root);
 
   s.codec = CodecRegistry::builtin().resolve(
@@ -740,6 +758,9 @@ Scenario load_scenario(const nlohmann::json& document) {
   JsonFields out(root.object_at("output"), "output");
   out.allow({"dir"});
   s.output_dir = out.string("dir", "runs");
+  if (s.output_dir.empty()) {
+    throw ConfigError("output.dir", "expected a folder for the run folders (e.g. \"runs\"), got \"\"");
+  }
 
   if (s.compute.worker_scale.size() > static_cast<std::size_t>(s.training.workers)) {
     throw ConfigError("compute.slow_workers",

@@ -2,6 +2,7 @@
 // ConfigErrors naming the JSON path and the expected form; the CLI maps them to exit code 2.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,11 @@ namespace gradwire {
 /// Current scenario format version (the "gradwire" key).
 constexpr int kScenarioVersion = 1;
 
-/// Parses a file; ConfigError at "(file)" for unreadable files or JSON syntax errors.
+/// The largest scenario or sweep file read (real ones are a few kilobytes).
+constexpr std::size_t kMaxScenarioBytes = std::size_t{16} << 20;
+
+/// Parses a file; ConfigError at "(file)" for unreadable files, directories, files over
+/// kMaxScenarioBytes, nesting deeper than kMaxJsonDepth, or JSON syntax errors.
 nlohmann::json read_scenario_file(const std::string& path);
 
 /// Applies `--set a.b.c=value` overrides: value is parsed as JSON when it is valid JSON,

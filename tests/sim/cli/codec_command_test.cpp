@@ -144,6 +144,13 @@ TEST_F(CodecCommand, BadInputExitsWithTwoAndSaysWhy) {
   r = cli({"codec", "encode", "--codec", "topk", "--in", path("short.npy"), "--out", path("p")});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("the shape needs"), std::string::npos) << r.err;
+  // A directory where a file belongs.
+  r = cli({"codec", "encode", "--codec", "topk", "--in", dir_.string(), "--out", path("p")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
+  r = cli({"codec", "decode", "--codec", "topk", "--in", dir_.string(), "--out", path("d.npy")});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("is a directory"), std::string::npos) << r.err;
   // Missing file, unknown codec, unknown parameter, bad value.
   EXPECT_EQ(cli({"codec", "encode", "--codec", "topk", "--in", path("nope.npy"), "--out", path("p")}).code, 2);
   EXPECT_EQ(cli({"codec", "encode", "--codec", "nope", "--in", path("g.npy"), "--out", path("p")}).code, 2);

@@ -195,7 +195,16 @@ INSTANTIATE_TEST_SUITE_P(
                               {"dataset", {{"kind", "text"}, {"unit", "byte"}}}},
                 "dataset.unit"},
         BadCase{"bptt without vocab", {{"dataset", {{"bptt", 20}}}}, "dataset.bptt"},
-        BadCase{"cifar without path", {{"dataset", {{"kind", "cifar10"}}}}, "dataset.path"}),
+        BadCase{"cifar without path", {{"dataset", {{"kind", "cifar10"}}}}, "dataset.path"},
+        BadCase{"fewer samples than workers", {{"dataset", {{"train_samples", 1}}}},
+                "dataset.train_samples"},
+        BadCase{"empty output dir", {{"output", {{"dir", ""}}}}, "output.dir"},
+        BadCase{"rate beyond 1 Tbps", {{"network", {{"rate", "1e99bps"}}}}, "network.rate"},
+        BadCase{"rate below 1 bps", {{"network", {{"rate", "1e-3bps"}}}}, "network.rate"},
+        BadCase{"delay of 1e30 s", {{"network", {{"delay", "1e30s"}}}}, "network.delay"},
+        BadCase{"link delay beyond 1 s", {{"network", {{"delay", "2s"}}}}, "network.delay"},
+        BadCase{"impairment delay beyond 1 s",
+                {{"network", {{"impairments", {{"delay", "5s"}}}}}}, "network.impairments.delay"}),
     [](const auto& info) { return testing_names::sanitize(info.param.what); });
 
 TEST(Scenario, ZooModelsAndTheirDataResolveAndRoundTrip) {
@@ -270,6 +279,9 @@ TEST(Scenario, DeeplyNestedInputIsAnErrorNotACrash) {
   }
   EXPECT_EQ(json_brief(nlohmann::json{{"a", {1, 2}}, {"b", "x"}}), "{\"a\":[1,2],\"b\":\"x\"}");
   EXPECT_EQ(json_brief(nlohmann::json(std::string(1000, 'z'))).size(), 60u);
+  // Directories and endless devices are not scenarios.
+  EXPECT_THROW(read_scenario_file(::testing::TempDir()), ConfigError);
+  EXPECT_THROW(read_scenario_file("/dev/zero"), ConfigError);
   std::string text = "training.workers=";
   for (int i = 0; i < 1000; ++i) text += "[";
   for (int i = 0; i < 1000; ++i) text += "]";
