@@ -167,6 +167,60 @@ void check_model_fits_data(const Scenario& s) {
   }
 }
 
+/// Host indices in `impairments` (hosts, outages[].hosts, background[].target) must name a
+/// host: 0 .. n-1, or -n .. -1 counted from the end. A hybrid group's hosts and outages count
+/// within the group (`listed_hosts` is its workers); background targets count over the run.
+void check_impairment_hosts(const nlohmann::json& network, const std::string& path,
+                            std::int64_t listed_hosts, std::int64_t run_hosts) {
+  const auto check = [](const nlohmann::json& index, const std::string& where,
+                        std::int64_t hosts) {
+    if (!index.is_number_integer()) return;  // the network's own reader reports the type
+    const std::int64_t h = index.get<std::int64_t>();
+    if (h >= hosts || h < -hosts) {
+      throw ConfigError(where, "expected a host index in [0, " + std::to_string(hosts - 1) +
+                                   "] or [-" + std::to_string(hosts) + ", -1] (this run has " +
+                                   std::to_string(hosts) + " hosts), got " + std::to_string(h));
+    }
+  };
+  const auto check_list = [&](const nlohmann::json& list, const std::string& where) {
+    if (!list.is_array()) return;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      check(list[i], where + "[" + std::to_string(i) + "]", listed_hosts);
+    }
+  };
+  const auto it = network.find("impairments");
+  if (it != network.end() && it->is_object()) {
+    const std::string base = path + ".impairments";
+    if (it->contains("hosts")) check_list(it->at("hosts"), base + ".hosts");
+    const auto& outages = it->value("outages", nlohmann::json::array());
+    for (std::size_t i = 0; outages.is_array() && i < outages.size(); ++i) {
+      const std::string where = base + ".outages[" + std::to_string(i) + "]";
+      if (outages[i].is_object() && outages[i].contains("hosts")) {
+        check_list(outages[i].at("hosts"), where + ".hosts");
+      }
+    }
+    const auto& background = it->value("background", nlohmann::json::array());
+    for (std::size_t i = 0; background.is_array() && i < background.size(); ++i) {
+      if (background[i].is_object() && background[i].contains("target")) {
+        check(background[i].at("target"),
+              base + ".background[" + std::to_string(i) + "].target", run_hosts);
+      }
+    }
+  }
+  const auto groups = network.find("groups");
+  if (groups != network.end() && groups->is_array()) {
+    for (std::size_t g = 0; g < groups->size(); ++g) {
+      const nlohmann::json& group = (*groups)[g];
+      const auto workers = group.find("workers");
+      check_impairment_hosts(group, path + ".groups[" + std::to_string(g) + "]",
+                             workers != group.end() && workers->is_number_integer()
+                                 ? workers->get<std::int64_t>()
+                                 : run_hosts,
+                             run_hosts);
+    }
+  }
+}
+
 /// A TorchScript file is checked before any data is loaded: it must load, have parameters,
 /// and (when it states them) fit the dataset's sample shape and classes; a compute profile
 /// needs the FLOPs the exporter counts.
@@ -754,6 +808,8 @@ Scenario load_scenario(const nlohmann::json& document) {
 
   s.network = resolve_network(root.object_at("network"), "network");
   s.network["transport"] = TransportConfig::of_network(s.network).to_json();
+  const std::int64_t hosts = s.training.workers + (tp.scheme().server_host ? 1 : 0);
+  check_impairment_hosts(s.network, "network", hosts, hosts);
 
   JsonFields out(root.object_at("output"), "output");
   out.allow({"dir"});
