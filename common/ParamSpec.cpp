@@ -63,12 +63,14 @@ std::string brief_value(const json& value) {
 std::string ParamSpec::range_text() const {
   const bool has_min = min > -1e300;
   const bool has_max = max < 1e300;
+  // Durations are declared in seconds and written with their unit, as scenarios write them.
+  const std::string unit = type == Type::kDuration ? "s" : "";
   if (has_min && has_max) {
-    return std::string(" in ") + (min_exclusive ? "(" : "[") + format_number(min) + ", " +
-           format_number(max) + "]";
+    return std::string(" in ") + (min_exclusive ? "(" : "[") + format_number(min) + unit +
+           ", " + format_number(max) + unit + "]";
   }
-  if (has_min) return (min_exclusive ? " > " : " >= ") + format_number(min);
-  if (has_max) return " <= " + format_number(max);
+  if (has_min) return (min_exclusive ? " > " : " >= ") + format_number(min) + unit;
+  if (has_max) return " <= " + format_number(max) + unit;
   return "";
 }
 

@@ -1,10 +1,13 @@
 #include "sim/engine/ScenarioLoader.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "codecs/CodecRegistry.h"
 #include "common/ConfigError.h"
@@ -76,6 +79,10 @@ ModelConfig read_model(const JsonFields& root) {
     m.path = f.required_string("path");
   } else if (m.kind == "mlp") {
     m.hidden = int_list(f, "hidden", m.hidden, 1);
+    if (m.hidden.size() > 64) {
+      throw ConfigError(f.path_of("hidden"), "expected at most 64 hidden layers, got " +
+                                                 std::to_string(m.hidden.size()));
+    }
   } else if (m.kind == "cnn") {
     m.conv1 = declared_integer(f, spec("conv1"));
     m.conv2 = declared_integer(f, spec("conv2"));
@@ -219,6 +226,77 @@ void check_impairment_hosts(const nlohmann::json& network, const std::string& pa
                              run_hosts);
     }
   }
+}
+
+/// Parameters of the model the scenario describes, counted from its sizes without building it
+/// (a model too large for memory must be refused before anything is allocated): the kinds
+/// whose sizes a scenario sets are counted layer by layer (the cnn's pooled side rounded up),
+/// the fixed CIFAR zoo by an upper bound; a torchscript file's size is its own.
+double estimated_parameters(const ModelConfig& m, const ModelInput& in) {
+  const double classes = static_cast<double>(in.classes);
+  const auto& shape = in.sample_shape;
+  if (m.kind == "mlp") {
+    double width = 1;
+    for (std::int64_t d : shape) width *= static_cast<double>(d);
+    double total = 0;
+    for (std::int64_t h : m.hidden) {
+      total += width * static_cast<double>(h) + static_cast<double>(h);
+      width = static_cast<double>(h);
+    }
+    return total + width * classes + classes;
+  }
+  if (m.kind == "cnn" && shape.size() == 3) {
+    const double c = static_cast<double>(shape[0]);
+    const double side = static_cast<double>(std::max(shape[1], shape[2]));
+    const double flat = static_cast<double>(m.conv2) * (side / 4) * (side / 4);
+    return 25 * (c * static_cast<double>(m.conv1) + static_cast<double>(m.conv1 * m.conv2)) +
+           flat * static_cast<double>(m.fc1) + static_cast<double>(m.fc1 * m.fc2) +
+           static_cast<double>(m.fc2) * classes;
+  }
+  if (m.kind == "lstm_lm") {
+    const double e = static_cast<double>(m.embedding);
+    const double h = static_cast<double>(m.hidden_size);
+    const double lstm = 4 * h * (e + h + 2) + static_cast<double>(m.layers - 1) * 4 * h * (2 * h + 2);
+    return classes * e + lstm + (m.tied ? 0 : h * classes) + classes;
+  }
+  if (m.kind == "transformer") {
+    const double d = static_cast<double>(m.d_model);
+    const double layer = 4 * d * d + 2 * d * static_cast<double>(m.ff) + 10 * d +
+                         static_cast<double>(m.ff);
+    const double tokens = static_cast<double>(shape[0]);
+    const double embed = in.tokens ? classes * d + tokens * d
+                                   : static_cast<double>(shape[0] * m.patch * m.patch) * d +
+                                         (static_cast<double>(shape.size() == 3 ? shape[1] * shape[2] : 1) + 2) * d;
+    return embed + static_cast<double>(m.layers) * layer + d * classes + classes + 2 * d;
+  }
+  if (m.kind == "mobilenetv2") return 2.3e6 * m.width * m.width + 1280 * m.width * classes;
+  if (m.kind == "resnet18" || m.kind == "vgg16") return 1.5e7 + 512 * classes;
+  if (m.kind == "resnet20" || m.kind == "resnet56") return 1e6 + 64 * classes;
+  return 0;
+}
+
+/// Memory the in-process run holds per model: weights, gradient, momentum, the flat gradient
+/// and a codec's residual, 4 bytes each; every worker and the evaluation model have one.
+void check_memory(const Scenario& s) {
+  const double parameters = estimated_parameters(s.model, expected_input(s.dataset));
+  const double per_model = 5 * 4 * parameters;
+  const double models = static_cast<double>(s.training.workers) + 1;
+  const double pages = static_cast<double>(::sysconf(_SC_PHYS_PAGES));
+  const double memory = pages * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  if (memory <= 0 || per_model * models <= 0.8 * memory) return;
+  const auto gib = [](double bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+    return std::string(buf);
+  };
+  const bool one_model_too_large = per_model > 0.8 * memory;
+  throw ConfigError(one_model_too_large ? "model" : "training.workers",
+                    "expected a run that fits in memory: " +
+                        std::to_string(s.training.workers) + " workers x " +
+                        std::to_string(static_cast<long long>(parameters)) +
+                        " parameters need about " + gib(per_model * models) +
+                        " (weights, gradients, optimizer and codec state), this machine has " +
+                        gib(memory));
 }
 
 /// A TorchScript file is checked before any data is loaded: it must load, have parameters,
@@ -829,6 +907,7 @@ Scenario load_scenario(const nlohmann::json& document) {
                                         "parameters is not supported yet");
   }
   check_model_fits_data(s);
+  check_memory(s);
   if (s.model.kind == "torchscript") check_torchscript(s);
   s.resolved = to_json(s);
   return s;
