@@ -28,6 +28,20 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   }
 }
 
+std::string prepare_output_parent(const std::string& parent) {
+  const fs::path dir = parent.empty() ? fs::path(".") : fs::path(parent);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return ec.message();
+  if (!fs::is_directory(dir, ec)) return "not a directory";
+  // A probe folder, as a run folder would be made: access(2) alone misses read-only mounts.
+  const fs::path probe = dir / (".gradwire-probe-" + std::to_string(::getpid()));
+  fs::create_directory(probe, ec);
+  if (ec) return ec.message();
+  fs::remove(probe, ec);
+  return "";
+}
+
 RunDirectory::RunDirectory(const std::string& parent, const std::string& name) {
   fs::create_directories(parent.empty() ? "." : parent);
   const fs::path base = parent.empty() ? fs::path(".") : fs::path(parent);

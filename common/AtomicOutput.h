@@ -11,6 +11,11 @@ namespace gradwire {
 /// Throws std::runtime_error with the path on failure.
 void write_file_atomically(const std::string& path, const std::string& content);
 
+/// Creates `parent` (and its parents) when missing and checks that run folders can be made in
+/// it. Returns "" when they can, else what is wrong, in words ("not a directory", "read-only
+/// file system", ...), so a run is refused before it computes anything.
+std::string prepare_output_parent(const std::string& parent);
+
 class RunDirectory {
  public:
   /// Prepares `<parent>/.<name>.partial-<pid>` (created now).

@@ -180,6 +180,12 @@ Round PowerSgdCodec::begin_exchange(const at::Tensor& grad) {
     throw std::invalid_argument("powersgd: gradient has " + std::to_string(grad.numel()) +
                                 " elements, the layout " + std::to_string(numel_));
   }
+  // The factors of a matrix with a NaN or Inf are all non-finite, and its decoder refuses
+  // non-finite values: such a gradient (a diverged model) is refused here, where it enters.
+  if (!at::isfinite(grad).all().item<bool>()) {
+    throw std::invalid_argument("powersgd: the gradient holds NaN or Inf values (has training "
+                                "diverged?); low-rank factors of it cannot be decoded");
+  }
   Round round;
   round.op = RoundOp::kSum;
   dense_step_ = step_ < options_.start_step;

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "codecs/CodecRegistry.h"
+#include "common/AtomicOutput.h"
 #include "common/ConfigError.h"
 #include "common/ParamSpec.h"
 #include "netmodels/NetworkRegistry.h"
@@ -168,6 +169,12 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (*run) {
       Scenario scenario = load(file, overrides);
       const std::string parent = out_dir.empty() ? scenario.output_dir : out_dir;
+      const std::string problem = prepare_output_parent(parent);
+      if (!problem.empty()) {
+        throw ConfigError(out_dir.empty() ? "output.dir" : "--out",
+                          "expected a folder where run folders can be made; " + parent + ": " +
+                              problem);
+      }
       if (processes) {
         RunResult result = run_with_processes(scenario, parent, quiet ? nullptr : &err, err);
         out << "results: " << result.directory << "\n";

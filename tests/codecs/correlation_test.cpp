@@ -1,5 +1,6 @@
 // Codecs that exploit correlation (PowerSGD, GradiVeQ) and the multi-round exchange that
 // carries them through the simulated collectives.
+#include <limits>
 #include <memory>
 
 #include <gtest/gtest.h>
@@ -218,6 +219,20 @@ TEST(PowerSgd, SinglePayloadRoundTripsAndRejectsCorruption) {
   Bytes extra = payload;
   extra.push_back(0);
   EXPECT_THROW(codecs[1]->decode(extra), DecodeError);
+}
+
+TEST(PowerSgd, NonFiniteGradientsAreRefusedWhereTheyEnter) {
+  // Factors of a matrix holding a NaN are all NaN; the decoder refuses them, so the encoder
+  // must not produce them.
+  const auto layout = mlp_layout();
+  auto codecs = make({{"kind", "powersgd"}, {"rank", 2}}, 1, kMlpNumel, layout);
+  at::Tensor g = torch::randn({kMlpNumel});
+  g[7] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(codecs[0]->encode(g), std::invalid_argument);
+  g[7] = std::numeric_limits<float>::infinity();
+  EXPECT_THROW(codecs[0]->encode(g), std::invalid_argument);
+  g[7] = 1.0f;
+  EXPECT_NO_THROW(codecs[1]->decode(codecs[0]->encode(g)));
 }
 
 TEST(PowerSgd, RegistryRulesAndDenseStart) {

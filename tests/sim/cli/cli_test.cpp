@@ -81,6 +81,17 @@ TEST_F(Cli, CodecsListsParameters) {
   EXPECT_EQ(run("run --help").code, 0);
 }
 
+TEST_F(Cli, AnUnusableOutputFolderExitsTwoBeforeTheRun) {
+  const std::string scenario = write("s.json", kGood);
+  const std::string file = write("a-file", "x");
+  Result r = run("run " + scenario + " --out " + file);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--out"), std::string::npos) << r.output;
+  r = run("run " + scenario + " --set output.dir=/proc/gradwire-runs");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("output.dir"), std::string::npos) << r.output;
+}
+
 TEST_F(Cli, ModelsListsTheZooWithItsKeys) {
   const Result plain = run("models");
   EXPECT_EQ(plain.code, 0) << plain.output;
