@@ -183,6 +183,19 @@ SweepPlan SweepPlan::expand(const nlohmann::json& sweep, const std::string& base
     seeds.push_back(base.value("seed", 1));
   }
 
+  // The size of the sweep, counted before a single scenario is made: a typo in a grid must not
+  // write a hundred thousand files before anything runs.
+  double total = static_cast<double>(seeds.size()) *
+                 static_cast<double>(zip.empty() ? 1 : zip.front().values.size());
+  for (const Axis& a : grid) total *= static_cast<double>(std::max<std::size_t>(1, a.values.size()));
+  if (total > static_cast<double>(kMaxSweepRuns)) {
+    throw ConfigError(grid.empty() ? "zip" : "grid",
+                      "expected at most " + std::to_string(kMaxSweepRuns) +
+                          " runs (grid values x zip tuples x seeds), got " +
+                          std::to_string(static_cast<long long>(total)) +
+                          "; split the study into several sweeps");
+  }
+
   // Column names: the last path component when unique, else the whole path.
   std::vector<std::string> paths;
   for (const Axis& a : grid) paths.push_back(a.path);

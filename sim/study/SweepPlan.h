@@ -17,6 +17,7 @@
 // so reruns find finished runs by name.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@
 #include <nlohmann/json.hpp>
 
 namespace gradwire {
+
+/// The most runs one sweep file may describe (grid values x zip tuples x seeds).
+constexpr std::size_t kMaxSweepRuns = 10000;
 
 struct SweepRun {
   std::string name;                    ///< folder name, derived from the axis values

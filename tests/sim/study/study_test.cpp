@@ -77,6 +77,13 @@ TEST(SweepPlan, RejectsBadSweepsWithPaths) {
   doc = sweep_doc();
   doc["grid"]["network.rate"] = nlohmann::json::array();
   expect_path(doc, "grid.network.rate");
+  // 100 x 100 x 2 x 2 seeds = 40,000 runs: refused before one scenario is made.
+  doc = sweep_doc();
+  std::vector<int> hundred(100);
+  for (int i = 0; i < 100; ++i) hundred[static_cast<std::size_t>(i)] = i + 1;
+  doc["grid"]["training.steps"] = hundred;
+  doc["grid"]["training.batch"] = hundred;
+  expect_path(doc, "grid");
 }
 
 using Result = gradwire::testing::CommandResult;
