@@ -1,11 +1,16 @@
 #include "common/AtomicOutput.h"
 
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <system_error>
 
 #include <unistd.h>
+
+#include "common/InterruptCleanup.h"
 
 namespace gradwire {
 
@@ -49,6 +54,19 @@ RunDirectory::RunDirectory(const std::string& parent, const std::string& name) {
   final_ = (base / name).string();
   std::error_code ec;
   fs::remove_all(staging_, ec);
+  // Staging folders of this name whose process is gone were left by a run killed without a
+  // chance to clean up (SIGKILL, a power cut): nobody will finish them.
+  const std::string prefix = "." + name + ".partial-";
+  for (const auto& entry : fs::directory_iterator(base, ec)) {
+    const std::string file = entry.path().filename().string();
+    if (file.rfind(prefix, 0) != 0) continue;
+    const long pid = std::strtol(file.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      fs::remove_all(entry.path(), ignored);
+    }
+  }
+  InterruptCleanup::remember_folder(staging_);
   fs::create_directories(staging_);
 }
 
@@ -57,9 +75,15 @@ RunDirectory::~RunDirectory() {
     std::error_code ec;
     fs::remove_all(staging_, ec);
   }
+  InterruptCleanup::forget_folder(staging_);
 }
 
 void RunDirectory::commit() {
+  // Not while an interruption is removing the staging folder; afterwards it is forgotten.
+  InterruptCleanup::exclusive([this] { commit_now(); });
+}
+
+void RunDirectory::commit_now() {
   std::error_code ec;
   const std::string old = final_ + ".old-" + std::to_string(::getpid());
   if (fs::exists(final_)) {

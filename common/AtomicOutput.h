@@ -18,7 +18,9 @@ std::string prepare_output_parent(const std::string& parent);
 
 class RunDirectory {
  public:
-  /// Prepares `<parent>/.<name>.partial-<pid>` (created now).
+  /// Prepares `<parent>/.<name>.partial-<pid>` (created now; removed if the process is
+  /// interrupted, see InterruptCleanup), and removes staging folders of `name` left by
+  /// processes that no longer exist.
   RunDirectory(const std::string& parent, const std::string& name);
   /// Removes the staging directory if commit() was never reached.
   ~RunDirectory();
@@ -33,6 +35,8 @@ class RunDirectory {
   void commit();
 
  private:
+  void commit_now();
+
   std::string staging_;
   std::string final_;
   bool committed_ = false;

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/ConfigError.h"
+#include "common/InterruptCleanup.h"
 #include "common/SelfExecutable.h"
 #include "sim/cli/Cli.h"
 #include "sim/study/SweepRunner.h"
@@ -24,6 +25,7 @@ int run_process(const std::vector<std::string>& argv, bool silence) {
   const pid_t pid = ::fork();
   if (pid < 0) return 127;
   if (pid == 0) {
+    InterruptCleanup::prepare_child();
     if (silence) {
       if (FILE* null = std::fopen("/dev/null", "w")) {
         ::dup2(fileno(null), 1);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/ConfigError.h"
+#include "common/InterruptCleanup.h"
 #include "common/SelfExecutable.h"
 #include "netmodels/NetworkFactory.h"
 #include "nodes/transport/TransportConfig.h"
@@ -37,6 +38,7 @@ class ChildProcesses {
     pid_t pid = 0;
     const int rc = ::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ);
     if (rc != 0) throw std::runtime_error("cannot start " + args[0] + ": " + std::strerror(rc));
+    InterruptCleanup::remember_child(pid);
     children_.push_back(Child{pid, host, false, 0});
   }
 
@@ -49,6 +51,7 @@ class ChildProcesses {
       if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
         c.exited = true;
         c.status = status;
+        InterruptCleanup::forget_child(c.pid);
         out.push_back(c.host);
       }
     }
@@ -82,6 +85,7 @@ class ChildProcesses {
       int status = 0;
       ::waitpid(c.pid, &status, 0);
       c.exited = true;
+      InterruptCleanup::forget_child(c.pid);
     }
   }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/AtomicOutput.h"
+#include "common/InterruptCleanup.h"
 
 namespace gradwire {
 
@@ -53,6 +54,7 @@ pid_t start_run(const std::string& exe, const std::string& scenario, const std::
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("sweep: fork failed");
   if (pid == 0) {
+    InterruptCleanup::prepare_child();  // the run dies with the sweep
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       ::dup2(fd, 1);
@@ -200,6 +202,7 @@ SweepOutcome SweepRunner::run(std::ostream* progress) {
       const pid_t pid = start_run(options_.executable,
                                   (fs::path(dir_) / "scenarios" / (run.name + ".json")).string(),
                                   dir_, (fs::path(dir_) / "logs" / (run.name + ".log")).string());
+      InterruptCleanup::remember_child(pid);
       running[pid] = i;
       status_[i] = "running";
       report("started " + run.name);
@@ -207,6 +210,7 @@ SweepOutcome SweepRunner::run(std::ostream* progress) {
     int wstatus = 0;
     const pid_t pid = ::waitpid(-1, &wstatus, 0);
     if (pid < 0) break;
+    InterruptCleanup::forget_child(pid);
     auto it = running.find(pid);
     if (it == running.end()) continue;
     const std::size_t i = it->second;

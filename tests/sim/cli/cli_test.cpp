@@ -1,7 +1,14 @@
 // The gradwire executable: exit codes, messages naming the JSON path, nothing written on error.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -90,6 +97,59 @@ TEST_F(Cli, AnUnusableOutputFolderExitsTwoBeforeTheRun) {
   r = run("run " + scenario + " --set output.dir=/proc/gradwire-runs");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("output.dir"), std::string::npos) << r.output;
+}
+
+// Starts gradwire with `args` in the background; returns its pid.
+pid_t start_gradwire(const std::vector<std::string>& args) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> argv{const_cast<char*>(GRADWIRE_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    if (FILE* null = std::fopen("/dev/null", "w")) ::dup2(fileno(null), 2);
+    ::execv(GRADWIRE_BINARY, argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+bool has_staging_folder(const fs::path& dir) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().find(".partial-") != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST_F(Cli, AnInterruptedRunLeavesNothingBehind) {
+  const std::string long_run = write("long.json", R"({"gradwire": 1, "name": "long",
+    "model": {"kind": "mlp", "hidden": [16]}, "dataset": {"kind": "synthetic"},
+    "training": {"workers": 2, "steps": 100000000, "eval_every": 100000000},
+    "compute": {"mode": "fixed", "seconds": 0.001, "threads": 1}})");
+  for (const int signal : {SIGTERM, SIGINT}) {
+    const fs::path out = dir_ / ("out-" + std::to_string(signal));
+    fs::create_directories(out);
+    const pid_t pid = start_gradwire({"run", long_run, "--out", out.string()});
+    bool started = false;
+    for (int i = 0; i < 300 && !started; ++i) {  // up to 30 s for LibTorch to load
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      started = has_staging_folder(out);
+    }
+    ASSERT_TRUE(started) << "the run never made its staging folder";
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // training under way
+    ::kill(pid, signal);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "ended by a signal instead of cleaning up";
+    EXPECT_EQ(WEXITSTATUS(status), 128 + signal);
+    EXPECT_FALSE(has_staging_folder(out));
+    EXPECT_FALSE(fs::exists(out / "long"));
+  }
+  // A staging folder whose process is gone (killed outright) is removed by the next run.
+  const fs::path out = dir_ / "stale";
+  fs::create_directories(out / ".cli.partial-999999999");
+  EXPECT_EQ(run("run " + write("s.json", kGood) + " --out " + out.string()).code, 0);
+  EXPECT_FALSE(has_staging_folder(out));
+  EXPECT_TRUE(fs::exists(out / "cli" / "summary.json"));
 }
 
 TEST_F(Cli, ModelsListsTheZooWithItsKeys) {
