@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "OneTorchThread.h"
 #include "nodes/training/Dataset.h"
 #include "nodes/training/ImageAugmentation.h"
 #include "nodes/training/Partition.h"
@@ -26,12 +27,6 @@ namespace fs = std::filesystem;
 using namespace gradwire;
 
 namespace {
-
-class OneThread : public ::testing::Environment {
- public:
-  void SetUp() override { torch::set_num_threads(1); }
-};
-const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
 
 constexpr float kMean = 0.2860F;
 constexpr float kStd = 0.3530F;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "OneTorchThread.h"
 #include "nodes/training/Dataset.h"
 #include "nodes/training/Loss.h"
 #include "nodes/training/Model.h"
@@ -27,12 +28,6 @@ namespace fs = std::filesystem;
 using namespace gradwire;
 
 namespace {
-
-class OneThread : public ::testing::Environment {
- public:
-  void SetUp() override { torch::set_num_threads(1); }
-};
-const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
 
 using Shape = std::vector<std::int64_t>;
 

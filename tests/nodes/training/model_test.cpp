@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "OneTorchThread.h"
 #include "nodes/training/Dataset.h"
 #include "nodes/training/LeNet.h"
 #include "nodes/training/Mlp.h"
@@ -18,12 +19,6 @@
 using namespace gradwire;
 
 namespace {
-
-class OneThread : public ::testing::Environment {
- public:
-  void SetUp() override { torch::set_num_threads(1); }
-};
-const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
 
 std::int64_t parameter_count(torch::nn::Module& module) {
   std::int64_t n = 0;

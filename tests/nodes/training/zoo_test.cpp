@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "OneTorchThread.h"
 #include "RawTensorFile.h"
 #include "nodes/training/Model.h"
 #include "nodes/training/RunningStatistics.h"
@@ -37,12 +38,6 @@ using namespace gradwire;
 namespace {
 
 namespace fs = std::filesystem;
-
-class OneThread : public ::testing::Environment {
- public:
-  void SetUp() override { torch::set_num_threads(1); }
-};
-const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
 
 const std::vector<std::int64_t> kCifar = {3, 32, 32};
 

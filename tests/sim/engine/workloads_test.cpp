@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/utils.h>
 
+#include "OneTorchThread.h"
 #include "sim/engine/Engine.h"
 #include "sim/engine/ScenarioLoader.h"
 
@@ -24,12 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kWorkloads = std::string(GRADWIRE_SOURCE_DIR) + "/scenarios/workloads/";
-
-class OneThread : public ::testing::Environment {
- public:
-  void SetUp() override { torch::set_num_threads(1); }
-};
-const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
 
 /// A folder for this test program, removed at exit.
 const fs::path& scratch() {
