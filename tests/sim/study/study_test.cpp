@@ -1,8 +1,15 @@
 // Sweeps and reports: expansion, parallel runs that survive a failure, resume, Slurm output,
 // and a rendered report whose tables match results.csv.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -165,6 +172,52 @@ class Study : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
 };
+
+/// The pid in a staging folder's name (".<run>.partial-<pid>") under `dir`, 0 when none.
+pid_t staging_pid(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const auto at = name.find(".partial-");
+    if (at != std::string::npos) return static_cast<pid_t>(std::stol(name.substr(at + 9)));
+  }
+  return 0;
+}
+
+TEST_F(Study, ARunDiesWithItsSweepEvenWhenTheSweepIsKilledOutright) {
+  auto doc = sweep_doc();
+  doc["seeds"] = {1};
+  doc["base"]["training"]["steps"] = 100000000;
+  doc["base"]["training"]["eval_every"] = 100000000;
+  doc["zip"] = {{"codec", {{{"kind", "none"}}}}};
+  doc["grid"] = {{"network.rate", {"1Gbps"}}};
+  const fs::path file = dir_ / "long-sweep.json";
+  std::ofstream(file) << doc.dump();
+  const pid_t sweep = ::fork();
+  if (sweep == 0) {
+    if (FILE* null = std::fopen("/dev/null", "w")) ::dup2(fileno(null), 2);
+    const std::string out = (dir_ / "out").string();
+    ::execl(GRADWIRE_BINARY, GRADWIRE_BINARY, "sweep", file.c_str(), "-j", "1", "--out",
+            out.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  pid_t child = 0;
+  for (int i = 0; i < 300 && child == 0; ++i) {  // up to 30 s for the run to start
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    child = staging_pid(dir_ / "out" / "tiny");
+  }
+  ASSERT_GT(child, 0) << "the sweep's run never made its staging folder";
+  ::kill(sweep, SIGKILL);  // no chance to clean up: the run must still go
+  int status = 0;
+  ::waitpid(sweep, &status, 0);
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    gone = ::kill(child, 0) != 0;
+  }
+  EXPECT_TRUE(gone) << "run " << child << " outlived its sweep";
+  EXPECT_EQ(staging_pid(dir_ / "out" / "tiny"), 0) << "the run left its staging folder";
+}
 
 TEST_F(Study, SweepRunsInParallelSurvivesAFailureResumesAndReports) {
   auto doc = sweep_doc();
