@@ -54,10 +54,10 @@ nlohmann::json parse_json(std::string_view text, int max_depth) {
   try {
     value = nlohmann::json::parse(text, limit);
   } catch (const nlohmann::json::parse_error& e) {
-    throw std::invalid_argument(std::string("not valid JSON: ") + e.what());
+    throw JsonSyntaxError(std::string("not valid JSON: ") + e.what());
   }
   if (too_deep) {
-    throw std::invalid_argument("nests deeper than " + std::to_string(max_depth) +
+    throw JsonTooDeep("nests deeper than " + std::to_string(max_depth) +
                                 " levels of arrays and objects");
   }
   return value;

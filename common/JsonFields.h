@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,8 +62,20 @@ std::string json_brief(const nlohmann::json& value);
 /// walk over a value (rendering, copying, comparing) can exhaust the stack.
 constexpr int kMaxJsonDepth = 64;
 
-/// Parses `text`; std::invalid_argument saying "not valid JSON: ..." or "nests deeper than N
-/// levels ..." (callers add where the text came from).
+/// Text that is not JSON; what() says where the syntax breaks.
+class JsonSyntaxError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// JSON nested deeper than the limit parse_json was given.
+class JsonTooDeep : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Parses `text`; JsonSyntaxError ("not valid JSON: ...") or JsonTooDeep ("nests deeper than
+/// N levels ..."). Callers add where the text came from.
 nlohmann::json parse_json(std::string_view text, int max_depth = kMaxJsonDepth);
 
 }  // namespace gradwire

@@ -29,13 +29,13 @@ void Model::add_layer_cost(std::string name, std::string kind, std::int64_t flop
   layer_costs_.push_back(LayerCost{std::move(name), std::move(kind), flops});
 }
 
-namespace {
-
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string out;
   for (std::int64_t d : shape) out += (out.empty() ? "" : ", ") + std::to_string(d);
   return "[" + out + "]";
 }
+
+namespace {
 
 void require_images(const ModelConfig& config, const ModelInput& input) {
   if (input.tokens || input.sample_shape.size() != 3) {

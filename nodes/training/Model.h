@@ -70,6 +70,9 @@ struct ModelInput {
   bool tokens = false;                     ///< samples are int64 token ids (language modelling)
 };
 
+/// "[3, 32, 32]": a sample shape as messages show it.
+std::string shape_text(const std::vector<std::int64_t>& shape);
+
 /// Builds `config.kind` for `input`. Throws std::invalid_argument when the kind does not fit
 /// the data (an image model on features, a language model on images, ...). Parameters are
 /// initialised from the current torch RNG state; a torchscript model keeps the weights stored

@@ -1,7 +1,6 @@
 #include "nodes/training/TorchScriptModel.h"
 
 #include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -14,14 +13,6 @@ namespace gradwire {
 namespace {
 
 constexpr const char* kMetadataFile = "gradwire.json";
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::ostringstream out;
-  out << "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << "]";
-  return out.str();
-}
 
 TorchScriptInfo parse_metadata(const std::string& path, const std::string& text) {
   TorchScriptInfo info;

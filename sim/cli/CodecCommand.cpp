@@ -62,11 +62,10 @@ nlohmann::json codec_object(const CodecCommandOptions& o) {
     const std::string text = p.substr(eq + 1);
     try {
       obj[key] = parse_json(text);
-    } catch (const std::invalid_argument& e) {
-      if (std::string(e.what()).rfind("nests", 0) == 0) {
-        throw ConfigError("--param", key + ": expected a value nested at most " +
-                                         std::to_string(kMaxJsonDepth) + " levels deep");
-      }
+    } catch (const JsonTooDeep&) {
+      throw ConfigError("--param", key + ": expected a value nested at most " +
+                                       std::to_string(kMaxJsonDepth) + " levels deep");
+    } catch (const JsonSyntaxError&) {
       obj[key] = text;  // bare words are strings: --param values=fp16
     }
   }

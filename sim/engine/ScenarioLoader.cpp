@@ -132,12 +132,6 @@ ModelInput expected_input(const DatasetSpec& d) {
   return ModelInput{{1, 28, 28}, 10, false};
 }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string out;
-  for (auto d : shape) out += (out.empty() ? "" : ", ") + std::to_string(d);
-  return "[" + out + "]";
-}
-
 /// The model kind must read the dataset's samples; sizes that depend on the data (patches,
 /// image sides) are checked here too, so a mismatch is a scenario error, not a failed run.
 void check_model_fits_data(const Scenario& s) {
@@ -313,13 +307,9 @@ void check_torchscript(const Scenario& s) {
   const std::vector<std::int64_t>& shape = input.sample_shape;
   const std::int64_t classes = input.classes;
   if (!info.input_shape.empty() && info.input_shape != shape) {
-    std::string want;
-    std::string got;
-    for (auto d : info.input_shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
-    for (auto d : shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
-    throw ConfigError("model.path", "expected a model for samples shaped [" + got + "] (" +
-                                        s.dataset.kind + "); " + s.model.path +
-                                        " was exported for [" + want + "]");
+    throw ConfigError("model.path", "expected a model for samples shaped " + shape_text(shape) +
+                                        " (" + s.dataset.kind + "); " + s.model.path +
+                                        " was exported for " + shape_text(info.input_shape));
   }
   if (info.classes > 0 && info.classes != classes) {
     throw ConfigError("model.path", "expected a model with " + std::to_string(classes) +
@@ -442,7 +432,9 @@ std::int64_t train_size(const DatasetSpec& d) {
   return d.train_limit > 0 ? std::min(d.train_limit, all) : all;
 }
 
-TrainingSpec read_training(const JsonFields& root, const DatasetSpec& dataset) {
+/// `train_samples`: the training set's size (train_size), for `epochs`.
+TrainingSpec read_training(const JsonFields& root, const DatasetSpec& dataset,
+                           std::int64_t train_samples) {
   JsonFields f(root.object_at("training"), root.path_of("training"));
   f.allow({"workers", "steps", "epochs", "batch", "optimizer", "eval_every", "eval_samples",
            "target_accuracy", "target_perplexity"});
@@ -456,7 +448,7 @@ TrainingSpec read_training(const JsonFields& root, const DatasetSpec& dataset) {
     t.epochs = f.number("epochs", 1, 0, 1e6, true);
     const double per_step = static_cast<double>(t.workers) * static_cast<double>(t.batch);
     t.steps = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(std::ceil(t.epochs * train_size(dataset) / per_step)));
+        1, static_cast<std::int64_t>(std::ceil(t.epochs * static_cast<double>(train_samples) / per_step)));
   } else {
     t.steps = f.integer("steps", 100, 1, 100000000);
   }
@@ -782,13 +774,12 @@ nlohmann::json read_scenario_file(const std::string& path) {
   }
   try {
     return parse_json(text);
-  } catch (const std::invalid_argument& e) {
-    const std::string why = e.what();
-    if (why.rfind("nests", 0) == 0) {
-      throw ConfigError("(file)", path + ": expected JSON nested at most " +
-                                      std::to_string(kMaxJsonDepth) + " levels deep; it " + why);
-    }
-    throw ConfigError("(file)", path + " is " + why);
+  } catch (const JsonTooDeep& e) {
+    throw ConfigError("(file)", path + ": expected JSON nested at most " +
+                                    std::to_string(kMaxJsonDepth) + " levels deep; it " +
+                                    e.what());
+  } catch (const JsonSyntaxError& e) {
+    throw ConfigError("(file)", path + " is " + e.what());
   }
 }
 
@@ -803,12 +794,11 @@ void apply_overrides(nlohmann::json& scenario, const std::vector<std::string>& a
     nlohmann::json value;
     try {
       value = parse_json(text);
-    } catch (const std::invalid_argument& e) {
-      if (std::string(e.what()).rfind("nests", 0) == 0) {
-        throw ConfigError("(--set)", path + ": expected a value nested at most " +
-                                         std::to_string(kMaxJsonDepth) + " levels deep; it " +
-                                         e.what());
-      }
+    } catch (const JsonTooDeep& e) {
+      throw ConfigError("(--set)", path + ": expected a value nested at most " +
+                                       std::to_string(kMaxJsonDepth) + " levels deep; it " +
+                                       e.what());
+    } catch (const JsonSyntaxError&) {
       value = text;  // bare words are strings: --set codec.kind=topk
     }
     nlohmann::json* node = &scenario;
@@ -850,8 +840,9 @@ Scenario load_scenario(const nlohmann::json& document) {
   s.seed = static_cast<std::uint64_t>(root.integer("seed", 1, 0, (std::int64_t{1} << 53)));
   s.model = read_model(root);
   s.dataset = read_dataset(root);
-  s.training = read_training(root, s.dataset);
+  // Read once: a text dataset is read to be counted.
   const std::int64_t samples = train_size(s.dataset);
+  s.training = read_training(root, s.dataset, samples);
   if (samples < s.training.workers) {
     const std::string where = s.dataset.kind == "synthetic" ? "dataset.train_samples"
                               : s.dataset.train_limit > 0   ? "dataset.train_limit"

@@ -38,9 +38,11 @@ ProtocolMessage decode_frames(std::vector<zmq::message_t>& frames, std::uint64_t
   ProtocolMessage m;
   try {
     m.header = parse_json(frames[0].to_string_view());
-  } catch (const std::invalid_argument& e) {
+  } catch (const JsonTooDeep& e) {
     throw ProtocolError("malformed", std::string("the first frame must be a JSON object: it ") +
-                                         (std::string(e.what()).rfind("nests", 0) == 0 ? "" : "is ") +
+                                         e.what());
+  } catch (const JsonSyntaxError& e) {
+    throw ProtocolError("malformed", std::string("the first frame must be a JSON object: it is ") +
                                          e.what());
   }
   if (!m.header.is_object()) throw ProtocolError("malformed", "the first frame must be a JSON object");
