@@ -29,18 +29,28 @@ class Collective {
   /// simulated time, when the aggregate for `step` has reached this worker.
   virtual void contribute(int rank, std::int64_t step, const at::Tensor& gradient, Done done) = 0;
 
+  /// Gradient buckets this collective reduces one after another (1: the whole gradient).
+  virtual int buckets() const { return 1; }
+
+  /// Worker `rank` offers bucket `bucket` of its gradient for `step` (a contiguous slice of the
+  /// flat gradient, read during the call only), at the instant backward completed it. `done`
+  /// runs once, when the aggregate of every bucket of `step` has reached this worker, with the
+  /// whole flat mean gradient. A collective of one bucket takes the whole gradient here.
+  virtual void contribute_bucket(int rank, std::int64_t step, int bucket,
+                                 const at::Tensor& slice, Done done);
+
   /// Number of workers taking part.
   virtual int workers() const = 0;
 
   /// Where wall time spent encoding/decoding/aggregating is charged (may be null).
-  void set_wall_account(WallClockAccount* account) { account_ = account; }
+  virtual void set_wall_account(WallClockAccount* account) { account_ = account; }
 
   /// Total size of the payloads the workers' codecs produced (before any forwarding): the
   /// figure a compression ratio is computed from.
-  std::uint64_t encoded_bytes() const { return encoded_bytes_; }
+  virtual std::uint64_t encoded_bytes() const { return encoded_bytes_; }
 
   /// Size of the payload(s) worker `rank` encoded for its latest contribution (all rounds).
-  std::uint64_t last_payload_bytes(int rank) const {
+  virtual std::uint64_t last_payload_bytes(int rank) const {
     return rank >= 0 && static_cast<std::size_t>(rank) < last_payload_.size() ? last_payload_[rank] : 0;
   }
 

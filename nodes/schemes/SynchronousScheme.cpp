@@ -17,6 +17,17 @@ void SynchronousScheme::on_gradient(Worker& worker, const at::Tensor& gradient) 
                           });
 }
 
+int SynchronousScheme::gradient_buckets() const { return collective_->buckets(); }
+
+void SynchronousScheme::on_bucket(Worker& worker, int bucket, const at::Tensor& slice) {
+  Worker* w = &worker;
+  collective_->contribute_bucket(worker.rank(), worker.steps_done(), bucket, slice,
+                                 [w](const at::Tensor& aggregate) {
+                                   w->ApplyGradient(aggregate);
+                                   w->FinishStep();
+                                 });
+}
+
 void SynchronousScheme::on_start(Worker& worker) {
   const auto rank = static_cast<std::size_t>(worker.rank());
   if (workers_.size() <= rank) workers_.resize(rank + 1, nullptr);

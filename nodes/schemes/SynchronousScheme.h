@@ -16,6 +16,8 @@ class SynchronousScheme : public TrainingScheme {
   /// `collective` must outlive the scheme.
   explicit SynchronousScheme(Collective* collective) : collective_(collective) {}
   void on_gradient(Worker& worker, const at::Tensor& gradient) override;
+  int gradient_buckets() const override;
+  void on_bucket(Worker& worker, int bucket, const at::Tensor& slice) override;
   void on_start(Worker& worker) override;
   /// The collective's fault handling (ring and PS have it); it reads a donor's parameters
   /// from the workers registered in on_start.

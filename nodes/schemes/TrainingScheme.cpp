@@ -1,10 +1,15 @@
 #include "nodes/schemes/TrainingScheme.h"
 
 #include <limits>
+#include <stdexcept>
 
 #include <ATen/ATen.h>
 
 namespace gradwire {
+
+void TrainingScheme::on_bucket(Worker&, int, const at::Tensor&) {
+  throw std::logic_error("this training scheme takes the gradient whole, not in buckets");
+}
 
 at::Tensor TrainingScheme::evaluation_parameters() const { return at::Tensor(); }
 

@@ -27,6 +27,16 @@ class TrainingScheme {
   /// worker.FinishStep() exactly once for this step.
   virtual void on_gradient(Worker& worker, const at::Tensor& gradient) = 0;
 
+  /// Gradient buckets the scheme takes one by one while backward runs (1: the whole gradient,
+  /// through on_gradient, when backward is over).
+  virtual int gradient_buckets() const { return 1; }
+
+  /// Bucket `bucket` of worker `worker`'s gradient of its current step (a contiguous slice of
+  /// the flat gradient, read during the call), at the instant backward completed it. Only
+  /// called when gradient_buckets() > 1; the scheme must call worker.FinishStep() once all
+  /// buckets of the step are through.
+  virtual void on_bucket(Worker& worker, int bucket, const at::Tensor& slice);
+
   /// Called once per worker before its first step (e.g. to register it).
   virtual void on_start(Worker& worker) {}
 

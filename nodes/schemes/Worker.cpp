@@ -1,6 +1,9 @@
 #include "nodes/schemes/Worker.h"
 
+#include <algorithm>
 #include <chrono>
+#include <stdexcept>
+#include <string>
 
 #include <ns3/simulator.h>
 #include <torch/optim/sgd.h>
@@ -43,6 +46,55 @@ void Worker::Setup(const WorkerOptions& options, std::shared_ptr<Model> model,
   on_finished_ = std::move(on_finished);
   model_->to(device_);
   MakeOptimizer();
+  bucketed_ = scheme_->gradient_buckets() > 1;
+  if (bucketed_) {
+    if (static_cast<int>(options_.buckets.size()) != scheme_->gradient_buckets()) {
+      throw std::logic_error("Worker: the scheme takes " +
+                             std::to_string(scheme_->gradient_buckets()) +
+                             " buckets, the worker was given " +
+                             std::to_string(options_.buckets.size()));
+    }
+    if (options_.ready_fractions.empty()) InstallReadyHooks();
+  }
+}
+
+void Worker::InstallReadyHooks() {
+  // The wall instant autograd computes each parameter's gradient: the real order and spacing
+  // of gradient completion in this machine's backward pass.
+  const auto params = model_->parameters();
+  ready_wall_.assign(params.size(), 0.0);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    params[i].register_hook([this, i](const at::Tensor&) {
+      ready_wall_[i] = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now().time_since_epoch())
+                           .count();
+    });
+  }
+}
+
+std::vector<double> Worker::BucketReleaseFractions(double wall_start, double wall_end) const {
+  std::vector<double> per_parameter = options_.ready_fractions;
+  if (per_parameter.empty()) {
+    const double span = wall_end - wall_start;
+    for (double t : ready_wall_) {
+      // A parameter without a gradient this step (unused) is ready when backward ends.
+      per_parameter.push_back(t >= wall_start && span > 0 ? std::min(1.0, (t - wall_start) / span)
+                                                          : 1.0);
+    }
+  }
+  std::vector<double> out;
+  double previous = 0;
+  for (const GradientBucket& b : options_.buckets) {
+    double f = 0;
+    for (int p = b.first_parameter; p <= b.last_parameter; ++p) {
+      f = std::max(f, per_parameter.at(static_cast<std::size_t>(p)));
+    }
+    // Buckets are released in order (DDP launches them in order too).
+    previous = std::max(previous, f);
+    out.push_back(previous);
+  }
+  out.back() = 1.0;  // the last bucket closes the backward pass
+  return out;
 }
 
 void Worker::MakeOptimizer() {
@@ -79,6 +131,7 @@ void Worker::StartStep() {
 
   at::Tensor flat;
   const auto wall_start = std::chrono::steady_clock::now();
+  double backward_end = 0;
   {
     WallClockAccount::Charge charge(account_);
     model_->train();
@@ -88,6 +141,9 @@ void Worker::StartStep() {
     optimizer_->zero_grad();
     at::Tensor loss = softmax_cross_entropy(model_->forward(inputs), labels);
     loss.backward();
+    backward_end = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                       .count();
     current_.loss = loss.item<double>();
     // One flat float32 CPU vector: the unit codecs and collectives work on.
     std::vector<at::Tensor> grads;
@@ -97,8 +153,32 @@ void Worker::StartStep() {
   current_.compute_wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   current_.compute_s = compute_time_(current_.compute_wall_s, step_);
-  ns3::Simulator::Schedule(ns3::Seconds(current_.compute_s), &Worker::ComputeDone, this,
-                           generation_, flat);
+  if (!bucketed_) {
+    ns3::Simulator::Schedule(ns3::Seconds(current_.compute_s), &Worker::ComputeDone, this,
+                             generation_, flat);
+    return;
+  }
+  const double started =
+      std::chrono::duration<double>(wall_start.time_since_epoch()).count();
+  release_s_ = BucketReleaseFractions(started, backward_end);
+  for (double& t : release_s_) t *= current_.compute_s;
+  step_gradient_ = flat;
+  ns3::Simulator::Schedule(ns3::Seconds(release_s_.front()), &Worker::BucketReady, this,
+                           generation_, 0);
+}
+
+void Worker::BucketReady(std::uint64_t generation, int bucket) {
+  if (generation != generation_ || !alive_) return;  // the worker left while computing
+  const auto b = static_cast<std::size_t>(bucket);
+  const GradientBucket& g = options_.buckets[b];
+  // Schedule the next release first: the scheme may finish the step inside on_bucket.
+  if (b + 1 < options_.buckets.size()) {
+    ns3::Simulator::Schedule(ns3::Seconds(release_s_[b + 1] - release_s_[b]),
+                             &Worker::BucketReady, this, generation_, bucket + 1);
+  }
+  at::Tensor slice = step_gradient_.slice(0, g.offset, g.offset + g.numel);
+  if (b + 1 == options_.buckets.size()) step_gradient_ = at::Tensor();
+  scheme_->on_bucket(*this, bucket, slice);
 }
 
 void Worker::ComputeDone(std::uint64_t generation, at::Tensor gradient) {

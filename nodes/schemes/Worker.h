@@ -6,6 +6,8 @@
 //     -> ComputeDone scheduled at now + compute time (measured x scale, fixed, or profile)
 //     -> scheme.on_gradient(gradient)     (e.g. a collective; codecs encode real bytes, ns-3
 //                                          carries them)
+//        or, with gradient buckets, scheme.on_bucket(b, slice) for each bucket at the instant
+//        backward completes it, while the rest of backward goes on in simulated time
 //     -> the scheme applies an update (ApplyGradient / SetParameters) when bytes arrive
 //     -> FinishStep -> next StartStep at that simulated instant
 #pragma once
@@ -13,10 +15,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include <ns3/application.h>
 #include <torch/types.h>
 
+#include "nodes/training/GradientBuckets.h"
 #include "nodes/training/LearningRateSchedule.h"
 
 namespace torch::optim {
@@ -38,6 +42,13 @@ struct WorkerOptions {
   double weight_decay = 0.0;
   bool nesterov = false;
   LearningRateSchedule lr;
+  /// Gradient buckets in the order backward completes them, used when the scheme takes more
+  /// than one (TrainingScheme::gradient_buckets).
+  std::vector<GradientBucket> buckets;
+  /// Per parameter in forward order: the fraction of the step's compute time at which its
+  /// gradient is complete (nodes/training/BackwardTimeline.h). Empty: measured each step with
+  /// autograd hooks.
+  std::vector<double> ready_fractions;
 };
 
 /// What one worker did in one step, in simulated seconds.
@@ -108,6 +119,10 @@ class Worker : public ns3::Application {
 
   void StartStep();
   void ComputeDone(std::uint64_t generation, at::Tensor gradient);
+  void BucketReady(std::uint64_t generation, int bucket);
+  /// Release instants of the buckets as fractions of the step's compute time.
+  std::vector<double> BucketReleaseFractions(double wall_start, double wall_end) const;
+  void InstallReadyHooks();
   void MakeOptimizer();
 
   WorkerOptions options_;
@@ -126,6 +141,10 @@ class Worker : public ns3::Application {
   bool alive_ = true;
   std::uint64_t generation_ = 0;  // bumped on Leave: a pending ComputeDone is then void
   StepRecord current_;
+  bool bucketed_ = false;
+  at::Tensor step_gradient_;             // the flat gradient being released bucket by bucket
+  std::vector<double> release_s_;        // per bucket: simulated seconds after the step began
+  std::vector<double> ready_wall_;       // per parameter: wall instant its gradient was done
   std::uint64_t bytes_at_step_start_ = 0;
 };
 

@@ -40,6 +40,11 @@ struct TrainingSpec {
   std::int64_t eval_samples = 0;  ///< 0: the whole test set
   double target_accuracy = 0;     ///< 0: no target
   double target_perplexity = 0;   ///< language models: time to target at this perplexity
+  /// Gradient buckets released while backward runs (PyTorch DDP's caps); false: "none", the
+  /// whole gradient after backward.
+  bool buckets = false;
+  double bucket_mb = 25;       ///< MiB per bucket
+  double first_bucket_mb = 1;  ///< MiB of the first bucket (the last layers' gradients)
 };
 
 struct ComputeSpec {

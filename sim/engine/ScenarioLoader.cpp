@@ -437,7 +437,7 @@ TrainingSpec read_training(const JsonFields& root, const DatasetSpec& dataset,
                            std::int64_t train_samples) {
   JsonFields f(root.object_at("training"), root.path_of("training"));
   f.allow({"workers", "steps", "epochs", "batch", "optimizer", "eval_every", "eval_samples",
-           "target_accuracy", "target_perplexity"});
+           "target_accuracy", "target_perplexity", "buckets"});
   TrainingSpec t;
   t.workers = static_cast<int>(f.integer("workers", t.workers, 1, 1024));
   t.batch = f.integer("batch", t.batch, 1, 1 << 20);
@@ -489,6 +489,42 @@ TrainingSpec read_training(const JsonFields& root, const DatasetSpec& dataset,
   }
   t.lr.gamma = o.number("gamma", 0.1, 0, 1, true);
   return t;
+}
+
+/// `training.buckets`: "none" or {"size_mb": 25, "first_mb": 1}. Schemes that reduce gradients
+/// synchronously (ring, synchronous PS) take buckets by default, as PyTorch DDP does; the
+/// others send whole gradients or parameters and take "none" only.
+void read_buckets(const JsonFields& root, const TopologySpec& topology, bool faults,
+                  TrainingSpec& t) {
+  const std::string path = root.path_of("training") + ".buckets";
+  const bool supported = !faults && !topology.async() &&
+                         (topology.kind == SchemeKind::kRing ||
+                          topology.kind == SchemeKind::kParameterServer);
+  const auto& training = root.object_at("training");
+  if (!training.is_object() || !training.contains("buckets")) {
+    t.buckets = supported;
+    return;
+  }
+  const auto& value = training.at("buckets");
+  if (value.is_string() && value.get<std::string>() == "none") {
+    t.buckets = false;
+    return;
+  }
+  if (!value.is_object()) {
+    throw ConfigError(path, "expected \"none\" or an object like {\"size_mb\": 25, "
+                            "\"first_mb\": 1}, got " + json_brief(value));
+  }
+  if (!supported) {
+    throw ConfigError(path, std::string("gradient buckets need a synchronous ring or parameter "
+                                        "server without faults; expected \"none\" with ") +
+                                (faults ? "faults" : "topology " + topology.name() +
+                                                         (topology.async() ? " (async)" : "")));
+  }
+  JsonFields b(value, path);
+  b.allow({"size_mb", "first_mb"});
+  t.buckets = true;
+  t.bucket_mb = b.number("size_mb", 25, 0, 1e6, true);
+  t.first_bucket_mb = b.number("first_mb", 1, 0, 1e6, true);
 }
 
 ComputeSpec read_compute(const JsonFields& root) {
@@ -663,6 +699,9 @@ nlohmann::json to_json(const Scenario& s) {
       {"eval_samples", t.eval_samples},
       {"target_accuracy", t.target_accuracy}};
   if (t.target_perplexity > 0) training["target_perplexity"] = t.target_perplexity;
+  training["buckets"] = t.buckets ? nlohmann::json{{"size_mb", t.bucket_mb},
+                                                   {"first_mb", t.first_bucket_mb}}
+                                  : nlohmann::json("none");
   nlohmann::json compute = {{"mode", s.compute.mode}, {"device", s.compute.device},
                             {"threads", s.compute.threads}};
   if (s.compute.mode == "measured") compute["scale"] = s.compute.scale;
@@ -874,6 +913,7 @@ Scenario load_scenario(const nlohmann::json& document) {
       throw ConfigError("topology.overlap", "not supported together with faults");
     }
   }
+  read_buckets(root, tp, !s.faults.empty(), s.training);
 
   s.network = resolve_network(root.object_at("network"), "network");
   s.network["transport"] = TransportConfig::of_network(s.network).to_json();

@@ -12,6 +12,7 @@
 #include "common/ConfigError.h"
 #include "netmodels/NetworkFactory.h"
 #include "nodes/schemes/AsyncParameterServer.h"
+#include "nodes/schemes/BucketedCollective.h"
 #include "nodes/schemes/LeaderSgd.h"
 #include "nodes/schemes/ParameterServer.h"
 #include "nodes/schemes/PushSumGossip.h"
@@ -19,9 +20,12 @@
 #include "nodes/schemes/SynchronousScheme.h"
 #include "nodes/schemes/WallClockAccount.h"
 #include "nodes/schemes/Worker.h"
+#include "nodes/training/BackwardTimeline.h"
+#include "nodes/training/GradientBuckets.h"
 #include "nodes/training/Partition.h"
 #include "nodes/training/RunningStatistics.h"
 #include "nodes/training/ShardLoader.h"
+#include "nodes/transport/EndpointChannels.h"
 #include "nodes/transport/TransportConfig.h"
 #include "sim/engine/ComputeTime.h"
 #include "sim/engine/Evaluation.h"
@@ -86,8 +90,13 @@ struct TrainingSetup::Impl {
   std::shared_ptr<Model> eval_model;
   std::int64_t numel = 0;
   std::int64_t steps_per_epoch = 1;
-  std::vector<std::unique_ptr<Codec>> codecs;
-  std::unique_ptr<Codec> server_codec;
+  // Gradient buckets in release order; one bucket (the whole gradient) without bucketing.
+  std::vector<GradientBucket> buckets;
+  std::vector<double> ready_fractions;  // per parameter; empty: measured with autograd hooks
+  // codecs[b][r]: worker r's codec for bucket b (state per bucket, as DDP's hooks keep it).
+  std::vector<std::vector<std::unique_ptr<Codec>>> codecs;
+  std::vector<std::unique_ptr<Codec>> server_codecs;  // per bucket
+  std::vector<std::unique_ptr<EndpointChannels>> channels;  // per host, with buckets
   std::unique_ptr<Collective> collective;
   std::unique_ptr<TrainingScheme> scheme;
   std::unique_ptr<Evaluator> evaluator;
@@ -121,24 +130,43 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
   s.eval_model = make_model(sc.model, input);
 
   std::vector<LayerSlice> layers;
+  std::vector<std::int64_t> numels;
   for (const auto& item : s.eval_model->named_parameters()) {
     const auto& p = item.value();
     layers.push_back(LayerSlice{item.key(), s.numel, p.sizes().vec()});
+    numels.push_back(p.numel());
     s.numel += p.numel();
   }
+  const BucketCaps caps{static_cast<std::int64_t>(sc.training.first_bucket_mb * (1 << 20)),
+                        static_cast<std::int64_t>(sc.training.bucket_mb * (1 << 20))};
+  s.buckets = sc.training.buckets ? plan_buckets(numels, caps) : single_bucket(numels);
+  if (sc.compute.mode != "measured") s.ready_fractions = gradient_ready_fractions(*s.eval_model);
   s.eval_model->to(s.device);
   const std::int64_t shard = static_cast<std::int64_t>(s.shards[0].size());
   s.steps_per_epoch =
       std::max<std::int64_t>(1, (shard + sc.training.batch - 1) / sc.training.batch);
-  auto codec_context = [&](int rank) {
-    return CodecContext{rank, s.n, sc.seed, s.numel, layers, s.steps_per_epoch};
-  };
   const CodecRegistry& registry = CodecRegistry::builtin();
-  for (int r = 0; r < s.n; ++r) s.codecs.push_back(registry.create(sc.codec, codec_context(r)));
-  s.server_codec = registry.create(sc.codec, codec_context(-1));
+  for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+    const GradientBucket& bucket = s.buckets[b];
+    // A bucket's codec sees its own slice: its layers, rebased, and a seed of its own (one
+    // bucket keeps the scenario's seed, so an unbucketed run is what it always was).
+    std::vector<LayerSlice> own;
+    for (int p = bucket.first_parameter; p <= bucket.last_parameter; ++p) {
+      LayerSlice l = layers[static_cast<std::size_t>(p)];
+      l.offset -= bucket.offset;
+      own.push_back(std::move(l));
+    }
+    const std::uint64_t seed = sc.seed + 0x9E3779B97F4A7C15ull * b;
+    auto context = [&](int rank) {
+      return CodecContext{rank, s.n, seed, bucket.numel, own, s.steps_per_epoch};
+    };
+    s.codecs.emplace_back();
+    for (int r = 0; r < s.n; ++r) s.codecs.back().push_back(registry.create(sc.codec, context(r)));
+    s.server_codecs.push_back(registry.create(sc.codec, context(-1)));
+  }
   if (!sc.faults.empty()) {
-    if (dynamic_cast<MultiRoundCodec*>(s.codecs[0].get())) {
-      throw ConfigError("codec.kind", "\"" + s.codecs[0]->name() +
+    if (dynamic_cast<MultiRoundCodec*>(s.codecs[0][0].get())) {
+      throw ConfigError("codec.kind", "\"" + s.codecs[0][0]->name() +
                                           "\" exchanges in several rounds, which cannot be "
                                           "replayed when a worker leaves; faults need a "
                                           "single-round codec");
@@ -171,26 +199,49 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
                                  std::function<void(const StalenessEvent&)> on_update) {
   Impl& s = *impl_;
   const Scenario& sc = s.sc;
-  std::vector<Codec*> codec_ptrs;
-  for (const auto& c : s.codecs) codec_ptrs.push_back(c.get());
+  auto codecs_of = [&](std::size_t b) {
+    std::vector<Codec*> out;
+    for (const auto& c : s.codecs[b]) out.push_back(c.get());
+    return out;
+  };
+  const std::vector<Codec*> codec_ptrs = codecs_of(0);
+  Codec* server_codec = s.server_codecs[0].get();
   const auto& topo = sc.topology;
-  switch (topo.kind) {
+  if (s.buckets.size() > 1) {
+    // One collective per bucket, each on its own channel of every host's endpoint.
+    const int count = static_cast<int>(s.buckets.size());
+    for (Endpoint* e : workers) s.channels.push_back(std::make_unique<EndpointChannels>(*e, count));
+    if (server) s.channels.push_back(std::make_unique<EndpointChannels>(*server, count));
+    std::vector<std::unique_ptr<Collective>> inner;
+    for (int b = 0; b < count; ++b) {
+      std::vector<Endpoint*> ends;
+      for (int r = 0; r < s.n; ++r) ends.push_back(&s.channels[static_cast<std::size_t>(r)]->channel(b));
+      if (topo.kind == SchemeKind::kRing) {
+        inner.push_back(std::make_unique<RingAllReduce>(ends, codecs_of(static_cast<std::size_t>(b))));
+      } else {
+        inner.push_back(std::make_unique<ParameterServer>(
+            ends, &s.channels.back()->channel(b), codecs_of(static_cast<std::size_t>(b)),
+            s.server_codecs[static_cast<std::size_t>(b)].get()));
+      }
+    }
+    s.collective = std::make_unique<BucketedCollective>(s.buckets, std::move(inner), s.numel);
+  }
+  if (!s.collective) switch (topo.kind) {
     case SchemeKind::kRing:
       s.collective = std::make_unique<RingAllReduce>(workers, codec_ptrs);
       break;
     case SchemeKind::kParameterServer: {
       if (!topo.async()) {
-        s.collective =
-            std::make_unique<ParameterServer>(workers, server, codec_ptrs, s.server_codec.get());
+        s.collective = std::make_unique<ParameterServer>(workers, server, codec_ptrs, server_codec);
       } else {
         AsyncServerOptions o;
-        o.momentum = s.codecs[0]->applies_momentum() ? 0.0 : sc.training.momentum;
+        o.momentum = s.codecs[0][0]->applies_momentum() ? 0.0 : sc.training.momentum;
         o.weight_decay = sc.training.weight_decay;
         o.nesterov = sc.training.nesterov;
         o.lr = sc.training.lr;
         o.max_staleness = topo.max_staleness;
         s.scheme = std::make_unique<AsyncParameterServer>(workers, server, codec_ptrs,
-                                                          s.server_codec.get(), o,
+                                                          server_codec, o,
                                                           std::move(on_update));
       }
       break;
@@ -238,22 +289,33 @@ ns3::Ptr<Worker> TrainingSetup::make_worker(int r, Endpoint* endpoint,
   options.rank = r;
   options.steps = sc.training.steps;
   // A codec that keeps momentum itself (DGC's momentum correction) must not see it twice.
-  options.momentum = s.codecs[r]->applies_momentum() ? 0.0 : sc.training.momentum;
+  options.momentum = s.codecs[0][static_cast<std::size_t>(r)]->applies_momentum() ? 0.0 : sc.training.momentum;
   options.weight_decay = sc.training.weight_decay;
   options.nesterov = sc.training.nesterov;
   options.lr = sc.training.lr;
+  options.buckets = s.buckets;
+  options.ready_fractions = s.ready_fractions;
   auto loader = std::make_unique<ShardLoader>(s.data.train, s.shards[r], sc.training.batch,
                                               sc.seed * 7919 + static_cast<std::uint64_t>(r));
   auto w = ns3::CreateObject<Worker>();
   Collective* collective = s.collective.get();
-  Codec* codec = s.codecs[r].get();
+  std::vector<std::pair<Codec*, double>> codecs;  // each bucket's codec and share of elements
+  for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+    codecs.emplace_back(s.codecs[b][static_cast<std::size_t>(r)].get(),
+                        static_cast<double>(s.buckets[b].numel) / static_cast<double>(s.numel));
+  }
   w->Setup(
       options, model, std::move(loader), s.scheme.get(), endpoint, compute_time, s.device,
       &s.torch_account,
-      [collective, codec, r, on_step = std::move(on_step)](StepRecord record) {
+      [collective, codecs, r, on_step = std::move(on_step)](StepRecord record) {
         // Collectives know the encoded size; other schemes send what their host sent.
         record.payload_bytes = collective ? collective->last_payload_bytes(r) : record.bytes_sent;
-        record.density = codec->last_density();
+        if (codecs.size() == 1) {
+          record.density = codecs.front().first->last_density();
+        } else {
+          record.density = 0;
+          for (const auto& [codec, share] : codecs) record.density += share * codec->last_density();
+        }
         on_step(record);
       },
       std::move(on_finished));
