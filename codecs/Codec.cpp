@@ -32,4 +32,18 @@ std::vector<Bytes> Codec::encode_chunks(const torch::Tensor& grad,
   return out;
 }
 
+CodecWork Codec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  switch (op) {
+    case CodecOp::kEncode: return CodecWork::memory(4 * n + bytes);
+    case CodecOp::kDecode: return CodecWork::memory(bytes + 4 * n);
+    case CodecOp::kAccumulate: return CodecWork::memory(3 * bytes) + CodecWork::compute(n);
+    case CodecOp::kFinalize: return CodecWork::memory(8 * n) + CodecWork::compute(n);
+    case CodecOp::kRound:
+    case CodecOp::kObserve: return {};
+  }
+  return {};
+}
+
 }  // namespace gradwire

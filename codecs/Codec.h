@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "codecs/CodecWork.h"
 #include "common/ByteSpan.h"
 #include "common/DecodeError.h"
 #include "common/LossTolerance.h"
@@ -125,6 +126,20 @@ class Codec {
   /// can carry it across processes (`gradwire codec encode --state FILE`). Stateless codecs
   /// return no bytes. The format is the codec's own (see codecs/CodecState.h).
   virtual Bytes save_state() const { return {}; }
+  /// The work one operation of this codec does, for charging it to a simulated device
+  /// (codecs/CodecWork.h). Asked right after the operation ran, so it describes that call with
+  /// the codec's state as the call left it. `numel` is the gradient's (encode, decode: the
+  /// decoded tensor's; accumulate: the payloads' stated count), `payload_bytes` the payload's
+  /// size (encode: what it returned; decode: what it read; accumulate: one payload's).
+  /// The default, right for a codec that streams the gradient once:
+  ///   encode:     read 4n bytes, write the payload
+  ///   decode:     read the payload, write 4n bytes
+  ///   accumulate: read two payloads, write one; one add per element
+  ///   finalize:   one pass in place over the sum (read and write 4n), one divide per element
+  ///   round, observe: nothing (single-round codecs learn nothing from the update)
+  /// Codecs that make more passes, select, sample or multiply matrices override it.
+  virtual CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const;
+
   /// Restores what save_state() wrote (empty: the initial state). Throws DecodeError on
   /// malformed or mismatched state. Stateless codecs accept only empty state.
   virtual void load_state(ByteSpan state) {

@@ -70,7 +70,9 @@ Bytes ComposedCodec::encode(const torch::Tensor& grad) {
   const Bytes selection = select_->encode(grad);
   std::vector<std::uint32_t> indices;
   std::vector<float> values;
-  if (!read_topk_format(selection, n, indices, values)) {
+  last_select_bytes_ = selection.size();
+  last_select_decoded_ = !read_topk_format(selection, n, indices, values);
+  if (last_select_decoded_) {
     // Any other selection format: decode it and keep the entries that are not +0.0.
     const torch::Tensor selected = select_->decode(selection);
     if (selected.numel() != grad.numel()) {
@@ -93,6 +95,8 @@ Bytes ComposedCodec::encode(const torch::Tensor& grad) {
       k == 0 ? torch::empty({0}, torch::kFloat)
              : torch::from_blob(values.data(), {static_cast<std::int64_t>(k)}, torch::kFloat));
 
+  last_k_ = k;
+  last_quantized_bytes_ = quantized.size();
   const unsigned w = index_width(n);
   ByteWriter writer(kPayloadHeaderSize + 5 + bits::packed_size(k, w) + quantized.size());
   write_header(writer, CodecId::kCompose, kFormatVersion, n);
@@ -165,6 +169,28 @@ torch::Tensor ComposedCodec::decode(ByteSpan payload) const {
     dst[index] = src[j];
   }
   return out;
+}
+
+CodecWork ComposedCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  const bool encoded = last_select_bytes_ > 0;
+  const auto k = static_cast<std::int64_t>(encoded ? last_k_ : static_cast<std::uint64_t>(numel));
+  const double kd = static_cast<double>(k);
+  const std::uint64_t quantized = encoded ? last_quantized_bytes_ : payload_bytes;
+  switch (op) {
+    case CodecOp::kEncode:
+      // A top-k format selection is read directly; any other is decoded and scanned.
+      return select_->work(CodecOp::kEncode, numel, last_select_bytes_) +
+             (last_select_decoded_ ? select_->work(CodecOp::kDecode, numel, last_select_bytes_)
+                                   : CodecWork{}) +
+             CodecWork::memory(4 * n + bytes) + CodecWork::compute(n) + CodecWork::gather(n, kd) +
+             quantize_->work(CodecOp::kEncode, k, quantized);
+    case CodecOp::kDecode:
+      return quantize_->work(CodecOp::kDecode, k, quantized) +
+             CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, kd);
+    default: return Codec::work(op, numel, payload_bytes);
+  }
 }
 
 }  // namespace gradwire

@@ -41,6 +41,12 @@ class ComposedCodec : public Codec {
   std::string name() const override { return name_; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// The stages' work summed. Encode: the select codec's encode and decode, a scan of the
+  /// decoded tensor for the selection (4n bytes, one compare each), the k values gathered, the
+  /// quantiser's encode of k values, the payload written. Decode: the quantiser's decode of k
+  /// values and their scatter into a zero-filled tensor. Sizes and k from the last encode
+  /// (before any: k = n, an upper bound).
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   double last_density() const override { return last_density_; }
   bool applies_momentum() const override { return select_->applies_momentum(); }
   /// State: the select and quantise codecs' states, nested.
@@ -56,6 +62,12 @@ class ComposedCodec : public Codec {
   std::unique_ptr<Codec> quantize_;
   std::uint64_t max_elements_;
   double last_density_ = 1.0;
+  // The last encode's intermediate sizes, for work(): the select payload, the selected count
+  // k and the quantiser's payload (0 before any encode).
+  std::uint64_t last_select_bytes_ = 0;
+  std::uint64_t last_k_ = 0;
+  std::uint64_t last_quantized_bytes_ = 0;
+  bool last_select_decoded_ = false;  ///< the selection was not top-k format: decoded
 };
 
 }  // namespace gradwire

@@ -96,4 +96,12 @@ torch::Tensor ErrorFeedback::finalize(torch::Tensor sum, int workers) const {
   return inner_->finalize(std::move(sum), workers);
 }
 
+CodecWork ErrorFeedback::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  if (op != CodecOp::kEncode) return inner_->work(op, numel, payload_bytes);
+  const double n = static_cast<double>(numel);
+  return inner_->work(CodecOp::kEncode, numel, payload_bytes) +
+         inner_->work(CodecOp::kDecode, numel, payload_bytes) +
+         CodecWork::memory(24 * n) + CodecWork::compute(2 * n);
+}
+
 }  // namespace gradwire

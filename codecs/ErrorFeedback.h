@@ -30,6 +30,10 @@ class ErrorFeedback : public Codec {
   std::string name() const override { return inner_->name(); }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode: the inner encode and the decode of its payload, plus the compensation pass
+  /// (read e and g, write e: 12n bytes) and the residual update (e -= decoded: 12n bytes).
+  /// Everything else: the inner codec's.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   Aggregation aggregation() const override { return inner_->aggregation(); }
   void accumulate(Bytes& acc, ByteSpan other) const override { inner_->accumulate(acc, other); }
   torch::Tensor finalize(torch::Tensor sum, int workers) const override;

@@ -163,4 +163,13 @@ void MomentumCorrection::load_state(ByteSpan state) {
   *v_ = std::move(v);
 }
 
+CodecWork MomentumCorrection::work(CodecOp op, std::int64_t numel,
+                                   std::uint64_t payload_bytes) const {
+  if (op != CodecOp::kEncode) return inner_->work(op, numel, payload_bytes);
+  const double n = static_cast<double>(numel);
+  return inner_->work(CodecOp::kEncode, numel, payload_bytes) +
+         inner_->work(CodecOp::kDecode, numel, payload_bytes) +
+         CodecWork::memory(40 * n) + CodecWork::compute(5 * n);
+}
+
 }  // namespace gradwire

@@ -60,6 +60,10 @@ class MomentumCorrection : public Codec {
   std::string name() const override { return inner_->name(); }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode: the momentum pass (read u, v, g; write u, v: 20n bytes, 3 operations), the
+  /// inner encode and decode, then v -= sent with masking (read v, u, sent; write v, u: 20n).
+  /// Everything else: the inner codec's.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   Aggregation aggregation() const override { return inner_->aggregation(); }
   void accumulate(Bytes& acc, ByteSpan other) const override { inner_->accumulate(acc, other); }
   torch::Tensor finalize(torch::Tensor sum, int workers) const override;

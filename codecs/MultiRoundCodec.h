@@ -72,6 +72,20 @@ class MultiRoundCodec : public Codec {
   /// parameter server. Throws DecodeError on malformed payloads.
   virtual at::Tensor reduce_round(int round, const std::vector<ByteSpan>& payloads);
 
+  /// The work of one call of the exchange (codecs/CodecWork.h), asked right after it ran:
+  /// call 0 is begin_exchange, call r + 1 is continue_exchange(r, ...), so the calls of one
+  /// step are numbered 0, 1, ... in order; exchange_result() only hands over what the last call
+  /// computed and declares nothing. `numel` is the gradient's element count. The default asks
+  /// work(CodecOp::kRound, numel, 0), the same for every call.
+  virtual CodecWork round_work(int call, std::int64_t numel) const;
+
+  /// The work of reduce_round(round, payloads) that just returned a tensor of `numel` elements
+  /// from `payloads` payloads of `payload_bytes` bytes in all. The default decodes each
+  /// (work(kDecode, numel, its share of the bytes)) and adds them: read two, write one float
+  /// per element and addition after the first.
+  virtual CodecWork reduce_work(int round, std::int64_t numel, std::size_t payloads,
+                                std::uint64_t payload_bytes) const;
+
   /// kBroadcast rounds passing through an aggregator that does not otherwise take part (the
   /// parameter server's instance), so it can keep side information for later kReduce rounds.
   virtual void observe_broadcast(int /*round*/, ByteSpan /*payload*/) {}

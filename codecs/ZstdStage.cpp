@@ -87,8 +87,43 @@ torch::Tensor ZstdStage::decode(ByteSpan payload) const {
 std::vector<Bytes> ZstdStage::encode_chunks(const torch::Tensor& grad,
                                             const std::vector<std::int64_t>& bounds) {
   std::vector<Bytes> out = inner_->encode_chunks(grad, bounds);
-  for (Bytes& b : out) b = compress(b);
+  last_inner_bytes_ = 0;
+  last_outer_bytes_ = 0;
+  for (Bytes& b : out) {
+    last_inner_bytes_ += b.size();
+    b = compress(b);
+    last_outer_bytes_ += b.size();
+  }
   return out;
+}
+
+Bytes ZstdStage::encode(const torch::Tensor& grad) {
+  const Bytes inner = inner_->encode(grad);
+  Bytes out = compress(inner);
+  last_inner_bytes_ = inner.size();
+  last_outer_bytes_ = out.size();
+  return out;
+}
+
+CodecWork ZstdStage::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double outer = static_cast<double>(payload_bytes);
+  const double ratio = last_outer_bytes_ > 0 ? static_cast<double>(last_inner_bytes_) /
+                                                   static_cast<double>(last_outer_bytes_)
+                                             : 1.0;
+  const double inner = op == CodecOp::kEncode && last_outer_bytes_ == payload_bytes
+                           ? static_cast<double>(last_inner_bytes_)
+                           : outer * ratio;
+  const auto inner_bytes = static_cast<std::uint64_t>(inner);
+  switch (op) {
+    case CodecOp::kEncode:
+      return inner_->work(op, numel, inner_bytes) + CodecWork::memory(inner + outer) +
+             CodecWork::compute(kZstdCompressOpsPerByte * inner);
+    case CodecOp::kDecode:
+      return inner_->work(op, numel, inner_bytes) + CodecWork::memory(inner + outer) +
+             CodecWork::compute(kZstdDecompressOpsPerByte * inner);
+    case CodecOp::kAccumulate: return Codec::work(op, numel, payload_bytes);
+    default: return inner_->work(op, numel, payload_bytes);
+  }
 }
 
 }  // namespace gradwire

@@ -682,4 +682,83 @@ void LgcCodec::load_state(ByteSpan state) {
   side_ = std::move(side);
 }
 
+namespace {
+/// One vector through the autoencoder's encoder and decoder, at its upper bound.
+double autoencoder_forward_flops(const LgcAutoencoder* ae) {
+  if (ae == nullptr) return 0.0;
+  return 2.0 * static_cast<double>(ae->parameter_count()) * static_cast<double>(ae->padded_length());
+}
+}  // namespace
+
+CodecWork LgcCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double k = static_cast<double>(k_for(numel));
+  const double bytes = static_cast<double>(payload_bytes);
+  switch (op) {
+    case CodecOp::kEncode:
+      return CodecWork::memory(12 * n + 4 * n + bytes) + CodecWork::compute(n) +
+             CodecWork::selection(n, k) + CodecWork::gather(n, k) * 2;
+    case CodecOp::kDecode: return CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, k);
+    default: return MultiRoundCodec::work(op, numel, payload_bytes);
+  }
+}
+
+CodecWork LgcCodec::round_work(int call, std::int64_t numel) const {
+  const double n = static_cast<double>(numel);
+  const double k = static_cast<double>(k_);
+  const bool ring = options_.variant == Variant::kRing;
+  const double forward = autoencoder_forward_flops(ae_.get());
+  const double params = ae_ ? static_cast<double>(ae_->parameter_count()) : 0.0;
+  // Scatter of the mean (and of the own reconstruction) into dense vectors, residual update.
+  const CodecWork finish = CodecWork::memory(8 * n + 12 * n) + CodecWork::compute(n);
+  CodecWork w;
+  if (call == 0) w += CodecWork::memory(12 * n) + CodecWork::compute(n);
+  const auto index = static_cast<std::size_t>(call);
+  if (call >= 1 && index - 1 < stages_.size()) {  // consume stage call - 1
+    switch (stages_[index - 1]) {
+      case Stage::kDense: w += CodecWork::memory(8 * n) + CodecWork::compute(n) + finish; break;
+      case Stage::kWeights: w += CodecWork::memory(4 * params); break;
+      case Stage::kIndices: w += CodecWork::gather(n, k); break;
+      case Stage::kValues: w += CodecWork::compute(k) + finish; break;
+      case Stage::kCodes:
+        // ring: decode the mean code, and this worker's own reconstruction (encode + decode).
+        w += CodecWork::compute(ring ? 1.5 * forward : 0.5 * forward) + finish;
+        break;
+    }
+  }
+  if (index < stages_.size()) {  // produce stage call
+    switch (stages_[index]) {
+      case Stage::kDense: break;
+      case Stage::kWeights:
+        if (rank_ == 0) {
+          const double samples = static_cast<double>(options_.phase1_steps);
+          w += CodecWork::compute(3 * forward * samples * options_.ae_train_iters);
+          w += CodecWork::memory(4 * params);
+        }
+        break;
+      case Stage::kIndices:
+        if (rank_ == leader_) w += CodecWork::selection(n, k) + CodecWork::memory(4 * n + 8 * k);
+        break;
+      case Stage::kValues: w += CodecWork::memory(4 * k); break;
+      case Stage::kCodes:
+        if (ring || rank_ != leader_) w += CodecWork::compute(0.5 * forward + 2 * k);
+        break;
+    }
+  }
+  return w;
+}
+
+CodecWork LgcCodec::reduce_work(int /*round*/, std::int64_t numel, std::size_t payloads,
+                                std::uint64_t payload_bytes) const {
+  const double k = static_cast<double>(numel);
+  const double count = static_cast<double>(payloads);
+  CodecWork w = CodecWork::memory(static_cast<double>(payload_bytes) + 12 * k * count) +
+                CodecWork::compute(k * count);
+  // Phase 2: each code decoded with the leader's values as side information.
+  if (ae_ && step_ >= options_.warmup_steps + options_.phase1_steps) {
+    w += CodecWork::compute(0.5 * autoencoder_forward_flops(ae_.get()) * count);
+  }
+  return w;
+}
+
 }  // namespace gradwire

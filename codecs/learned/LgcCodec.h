@@ -87,6 +87,20 @@ class LgcCodec : public MultiRoundCodec {
   std::string name() const override;
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode (the single-worker form): compensation (12n bytes), a top-k selection of k of n,
+  /// the values gathered, the payload written, the residual updated at the sent entries.
+  /// Decode: zero fill + scatter.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
+  /// Per call of the exchange (0: begin_exchange, c: continue_exchange(c - 1)): call 0 adds
+  /// the compensation pass; call c consumes stage c - 1's outcome and produces stage c's
+  /// round. The leader's top-k is a selection of k of n; the autoencoder is declared at its
+  /// upper bound, every weight applied at every position (2 parameter_count padded_length
+  /// operations for encoder + decoder on one vector, half each), and rank 0's training as
+  /// 3 x forward per sample and iteration, with phase1_steps samples.
+  CodecWork round_work(int call, std::int64_t numel) const override;
+  /// lgc_ps kReduce: every payload read; codes decoded by the autoencoder; the values added.
+  CodecWork reduce_work(int round, std::int64_t numel, std::size_t payloads,
+                        std::uint64_t payload_bytes) const override;
   double last_density() const override { return last_density_; }
   Bytes save_state() const override;
   void load_state(ByteSpan state) override;

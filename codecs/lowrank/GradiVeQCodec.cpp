@@ -1,6 +1,7 @@
 #include "codecs/lowrank/GradiVeQCodec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include <ATen/ATen.h>
@@ -273,6 +274,44 @@ void GradiVeQCodec::load_state(ByteSpan bytes) {
   *basis_ = basis.defined() ? basis.view({d, options_.components}).clone() : at::Tensor();
   *moment_ = moment.defined() ? moment.view({d, d}).to(at::kDouble) : at::Tensor();
   if (coefficient_codec_) coefficient_codec_->load_state(state.bytes("qsgd"));
+}
+
+CodecWork GradiVeQCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  const double d = static_cast<double>(options_.slice);
+  const double k = static_cast<double>(options_.components);
+  const double slices = static_cast<double>(slice_count(numel, options_.slice));
+  const double projection = 2 * slices * d * k;
+  switch (op) {
+    case CodecOp::kEncode: {
+      if (!compressing()) return CodecWork::memory(4 * n + bytes);
+      CodecWork w = CodecWork::memory(12 * n + 4 * slices * k + bytes) + CodecWork::compute(projection);
+      if (coefficient_codec_) {
+        w += coefficient_codec_->work(CodecOp::kEncode, static_cast<std::int64_t>(slices * k),
+                                      payload_bytes);
+      }
+      return w;
+    }
+    case CodecOp::kDecode:
+      if (!compressing()) return CodecWork::memory(bytes + 4 * n);
+      return CodecWork::memory(bytes + 4 * slices * k + 4 * n) + CodecWork::compute(projection);
+    case CodecOp::kAccumulate:
+      return CodecWork::memory(3 * bytes) + CodecWork::compute(bytes / 4);
+    case CodecOp::kObserve: {
+      // Asked after observe_aggregate moved the step on: step_ - 1 is the step observed.
+      CodecWork w;
+      if (!compressed_step(step_ - 1) && numel >= options_.slice) {
+        const double whole = std::floor(n / d) * d;
+        w += CodecWork::memory(12 * whole) + CodecWork::compute(2 * whole * d);
+      }
+      if (compressed_step(step_) && !compressed_step(step_ - 1) && moment_->defined()) {
+        w += CodecWork::compute(9 * d * d * d);
+      }
+      return w;
+    }
+    default: return Codec::work(op, numel, payload_bytes);
+  }
 }
 
 }  // namespace gradwire

@@ -54,6 +54,12 @@ class GradiVeQCodec : public Codec {
   std::string name() const override { return "gradiveq"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Compressing steps: encode pads to whole slices (12n bytes) and projects onto the basis
+  /// (S x d)(d x K): 2 n K operations; decode multiplies back, as many. Uncompressed steps copy.
+  /// Accumulate adds coefficients. Observe: on collecting steps the second moment x^T x
+  /// (2 n d operations); on the step that fits, a symmetric eigendecomposition (9 d^3,
+  /// Golub & Van Loan's count for symmetric QR with eigenvectors).
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   Aggregation aggregation() const override {
     return options_.qsgd_levels == 0 ? Aggregation::kSummable : Aggregation::kDecodeThenSum;
   }

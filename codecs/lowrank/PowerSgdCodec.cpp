@@ -322,4 +322,63 @@ void PowerSgdCodec::load_state(ByteSpan bytes) {
   q_ = std::move(q);
 }
 
+CodecWork PowerSgdCodec::round_work(int call, std::int64_t numel) const {
+  const double n = static_cast<double>(numel);
+  if (dense_step_) {
+    return call == 1 ? CodecWork::memory(8 * n) + CodecWork::compute(n) : CodecWork{};
+  }
+  double dense = 0;
+  for (const Span& d : dense_) dense += static_cast<double>(d.numel);
+  CodecWork w;
+  for (const Matrix& m : matrices_) {
+    const double rows = static_cast<double>(m.rows);
+    const double cols = static_cast<double>(m.cols);
+    const double r = static_cast<double>(m.rank);
+    const double product = 2 * rows * cols * r;  // one (rows x cols)(cols x r) product
+    switch (call) {
+      case 0:
+        w += CodecWork::compute(product) + CodecWork::memory(4 * rows * cols + 4 * rows * r);
+        break;
+      case 1:
+        w += CodecWork::compute(rows * (2 * r * (r - 1) + 3 * r) + product);
+        w += CodecWork::memory(8 * rows * r + 4 * rows * cols + 4 * cols * r);
+        break;
+      case 2:
+        w += CodecWork::compute(product + rows * cols);
+        w += CodecWork::memory(12 * rows * cols + 8 * cols * r);
+        break;
+      default: break;
+    }
+  }
+  switch (call) {
+    case 0: w += CodecWork::memory(12 * n + 8 * dense) + CodecWork::compute(n); break;
+    case 1: w += CodecWork::memory(8 * dense); break;
+    case 2:
+      w += CodecWork::memory(12 * dense) + CodecWork::compute(dense);
+      if (options_.error_feedback) w += CodecWork::memory(12 * n) + CodecWork::compute(n);
+      break;
+    default: break;
+  }
+  return w;
+}
+
+CodecWork PowerSgdCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  switch (op) {
+    case CodecOp::kEncode:
+      if (dense_step_) return CodecWork::memory(4 * n + bytes);
+      return round_work(0, numel) + round_work(1, numel) + round_work(2, numel) +
+             CodecWork::memory(bytes);
+    case CodecOp::kDecode: {
+      CodecWork w = CodecWork::memory(bytes + 4 * n);
+      for (const Matrix& m : matrices_) {
+        w += CodecWork::compute(2 * static_cast<double>(m.rows * m.cols * m.rank));
+      }
+      return w;
+    }
+    default: return MultiRoundCodec::work(op, numel, payload_bytes);
+  }
+}
+
 }  // namespace gradwire

@@ -60,6 +60,15 @@ class PowerSgdCodec : public MultiRoundCodec {
   std::string name() const override { return "powersgd"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode: the whole one-worker exchange, calls 0 to 2 of round_work, plus the payload.
+  /// Decode: P Q^T per matrix (2 rows cols r operations) into 4n bytes.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
+  /// Per call of a compressed step, per matrix rows x cols of rank r:
+  ///   0: M = gradient + error (read 8n, write 4n); P = M Q (2 rows cols r operations, M read)
+  ///   1: P orthogonalised (Gram-Schmidt: rows (2 r (r - 1) + 3 r)); Q = M^T P (2 rows cols r)
+  ///   2: P Q^T / workers into the update (2 rows cols r + rows cols); error = M - update
+  /// A dense step (before start_step) does only the mean in call 1.
+  CodecWork round_work(int call, std::int64_t numel) const override;
   double last_density() const override { return last_density_; }
 
   Round begin_exchange(const at::Tensor& grad) override;

@@ -81,4 +81,16 @@ void HalfPrecisionCodec::accumulate(Bytes& acc, ByteSpan other) const {
 
 LossTolerance HalfPrecisionCodec::loss_tolerance() const { return {kPayloadHeaderSize, 2}; }
 
+CodecWork HalfPrecisionCodec::work(CodecOp op, std::int64_t numel,
+                                   std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  switch (op) {
+    case CodecOp::kEncode: return CodecWork::memory(4 * n + bytes) + CodecWork::compute(n);
+    case CodecOp::kDecode: return CodecWork::memory(bytes + 4 * n) + CodecWork::compute(n);
+    case CodecOp::kAccumulate: return CodecWork::memory(3 * bytes) + CodecWork::compute(4 * n);
+    default: return Codec::work(op, numel, payload_bytes);
+  }
+}
+
 }  // namespace gradwire

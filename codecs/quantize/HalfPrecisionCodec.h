@@ -25,6 +25,9 @@ class HalfPrecisionCodec : public Codec {
   std::string name() const override { return format_ == Format::kFp16 ? "fp16" : "bf16"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode and decode: one conversion pass (1 operation per element). Accumulate: two
+  /// payloads read, one written; widen both, add, round back (4 operations per element).
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   Aggregation aggregation() const override { return Aggregation::kSummable; }
   /// Lost values read as +0 in both fp16 and bf16.
   LossTolerance loss_tolerance() const override;

@@ -342,4 +342,16 @@ torch::Tensor LevelQuantizer::decode(ByteSpan payload) const {
   return out;
 }
 
+CodecWork LevelQuantizer::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  switch (op) {
+    case CodecOp::kEncode:
+      return CodecWork::memory(8 * n + bytes) +
+             CodecWork::compute(n * ((norm_ == Norm::kL2 ? 2 : 1) + 4 + kFlopsPerRandomNumber));
+    case CodecOp::kDecode: return CodecWork::memory(bytes + 4 * n) + CodecWork::compute(2 * n);
+    default: return Codec::work(op, numel, payload_bytes);
+  }
+}
+
 }  // namespace gradwire

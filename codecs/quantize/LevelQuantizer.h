@@ -44,6 +44,10 @@ class LevelQuantizer : public Codec {
   std::string name() const override;
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode: a norm pass per bucket (4n bytes; L2: 2 operations per element, L_inf: 1), a
+  /// quantising pass (4n bytes; a random number and 4 operations per element), the payload
+  /// written. Decode: the payload read, 4n bytes written, 2 operations per element.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   /// State: the position of the dither stream (so `gradwire codec --state` keeps drawing
   /// fresh roundings across calls).
   Bytes save_state() const override { return dither_.save(name()); }

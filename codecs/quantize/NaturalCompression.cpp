@@ -110,4 +110,16 @@ torch::Tensor NaturalCompression::decode(ByteSpan payload) const {
   return out;
 }
 
+CodecWork NaturalCompression::work(CodecOp op, std::int64_t numel,
+                                   std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  switch (op) {
+    case CodecOp::kEncode:
+      return CodecWork::memory(4 * n + bytes) + CodecWork::compute(n * (2 + kFlopsPerRandomNumber));
+    case CodecOp::kDecode: return CodecWork::memory(bytes + 4 * n) + CodecWork::compute(n);
+    default: return Codec::work(op, numel, payload_bytes);
+  }
+}
+
 }  // namespace gradwire

@@ -28,6 +28,9 @@ class NaturalCompression : public Codec {
   std::string name() const override { return "natural"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode: one pass (4n bytes read, the payload written), a random number and 2 operations
+  /// per element. Decode: payload read, 4n bytes written, one operation per element.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   /// State: the position of the dither stream (so `gradwire codec --state` keeps drawing
   /// fresh roundings across calls).
   Bytes save_state() const override { return dither_.save(name()); }

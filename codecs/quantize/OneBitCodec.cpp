@@ -125,4 +125,14 @@ torch::Tensor OneBitCodec::decode(ByteSpan payload) const {
   return out;
 }
 
+CodecWork OneBitCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  switch (op) {
+    case CodecOp::kEncode: return CodecWork::memory(4 * n + bytes) + CodecWork::compute(3 * n);
+    case CodecOp::kDecode: return CodecWork::memory(bytes + 4 * n) + CodecWork::compute(n);
+    default: return Codec::work(op, numel, payload_bytes);
+  }
+}
+
 }  // namespace gradwire

@@ -33,6 +33,10 @@ class OneBitCodec : public Codec {
   std::string name() const override { return "onebit"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode: one pass computing the groups' means and packing the signs (4n bytes read, 3
+  /// operations per element). Decode: signs expanded to the two values (1 per element). The
+  /// error feedback around it declares its own passes.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
 
   /// Exact size: 12 + 4 + sum over segments (12 + 8 groups) + ceil(n / 8).
   static std::size_t payload_size(std::uint64_t n, const std::vector<quant::Segment>& segments);

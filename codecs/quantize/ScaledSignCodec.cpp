@@ -79,4 +79,15 @@ torch::Tensor ScaledSignCodec::decode(ByteSpan payload) const {
   return out;
 }
 
+CodecWork ScaledSignCodec::work(CodecOp op, std::int64_t numel,
+                                std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  switch (op) {
+    case CodecOp::kEncode: return CodecWork::memory(8 * n + bytes) + CodecWork::compute(3 * n);
+    case CodecOp::kDecode: return CodecWork::memory(bytes + 4 * n) + CodecWork::compute(n);
+    default: return Codec::work(op, numel, payload_bytes);
+  }
+}
+
 }  // namespace gradwire

@@ -31,6 +31,9 @@ class ScaledSignCodec : public Codec {
   std::string name() const override { return "efsignsgd"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode: an L1-norm pass per segment (4n bytes, 2 operations per element), then the sign
+  /// pass (4n bytes, 1 operation), the payload written. Decode: +-scale per bit.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
 
   static std::size_t payload_size(std::uint64_t n, std::size_t segments) {
     return 12 + 4 + 12 * segments + (n + 7) / 8;

@@ -93,4 +93,16 @@ void SignCodec::load_state(ByteSpan state) {
 
 torch::Tensor SignCodec::finalize(torch::Tensor sum, int /*workers*/) const { return sum.sign_(); }
 
+CodecWork SignCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  switch (op) {
+    case CodecOp::kEncode:
+      return momentum_ == 0 ? CodecWork::memory(4 * n + bytes) + CodecWork::compute(n)
+                            : CodecWork::memory(12 * n + bytes) + CodecWork::compute(4 * n);
+    case CodecOp::kDecode: return CodecWork::memory(bytes + 4 * n) + CodecWork::compute(n);
+    default: return Codec::work(op, numel, payload_bytes);
+  }
+}
+
 }  // namespace gradwire

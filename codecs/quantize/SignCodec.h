@@ -43,6 +43,10 @@ class SignCodec : public Codec {
   std::string name() const override { return momentum_ > 0 ? "signum" : "signsgd"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode: signsgd packs signs in one pass (4n bytes, 1 operation each); signum also
+  /// updates its momentum in the same pass (read g and m, write m: 12n bytes, 4 operations).
+  /// Decode: +-1 per bit. Finalize (the vote): the default pass.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   /// Majority vote: sign(sum). Ties (an even number of workers split evenly) give 0.
   torch::Tensor finalize(torch::Tensor sum, int workers) const override;
   bool applies_momentum() const override { return true; }

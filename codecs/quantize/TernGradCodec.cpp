@@ -404,4 +404,16 @@ void TernGradCodec::accumulate(Bytes& acc, ByteSpan other) const {
   acc = writer.take();
 }
 
+CodecWork TernGradCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  switch (op) {
+    case CodecOp::kEncode:
+      return CodecWork::memory(8 * n + bytes) + CodecWork::compute(n * (7 + kFlopsPerRandomNumber));
+    case CodecOp::kDecode: return CodecWork::memory(bytes + 4 * n) + CodecWork::compute(n);
+    case CodecOp::kAccumulate: return CodecWork::memory(3 * bytes) + CodecWork::compute(2 * n);
+    default: return Codec::work(op, numel, payload_bytes);
+  }
+}
+
 }  // namespace gradwire

@@ -49,6 +49,11 @@ class TernGradCodec : public Codec {
   std::string name() const override { return "terngrad"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode: a moments pass per segment (4n bytes; sum, sum of squares, max: 3 operations),
+  /// then the ternarising pass (4n bytes; clip, a random number and 4 operations per element),
+  /// the payload written. Decode: 1 operation per element. Accumulate: codes unpacked, added
+  /// and repacked (2 operations per element).
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   /// State: the position of the dither stream (so `gradwire codec --state` keeps drawing
   /// fresh roundings across calls).
   Bytes save_state() const override { return dither_.save(name()); }

@@ -50,4 +50,23 @@ std::optional<Round> TernGradMaxScaleCodec::continue_exchange(int round, RoundOu
   return std::nullopt;
 }
 
+CodecWork TernGradMaxScaleCodec::round_work(int call, std::int64_t numel) const {
+  const double n = static_cast<double>(numel);
+  switch (call) {
+    case 0: return CodecWork::memory(4 * n) + CodecWork::compute(3 * n);
+    case 1: return CodecWork::memory(4 * n + n / 4) + CodecWork::compute(n * (4 + kFlopsPerRandomNumber));
+    case 2: return CodecWork::memory(8 * n) + CodecWork::compute(n);
+    default: return {};
+  }
+}
+
+CodecWork TernGradMaxScaleCodec::reduce_work(int round, std::int64_t numel, std::size_t payloads,
+                                             std::uint64_t payload_bytes) const {
+  if (round == 0 || payloads == 0) return CodecWork::memory(static_cast<double>(payload_bytes));
+  const double count = static_cast<double>(payloads);
+  const auto one = static_cast<std::uint64_t>(static_cast<double>(payload_bytes) / count);
+  return local_.work(CodecOp::kAccumulate, numel, one) * (count - 1) +
+         local_.work(CodecOp::kDecode, numel, one);
+}
+
 }  // namespace gradwire

@@ -27,6 +27,17 @@ class TernGradMaxScaleCodec : public MultiRoundCodec {
   std::string name() const override { return "terngrad"; }
   Bytes encode(const torch::Tensor& grad) override { return local_.encode(grad); }
   torch::Tensor decode(ByteSpan payload) const override { return local_.decode(payload); }
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override {
+    return local_.work(op, numel, payload_bytes);
+  }
+  /// Call 0: the moments pass that proposes the scales (4n bytes, 3 operations per element);
+  /// call 1: the ternarising pass with the agreed scales (4n bytes read, n / 4 written, a
+  /// random number and 4 operations per element); call 2: the mean (read and write 4n).
+  CodecWork round_work(int call, std::int64_t numel) const override;
+  /// Round 0: the proposals read; round 1: every payload added into one (accumulate) and the
+  /// sum decoded once.
+  CodecWork reduce_work(int round, std::int64_t numel, std::size_t payloads,
+                        std::uint64_t payload_bytes) const override;
   Bytes save_state() const override { return local_.save_state(); }
   void load_state(ByteSpan state) override { local_.load_state(state); }
 

@@ -169,4 +169,13 @@ void AdaCompCodec::load_state(ByteSpan state) {
   *residual_ = CodecState::parse(state, name()).tensor("residual");
 }
 
+CodecWork AdaCompCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  const double k = last_density_ * n;
+  if (op == CodecOp::kDecode) return CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, k);
+  if (op != CodecOp::kEncode) return Codec::work(op, numel, payload_bytes);
+  return CodecWork::memory(24 * n + bytes) + CodecWork::compute(5 * n) + CodecWork::gather(n, k);
+}
+
 }  // namespace gradwire

@@ -37,6 +37,10 @@ class AdaCompCodec : public Codec {
   std::string name() const override { return "adacomp"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode: G = r + g (read 8n, write 4n), the bin maxima of |G| (4n bytes), the test
+  /// |G + g| >= bin max (read G and g: 8n bytes), the residual updated at the sent entries,
+  /// the payload written. Bin-local, so no selection. Decode: zero fill + scatter.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   double last_density() const override { return last_density_; }
   Bytes save_state() const override;
   void load_state(ByteSpan state) override;

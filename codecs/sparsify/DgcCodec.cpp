@@ -236,4 +236,32 @@ void DgcCodec::load_state(ByteSpan state) {
   *v_ = std::move(v);
 }
 
+CodecWork DgcCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  // The encode that just ran used the density of the step before the counter moved on.
+  const double density = density_at(std::max<std::int64_t>(0, step_ - 1));
+  if (op == CodecOp::kDecode) {
+    return CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, last_density_ * n);
+  }
+  if (op != CodecOp::kEncode) return Codec::work(op, numel, payload_bytes);
+  CodecWork w = CodecWork::memory(20 * n + bytes) + CodecWork::compute(4 * n);
+  const auto sparse_tensor = [&](double length) {
+    const double sample = std::min(length, std::ceil(options_.sample_ratio * length));
+    w += CodecWork::gather(length, sample);
+    w += CodecWork::compute(sample * (4 + kFlopsPerRandomNumber));
+    w += CodecWork::selection(sample, std::max(1.0, density * sample));
+    w += CodecWork::gather(length, density * length);  // values and masking at the sent entries
+  };
+  if (layers_.empty()) {
+    sparse_tensor(n);
+  } else {
+    for (const LayerSlice& layer : layers_) {
+      if (options_.dense_1d && layer.shape.size() < 2) continue;
+      sparse_tensor(static_cast<double>(layer.numel()));
+    }
+  }
+  return w;
+}
+
 }  // namespace gradwire

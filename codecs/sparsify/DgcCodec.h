@@ -64,6 +64,11 @@ class DgcCodec : public Codec {
   std::string name() const override { return "dgc"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode, per sparsified tensor of n_l: the fused momentum + selection pass (read g, u, v;
+  /// write u, v: 20 bytes and 4 operations per element), a sample of sample_ratio n_l values
+  /// gathered and previewed, the sample's top density share selected for the threshold, then
+  /// the payload. Dense 1-D tensors take the momentum pass only. Decode: zero fill + scatter.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   double last_density() const override { return last_density_; }
   bool applies_momentum() const override {
     return options_.momentum_correction && options_.momentum > 0.0;

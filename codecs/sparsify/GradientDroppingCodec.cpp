@@ -1,6 +1,7 @@
 #include "codecs/sparsify/GradientDroppingCodec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include <torch/types.h>
@@ -92,6 +93,32 @@ void GradientDroppingCodec::load_state(ByteSpan state) {
   const CodecState st = CodecState::parse(state, name());
   rng_ = SplitMix64(st.u64("rng", rng_.state()));
   *residual_ = st.tensor("residual");
+}
+
+CodecWork GradientDroppingCodec::work(CodecOp op, std::int64_t numel,
+                                      std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  if (op == CodecOp::kDecode) {
+    return CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, last_density_ * n);
+  }
+  if (op != CodecOp::kEncode) return Codec::work(op, numel, payload_bytes);
+  CodecWork w = CodecWork::memory(16 * n + bytes) + CodecWork::compute(2 * n);
+  const auto tensor = [&](std::int64_t length) {
+    if (length <= 0) return;
+    const std::int64_t keep = kept_count(length, options_.drop_ratio);
+    const auto sample = static_cast<double>(sample_count(length, keep, options_.sample_ratio));
+    const double len = static_cast<double>(length);
+    w += CodecWork::gather(len, sample) + CodecWork::compute(sample * kFlopsPerRandomNumber);
+    w += CodecWork::selection(sample, std::ceil(sample * static_cast<double>(keep) / len));
+    w += CodecWork::gather(len, static_cast<double>(keep));
+  };
+  if (options_.global || layers_.empty()) {
+    tensor(numel);
+  } else {
+    for (const LayerSlice& layer : layers_) tensor(layer.numel());
+  }
+  return w;
 }
 
 }  // namespace gradwire

@@ -45,6 +45,10 @@ class GradientDroppingCodec : public Codec {
   std::string name() const override { return "gradient_dropping"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode: residual += g (read 8n, write 4n), per tensor a sample of sample_count values
+  /// gathered and the kept share of it selected for the threshold, a threshold scan of the
+  /// residual (4n bytes, one compare each), the sent entries zeroed, the payload written.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   double last_density() const override { return last_density_; }
   Bytes save_state() const override;
   void load_state(ByteSpan state) override;

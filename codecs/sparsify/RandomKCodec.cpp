@@ -179,4 +179,18 @@ void RandomKCodec::load_state(ByteSpan state) {
 
 LossTolerance RandomKCodec::loss_tolerance() const { return {kPayloadHeaderSize + kBodyFixed, 4}; }
 
+CodecWork RandomKCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double k = static_cast<double>(k_for(numel));
+  const double bytes = static_cast<double>(payload_bytes);
+  const CodecWork positions = CodecWork::compute(k * kFlopsPerRandomNumber) + CodecWork::memory(n / 4);
+  switch (op) {
+    case CodecOp::kEncode: return positions + CodecWork::gather(n, k) + CodecWork::memory(bytes);
+    case CodecOp::kDecode:
+      return positions + CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, k);
+    case CodecOp::kAccumulate: return CodecWork::memory(3 * bytes) + CodecWork::compute(k);
+    default: return Codec::work(op, numel, payload_bytes);
+  }
+}
+
 }  // namespace gradwire

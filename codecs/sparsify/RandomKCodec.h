@@ -29,6 +29,10 @@ class RandomKCodec : public Codec {
   std::string name() const override { return "randomk"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode: Floyd's sample of k positions (one random number each, over an n-bit bitmap
+  /// written and scanned), the k values gathered, the payload written. Decode regenerates the
+  /// same positions and scatters into a zero-filled tensor; accumulate adds k values.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   Aggregation aggregation() const override { return Aggregation::kSummable; }
   /// Indices come from the seed, so a lost value is a zero at a known index.
   LossTolerance loss_tolerance() const override;

@@ -119,4 +119,17 @@ void SdagcCodec::load_state(ByteSpan state) {
   *v_ = std::move(v);
 }
 
+CodecWork SdagcCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double bytes = static_cast<double>(payload_bytes);
+  const double k = last_density_ * n;
+  if (op == CodecOp::kDecode) return CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, k);
+  if (op != CodecOp::kEncode) return Codec::work(op, numel, payload_bytes);
+  CodecWork w = CodecWork::memory(28 * n + bytes) + CodecWork::compute(8 * n);
+  if (options_.clip_norm > 0.0) w += CodecWork::memory(4 * n) + CodecWork::compute(2 * n);
+  if (options_.lr_revision) w += CodecWork::memory(4 * n) + CodecWork::compute(2 * n);
+  w += CodecWork::gather(n, k) * 2;  // v and u at the sent entries
+  return w;
+}
+
 }  // namespace gradwire

@@ -46,6 +46,10 @@ class SdagcCodec : public Codec {
   std::string name() const override { return "sdagc"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode: the optional clipping norm (4n bytes), the momentum pass (20n bytes), per layer a
+  /// mean/variance pass and a threshold scan (4n bytes each; no sort: the threshold is
+  /// lambda sigma), the optional revision norm, the sent entries updated, the payload written.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   double last_density() const override { return last_density_; }
   bool applies_momentum() const override {
     return options_.momentum_compensation && options_.momentum > 0.0;

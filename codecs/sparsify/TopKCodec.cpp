@@ -310,4 +310,18 @@ torch::Tensor TopKCodec::decode(ByteSpan payload) const {
   return decode_sparse(payload, max_elements_);
 }
 
+CodecWork TopKCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
+  const double n = static_cast<double>(numel);
+  const double k = static_cast<double>(k_for(numel));
+  const double bytes = static_cast<double>(payload_bytes);
+  switch (op) {
+    case CodecOp::kEncode:
+      return CodecWork::selection(n, k) + CodecWork::memory(4 * n + bytes) + CodecWork::gather(n, k);
+    case CodecOp::kDecode:
+      return CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, k);
+    default:
+      return Codec::work(op, numel, payload_bytes);
+  }
+}
+
 }  // namespace gradwire

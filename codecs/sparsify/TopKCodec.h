@@ -33,6 +33,9 @@ class TopKCodec : public Codec {
   std::string name() const override { return "topk"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// Encode: one selection of k of n, a scan of the gradient, the k values gathered, the
+  /// payload written. Decode: the zero-filled tensor and the k values scattered into it.
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   Aggregation aggregation() const override { return Aggregation::kDecodeThenSum; }
   double last_density() const override { return last_density_; }
 
