@@ -9,6 +9,7 @@
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
+#include "nodes/schemes/DeviceStreams.h"
 #include "nodes/schemes/TrainingScheme.h"
 #include "nodes/schemes/WallClockAccount.h"
 #include "nodes/training/Loss.h"
@@ -128,6 +129,8 @@ void Worker::StartStep() {
   current_.step = step_;
   current_.start_s = ns3::Simulator::Now().GetSeconds();
   bytes_at_step_start_ = messenger_->bytes_sent();
+  optimizer_wall_s_ = 0;
+  codec_at_start_ = options_.device ? options_.device->codec_seconds() : 0;
 
   at::Tensor flat;
   const auto wall_start = std::chrono::steady_clock::now();
@@ -154,8 +157,8 @@ void Worker::StartStep() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   current_.compute_s = compute_time_(current_.compute_wall_s, step_);
   if (!bucketed_) {
-    ns3::Simulator::Schedule(ns3::Seconds(current_.compute_s), &Worker::ComputeDone, this,
-                             generation_, flat);
+    ns3::Simulator::Schedule(ns3::Seconds(ComputeDelay(current_.compute_s)), &Worker::ComputeDone,
+                             this, generation_, flat);
     return;
   }
   const double started =
@@ -163,22 +166,29 @@ void Worker::StartStep() {
   release_s_ = BucketReleaseFractions(started, backward_end);
   for (double& t : release_s_) t *= current_.compute_s;
   step_gradient_ = flat;
-  ns3::Simulator::Schedule(ns3::Seconds(release_s_.front()), &Worker::BucketReady, this,
-                           generation_, 0);
+  ns3::Simulator::Schedule(ns3::Seconds(ComputeDelay(release_s_.front())), &Worker::BucketReady,
+                           this, generation_, 0);
+}
+
+double Worker::ComputeDelay(double seconds) {
+  if (!options_.device) return seconds;
+  return options_.device->run_compute(seconds) - ns3::Simulator::Now().GetSeconds();
 }
 
 void Worker::BucketReady(std::uint64_t generation, int bucket) {
   if (generation != generation_ || !alive_) return;  // the worker left while computing
   const auto b = static_cast<std::size_t>(bucket);
   const GradientBucket& g = options_.buckets[b];
-  // Schedule the next release first: the scheme may finish the step inside on_bucket.
-  if (b + 1 < options_.buckets.size()) {
-    ns3::Simulator::Schedule(ns3::Seconds(release_s_[b + 1] - release_s_[b]),
+  const bool last = b + 1 == options_.buckets.size();
+  at::Tensor slice = step_gradient_.slice(0, g.offset, g.offset + g.numel);
+  if (last) step_gradient_ = at::Tensor();
+  // The scheme encodes the bucket now (on the compute stream, when codec work is timed); the
+  // rest of backward runs after it. Only the last bucket can end the step inside on_bucket.
+  scheme_->on_bucket(*this, bucket, slice);
+  if (!last) {
+    ns3::Simulator::Schedule(ns3::Seconds(ComputeDelay(release_s_[b + 1] - release_s_[b])),
                              &Worker::BucketReady, this, generation_, bucket + 1);
   }
-  at::Tensor slice = step_gradient_.slice(0, g.offset, g.offset + g.numel);
-  if (b + 1 == options_.buckets.size()) step_gradient_ = at::Tensor();
-  scheme_->on_bucket(*this, bucket, slice);
 }
 
 void Worker::ComputeDone(std::uint64_t generation, at::Tensor gradient) {
@@ -217,7 +227,10 @@ void Worker::ApplyGradient(const at::Tensor& update) {
   for (auto& group : optimizer_->param_groups()) {
     static_cast<torch::optim::SGDOptions&>(group.options()).lr(learning_rate());
   }
+  const auto wall_start = std::chrono::steady_clock::now();
   optimizer_->step();
+  optimizer_wall_s_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 }
 
 at::Tensor Worker::Parameters() const {
@@ -241,7 +254,21 @@ void Worker::SetParameters(const at::Tensor& flat) {
 
 void Worker::FinishStep() {
   if (!alive_) return;  // schemes drop a departed worker's callbacks; be safe
+  // The optimizer step runs once the device has done its codec work, then takes its own time.
+  double delay = 0;
+  if (options_.device) delay = options_.device->idle_at() - ns3::Simulator::Now().GetSeconds();
+  if (options_.optimizer_time) delay += options_.optimizer_time(optimizer_wall_s_);
+  if (delay > 0) {
+    ns3::Simulator::Schedule(ns3::Seconds(delay), &Worker::CompleteStep, this, generation_);
+    return;
+  }
+  CompleteStep(generation_);
+}
+
+void Worker::CompleteStep(std::uint64_t generation) {
+  if (generation != generation_ || !alive_) return;  // the worker left meanwhile
   const double now = ns3::Simulator::Now().GetSeconds();
+  if (options_.device) current_.codec_s = options_.device->codec_seconds() - codec_at_start_;
   current_.end_s = now;
   current_.comm_s = now - current_.start_s - current_.compute_s;
   current_.bytes_sent = messenger_->bytes_sent() - bytes_at_step_start_;

@@ -29,6 +29,7 @@ class SGD;
 
 namespace gradwire {
 
+class DeviceStreams;
 class Endpoint;
 class Model;
 class ShardLoader;
@@ -49,6 +50,12 @@ struct WorkerOptions {
   /// gradient is complete (nodes/training/BackwardTimeline.h). Empty: measured each step with
   /// autograd hooks.
   std::vector<double> ready_fractions;
+  /// The host's device when codec work costs simulated time (nodes/schemes/DeviceStreams.h);
+  /// null: codec work is free. Must outlive the worker.
+  DeviceStreams* device = nullptr;
+  /// Simulated seconds of one optimizer step, given the wall seconds it took here; empty: the
+  /// step's compute time covers it.
+  std::function<double(double wall_seconds)> optimizer_time;
 };
 
 /// What one worker did in one step, in simulated seconds.
@@ -57,7 +64,9 @@ struct StepRecord {
   std::int64_t step = 0;
   double start_s = 0;    ///< compute began
   double compute_s = 0;  ///< simulated compute duration
-  double comm_s = 0;     ///< from gradient ready to aggregate applied
+  double comm_s = 0;     ///< exposed: step time beyond compute_s (communication, codec and
+                         ///< optimizer work that backward did not hide)
+  double codec_s = 0;    ///< simulated codec work on this worker's device in the step
   double end_s = 0;
   std::uint64_t bytes_sent = 0;  ///< application bytes this worker's host sent in the step
   std::uint64_t payload_bytes = 0;  ///< size of the encoded gradient (before forwarding)
@@ -124,6 +133,9 @@ class Worker : public ns3::Application {
   std::vector<double> BucketReleaseFractions(double wall_start, double wall_end) const;
   void InstallReadyHooks();
   void MakeOptimizer();
+  /// Simulated seconds from now until `seconds` of compute have run on the device.
+  double ComputeDelay(double seconds);
+  void CompleteStep(std::uint64_t generation);
 
   WorkerOptions options_;
   std::shared_ptr<Model> model_;
@@ -145,6 +157,8 @@ class Worker : public ns3::Application {
   at::Tensor step_gradient_;             // the flat gradient being released bucket by bucket
   std::vector<double> release_s_;        // per bucket: simulated seconds after the step began
   std::vector<double> ready_wall_;       // per parameter: wall instant its gradient was done
+  double optimizer_wall_s_ = 0;          // wall seconds of this step's optimizer step
+  double codec_at_start_ = 0;            // the device's codec seconds when the step began
   std::uint64_t bytes_at_step_start_ = 0;
 };
 

@@ -11,27 +11,57 @@ const std::vector<DeviceProfile>& device_profiles() {
   // training (peaks: NVIDIA data sheets). Overheads are order-of-magnitude figures for a
   // framework step on each class of device.
   static const std::vector<DeviceProfile> kProfiles = {
-      {"raspberry-pi-4", 6e9, 5e-3, "Cortex-A72 x4, ~13.5 GFLOP/s fp32 peak (NEON)"},
-      {"jetson-nano", 1.2e11, 4e-3, "Maxwell 128 cores, 236 GFLOP/s fp32 peak"},
-      {"cpu-core", 2.0e10, 1e-3, "one modern x86 core with AVX2, ~50 GFLOP/s fp32 peak"},
-      {"gtx-1080ti", 5.0e12, 2e-3, "Pascal, 11.3 TFLOP/s fp32 peak (the DGC paper's era)"},
-      {"titan-xp", 5.5e12, 2e-3, "Pascal, 12.1 TFLOP/s fp32 peak"},
-      {"v100", 7.0e12, 1.5e-3, "Volta, 15.7 TFLOP/s fp32 peak"},
-      {"a100", 9.0e12, 1e-3, "Ampere, 19.5 TFLOP/s fp32 peak (no TF32)"},
+      {"raspberry-pi-4", 6e9, 5e-3, "Cortex-A72 x4, ~13.5 GFLOP/s fp32 peak (NEON)", 4e9},
+      {"jetson-nano", 1.2e11, 4e-3, "Maxwell 128 cores, 236 GFLOP/s fp32 peak", 1.5e10},
+      {"cpu-core", 2.0e10, 1e-3, "one modern x86 core with AVX2, ~50 GFLOP/s fp32 peak", 1.2e10},
+      {"gtx-1080ti", 5.0e12, 2e-3, "Pascal, 11.3 TFLOP/s fp32 peak (the DGC paper's era)", 3.6e11},
+      {"titan-xp", 5.5e12, 2e-3, "Pascal, 12.1 TFLOP/s fp32 peak", 4.1e11},
+      {"v100", 7.0e12, 1.5e-3, "Volta, 15.7 TFLOP/s fp32 peak", 7.5e11},
+      {"a100", 9.0e12, 1e-3, "Ampere, 19.5 TFLOP/s fp32 peak (no TF32)", 1.3e12},
+      // Memory bandwidths: ~75% of the data sheet's peak for GPUs (what STREAM-like kernels
+      // reach), ~35-60% for the boards' shared LPDDR and one x86 core's share of DDR4.
       // Current devices. Peaks from the vendors' data sheets (dense, no sparsity); the same
       // ~40-45% sustained share for GPUs, ~20% for CPUs, whose framework kernels reach less.
       {"raspberry-pi-5", 3.0e10, 4e-3,
-       "Cortex-A76 x4 at 2.4 GHz, ~154 GFLOP/s fp32 peak (2 x 128-bit NEON FMA per core)"},
+       "Cortex-A76 x4 at 2.4 GHz, ~154 GFLOP/s fp32 peak (2 x 128-bit NEON FMA per core)", 1.0e10},
       {"jetson-orin-nano", 5.5e11, 3e-3,
-       "Orin Nano 8GB, Ampere 1024 cores at 625 MHz, 1.28 TFLOP/s fp32 peak"},
+       "Orin Nano 8GB, Ampere 1024 cores at 625 MHz, 1.28 TFLOP/s fp32 peak", 5.0e10},
       {"jetson-agx-orin", 2.3e12, 2.5e-3,
-       "AGX Orin 64GB, Ampere 2048 cores at 1.3 GHz, 5.3 TFLOP/s fp32 peak"},
-      {"rtx-4090", 3.5e13, 1e-3, "Ada, 82.6 TFLOP/s fp32 peak"},
-      {"a100-tf32", 6.5e13, 1e-3, "Ampere, 156 TFLOP/s TF32 tensor-core peak"},
-      {"a100-bf16", 1.3e14, 1e-3, "Ampere, 312 TFLOP/s BF16 tensor-core peak"},
-      {"h100-bf16", 4.0e14, 7e-4, "H100 SXM, Hopper, 989 TFLOP/s BF16 tensor-core peak"},
+       "AGX Orin 64GB, Ampere 2048 cores at 1.3 GHz, 5.3 TFLOP/s fp32 peak", 1.5e11},
+      {"rtx-4090", 3.5e13, 1e-3, "Ada, 82.6 TFLOP/s fp32 peak", 8.0e11},
+      {"a100-tf32", 6.5e13, 1e-3, "Ampere, 156 TFLOP/s TF32 tensor-core peak", 1.3e12},
+      {"a100-bf16", 1.3e14, 1e-3, "Ampere, 312 TFLOP/s BF16 tensor-core peak", 1.3e12},
+      {"h100-bf16", 4.0e14, 7e-4, "H100 SXM, Hopper, 989 TFLOP/s BF16 tensor-core peak", 2.6e12},
   };
   return kProfiles;
+}
+
+const DeviceProfile* find_device_profile(const std::string& name) {
+  for (const auto& p : device_profiles()) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+double optimizer_step_seconds(const DeviceProfile& device, std::int64_t parameters,
+                              bool momentum) {
+  // Reads: parameters, gradients (+ momentum buffer); writes: parameters (+ buffer).
+  const double passes = momentum ? 5.0 : 3.0;
+  return passes * 4.0 * static_cast<double>(parameters) / device.memory_bandwidth;
+}
+
+std::function<double(double)> optimizer_time_model(const ComputeSpec& spec,
+                                                   std::int64_t parameters, bool momentum) {
+  if (spec.mode == "measured") {
+    const double scale = spec.scale;
+    return [scale](double wall) { return wall * scale; };
+  }
+  if (spec.mode == "profile" && !spec.profile.empty()) {
+    const double seconds =
+        optimizer_step_seconds(*find_device_profile(spec.profile), parameters, momentum);
+    return [seconds](double) { return seconds; };
+  }
+  return nullptr;
 }
 
 namespace {

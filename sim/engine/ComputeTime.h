@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,26 @@ struct DeviceProfile {
   double sustained_flops;   ///< training FLOP/s actually achieved (well below peak)
   double step_overhead_s;   ///< per-step fixed cost: kernel launches, optimizer, data loading
   std::string source;       ///< where the numbers come from
+  double memory_bandwidth;  ///< sustained bytes/s: the rate of codec passes and the optimizer
 };
+
+/// The named profile, or null.
+const DeviceProfile* find_device_profile(const std::string& name);
+
+/// Simulated seconds of one SGD optimizer step over `parameters` float32 values on `device`: it
+/// streams the parameters, the gradients and (with momentum) the momentum buffer, and writes
+/// the parameters and the buffer back.
+double optimizer_step_seconds(const DeviceProfile& device, std::int64_t parameters, bool momentum);
 
 /// The named devices `compute.profile` accepts.
 const std::vector<DeviceProfile>& device_profiles();
+
+/// Simulated seconds of a worker's optimizer step: a profile device streams the SGD state at
+/// its memory bandwidth; measured compute scales the step's wall time; fixed and per-sample
+/// compute already cover it (empty function).
+std::function<double(double wall_seconds)> optimizer_time_model(const ComputeSpec& spec,
+                                                                std::int64_t parameters,
+                                                                bool momentum);
 
 /// Builds the model for worker `rank`. A training step costs ~3x the forward FLOPs (backward
 /// is about twice the forward; Kaplan et al. 2020, "Scaling Laws", sec. 2.1). The result is

@@ -67,7 +67,7 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
   const StepRecord record = records.front();
   std::sort(records.begin(), records.end(),
             [](const StepRecord& a, const StepRecord& b) { return a.rank < b.rank; });
-  double loss = 0, compute = 0, comm = 0, comm_max = 0, end = 0;
+  double loss = 0, compute = 0, comm = 0, codec = 0, comm_max = 0, end = 0;
   nlohmann::json bytes = nlohmann::json::array();
   nlohmann::json payload = nlohmann::json::array();
   double density = 0;
@@ -90,6 +90,7 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
     loss += r.loss;
     compute += r.compute_s;
     comm += r.comm_s;
+    codec += r.codec_s;
     comm_max = std::max(comm_max, r.comm_s);
     end = std::max(end, r.end_s);
     if (!gaps) bytes.push_back(r.bytes_sent);
@@ -107,6 +108,8 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
                          {"density", density / w},
                          {"lr", scenario_.training.lr.at(record.step)},
                          {"wall_time_s", wall_now()}};
+  // Only when codec work is timed: a "free" run's lines stay what they always were.
+  if (scenario_.compute.codec_time != "free") line["codec_s"] = codec / w;
   if (ledger_ != nullptr) {
     const LossLedger::Entry lost = ledger_->at(static_cast<std::uint64_t>(record.step));
     line["lost_bytes"] = lost.lost_bytes;
@@ -116,6 +119,7 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
   last_loss_ = loss / w;
   sum_compute_ += compute / w;
   sum_comm_ += comm / w;
+  sum_codec_ += codec / w;
   ++steps_recorded_;
   pending_.erase(record.step);
   progress_line(record.step + 1, end, false);
@@ -213,6 +217,7 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
       {"sim_time_s", sim_time_s},
       {"mean_step_compute_s", sum_compute_ / steps},
       {"mean_step_comm_s", sum_comm_ / steps},
+      {"mean_step_codec_s", sum_codec_ / steps},
       {"bytes_on_wire", bytes_on_wire},
       {"payload_bytes", payload_bytes},
       {"dense_bytes", dense},

@@ -96,7 +96,7 @@ class MetricsRecorder {
   double last_test_loss_ = 0;
   std::optional<double> time_to_target_;
   std::optional<std::int64_t> steps_to_target_;
-  double sum_compute_ = 0, sum_comm_ = 0;
+  double sum_compute_ = 0, sum_comm_ = 0, sum_codec_ = 0;
   std::uint64_t payload_bytes_ = 0;
   std::int64_t steps_recorded_ = 0;
   std::vector<std::int64_t> member_from_;  // per rank: first step it reports (faults)

@@ -59,6 +59,11 @@ struct ComputeSpec {
   std::vector<double> worker_scale;  ///< per rank compute multiplier (1 when absent)
   double straggler_probability = 0;  ///< chance per worker and step of a slowdown
   double straggler_slowdown = 1;     ///< compute multiplier of a straggling step
+  /// Codec work in simulated time: "free" (none), "measured" (wall time x codec_scale) or
+  /// "profile" (each codec's declared work on codec_device).
+  std::string codec_time = "free";
+  double codec_scale = 1.0;
+  std::string codec_device;  ///< a device profile name (profile codec time)
 };
 
 struct TopologySpec {

@@ -527,10 +527,36 @@ void read_buckets(const JsonFields& root, const TopologySpec& topology, bool fau
   t.first_bucket_mb = b.number("first_mb", 1, 0, 1e6, true);
 }
 
+/// `compute.codec_time` and its companions. By default codec work is timed the way compute is:
+/// measured when compute is measured, on the named device when compute runs on a profile, and
+/// free when compute is a fixed or per-sample figure (there is no device to time it on).
+void read_codec_time(const JsonFields& f, ComputeSpec& c) {
+  std::vector<std::string> names;
+  for (const auto& p : device_profiles()) names.push_back(p.name);
+  const std::string fallback = c.mode == "measured" ? "measured"
+                               : !c.profile.empty() ? "profile"
+                                                    : "free";
+  c.codec_time = f.string("codec_time", fallback, {"free", "measured", "profile"});
+  c.codec_scale = f.number("codec_scale", c.mode == "measured" ? c.scale : 1.0, 0, 1e6, true);
+  c.codec_device = f.string("codec_device", c.profile, names);
+  if (c.codec_time != "measured" && f.has("codec_scale")) {
+    throw ConfigError(f.path_of("codec_scale"), "only valid with compute.codec_time \"measured\"");
+  }
+  if (c.codec_time != "profile" && f.has("codec_device")) {
+    throw ConfigError(f.path_of("codec_device"), "only valid with compute.codec_time \"profile\"");
+  }
+  if (c.codec_time == "profile" && c.codec_device.empty()) {
+    throw ConfigError(f.path_of("codec_device"),
+                      "missing; profile codec time needs a device: name one of the device "
+                      "profiles (e.g. \"v100\"), or set compute.profile");
+  }
+}
+
 ComputeSpec read_compute(const JsonFields& root) {
   JsonFields f(root.object_at("compute"), root.path_of("compute"));
   f.allow({"mode", "scale", "seconds", "profile", "seconds_per_sample", "flops_per_sample",
-           "device", "threads", "slow_workers", "stragglers"});
+           "device", "threads", "slow_workers", "stragglers", "codec_time", "codec_scale",
+           "codec_device"});
   ComputeSpec c;
   c.mode = f.string("mode", c.mode, {"measured", "fixed", "profile"});
   c.scale = f.number("scale", 1.0, 0, 1e6, true);
@@ -583,6 +609,7 @@ ComputeSpec read_compute(const JsonFields& root) {
   st.allow({"probability", "slowdown"});
   c.straggler_probability = st.number("probability", 0, 0, 1);
   c.straggler_slowdown = st.number("slowdown", 3.0, 1, 1e6);
+  read_codec_time(f, c);
   return c;
 }
 
@@ -723,6 +750,9 @@ nlohmann::json to_json(const Scenario& s) {
     }
     compute["slow_workers"] = slow;
   }
+  compute["codec_time"] = s.compute.codec_time;
+  if (s.compute.codec_time == "measured") compute["codec_scale"] = s.compute.codec_scale;
+  if (s.compute.codec_time == "profile") compute["codec_device"] = s.compute.codec_device;
   if (s.compute.straggler_probability > 0) {
     compute["stragglers"] = {{"probability", s.compute.straggler_probability},
                              {"slowdown", s.compute.straggler_slowdown}};

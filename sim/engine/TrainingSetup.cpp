@@ -12,7 +12,10 @@
 #include "common/ConfigError.h"
 #include "netmodels/NetworkFactory.h"
 #include "nodes/schemes/AsyncParameterServer.h"
+#include "codecs/TimedCodec.h"
 #include "nodes/schemes/BucketedCollective.h"
+#include "nodes/schemes/DeviceStreams.h"
+#include "nodes/schemes/DeviceTimedEndpoint.h"
 #include "nodes/schemes/LeaderSgd.h"
 #include "nodes/schemes/ParameterServer.h"
 #include "nodes/schemes/PushSumGossip.h"
@@ -96,14 +99,49 @@ struct TrainingSetup::Impl {
   // codecs[b][r]: worker r's codec for bucket b (state per bucket, as DDP's hooks keep it).
   std::vector<std::vector<std::unique_ptr<Codec>>> codecs;
   std::vector<std::unique_ptr<Codec>> server_codecs;  // per bucket
-  std::vector<std::unique_ptr<EndpointChannels>> channels;  // per host, with buckets
+  // When codec work is timed: each host's device (workers, then the server), the endpoints
+  // whose messages wait for it, and the codecs decorated to charge it ([b][r], per bucket).
+  std::vector<std::unique_ptr<DeviceStreams>> devices;
+  std::vector<std::unique_ptr<DeviceTimedEndpoint>> timed_endpoints;
+  std::vector<std::vector<std::unique_ptr<Codec>>> timed_codecs;
+  std::vector<std::unique_ptr<Codec>> timed_server_codecs;
+  // Per host, with buckets; declared after the endpoints they sit on, so they go first.
+  std::vector<std::unique_ptr<EndpointChannels>> channels;
   std::unique_ptr<Collective> collective;
   std::unique_ptr<TrainingScheme> scheme;
   std::unique_ptr<Evaluator> evaluator;
   WallClockAccount torch_account;
 
   explicit Impl(const Scenario& scenario) : sc(scenario) {}
+  void time_codecs();
 };
+
+/// Gives every host a device and decorates every codec to charge its work there.
+void TrainingSetup::Impl::time_codecs() {
+  Impl& s = *this;
+  const ComputeSpec& c = s.sc.compute;
+  CodecTiming timing;
+  if (c.codec_time == "measured") {
+    timing.mode = CodecTiming::Mode::kMeasured;
+    timing.scale = c.codec_scale;
+  } else {
+    const DeviceProfile* device = find_device_profile(c.codec_device);
+    if (!device) throw std::invalid_argument("unknown device profile " + c.codec_device);
+    timing.mode = CodecTiming::Mode::kProfile;
+    timing.device = CodecDevice{device->memory_bandwidth, device->sustained_flops};
+  }
+  const std::size_t hosts = static_cast<std::size_t>(s.n) + (s.with_server ? 1 : 0);
+  for (std::size_t h = 0; h < hosts; ++h) s.devices.push_back(std::make_unique<DeviceStreams>());
+  for (std::size_t b = 0; b < s.codecs.size(); ++b) {
+    s.timed_codecs.emplace_back();
+    for (std::size_t r = 0; r < s.codecs[b].size(); ++r) {
+      s.timed_codecs[b].push_back(time_codec(*s.codecs[b][r], *s.devices[r], timing));
+    }
+    // The server's instance works on the server's device; without a server it is unused.
+    s.timed_server_codecs.push_back(
+        time_codec(*s.server_codecs[b], *s.devices[s.with_server ? hosts - 1 : 0], timing));
+  }
+}
 
 TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& model_ranks)
     : impl_(std::make_unique<Impl>(scenario)) {
@@ -164,6 +202,7 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
     for (int r = 0; r < s.n; ++r) s.codecs.back().push_back(registry.create(sc.codec, context(r)));
     s.server_codecs.push_back(registry.create(sc.codec, context(-1)));
   }
+  if (sc.compute.codec_time != "free") s.time_codecs();
   if (!sc.faults.empty()) {
     if (dynamic_cast<MultiRoundCodec*>(s.codecs[0][0].get())) {
       throw ConfigError("codec.kind", "\"" + s.codecs[0][0]->name() +
@@ -199,13 +238,28 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
                                  std::function<void(const StalenessEvent&)> on_update) {
   Impl& s = *impl_;
   const Scenario& sc = s.sc;
+  const bool timed = !s.devices.empty();
   auto codecs_of = [&](std::size_t b) {
     std::vector<Codec*> out;
-    for (const auto& c : s.codecs[b]) out.push_back(c.get());
+    for (const auto& c : timed ? s.timed_codecs[b] : s.codecs[b]) out.push_back(c.get());
     return out;
   };
+  auto server_codec_of = [&](std::size_t b) {
+    return timed ? s.timed_server_codecs[b].get() : s.server_codecs[b].get();
+  };
+  if (timed) {
+    // Messages leave when the codec work that made them is done on their host's device.
+    for (std::size_t r = 0; r < workers.size(); ++r) {
+      s.timed_endpoints.push_back(std::make_unique<DeviceTimedEndpoint>(*workers[r], *s.devices[r]));
+      workers[r] = s.timed_endpoints.back().get();
+    }
+    if (server) {
+      s.timed_endpoints.push_back(std::make_unique<DeviceTimedEndpoint>(*server, *s.devices.back()));
+      server = s.timed_endpoints.back().get();
+    }
+  }
   const std::vector<Codec*> codec_ptrs = codecs_of(0);
-  Codec* server_codec = s.server_codecs[0].get();
+  Codec* server_codec = server_codec_of(0);
   const auto& topo = sc.topology;
   if (s.buckets.size() > 1) {
     // One collective per bucket, each on its own channel of every host's endpoint.
@@ -221,7 +275,7 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
       } else {
         inner.push_back(std::make_unique<ParameterServer>(
             ends, &s.channels.back()->channel(b), codecs_of(static_cast<std::size_t>(b)),
-            s.server_codecs[static_cast<std::size_t>(b)].get()));
+            server_codec_of(static_cast<std::size_t>(b))));
       }
     }
     s.collective = std::make_unique<BucketedCollective>(s.buckets, std::move(inner), s.numel);
@@ -295,6 +349,8 @@ ns3::Ptr<Worker> TrainingSetup::make_worker(int r, Endpoint* endpoint,
   options.lr = sc.training.lr;
   options.buckets = s.buckets;
   options.ready_fractions = s.ready_fractions;
+  if (!s.devices.empty()) options.device = s.devices[static_cast<std::size_t>(r)].get();
+  options.optimizer_time = optimizer_time_model(sc.compute, s.numel, options.momentum > 0);
   auto loader = std::make_unique<ShardLoader>(s.data.train, s.shards[r], sc.training.batch,
                                               sc.seed * 7919 + static_cast<std::uint64_t>(r));
   auto w = ns3::CreateObject<Worker>();

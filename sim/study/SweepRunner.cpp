@@ -74,7 +74,7 @@ pid_t start_run(const std::string& exe, const std::string& scenario, const std::
 const std::vector<std::string>& SweepRunner::summary_columns() {
   static const std::vector<std::string> kColumns = {
       "final_accuracy", "time_to_target_s", "sim_time_s",       "mean_step_compute_s",
-      "mean_step_comm_s", "bytes_on_wire",  "payload_bytes",    "compression_ratio",
+      "mean_step_comm_s", "mean_step_codec_s", "bytes_on_wire",  "payload_bytes",    "compression_ratio",
       "wall_time_s",      "ns3_wall_time_s", "lost_gradient_fraction", "final_top5_accuracy",
       "final_perplexity"};
   return kColumns;

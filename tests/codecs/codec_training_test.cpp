@@ -39,7 +39,12 @@ struct CodecCase {
   double momentum = 0.9; // training.optimizer.momentum
 };
 
-json scenario(const std::string& topology, const json& codec, double lr, double momentum) {
+// Small enough caps that the 2,826 parameters travel in two buckets (the output layer, then
+// the hidden layer), each with its own codec state.
+const json kTwoBuckets = {{"size_mb", 0.004}, {"first_mb", 0.001}};
+
+json scenario(const std::string& topology, const json& codec, double lr, double momentum,
+              const json& buckets = "none") {
   return {{"gradwire", 1},
           {"name", "codec-training"},
           {"seed", 5},
@@ -47,7 +52,8 @@ json scenario(const std::string& topology, const json& codec, double lr, double 
           {"dataset", {{"kind", "synthetic"}, {"separation", 0.5}, {"train_samples", 4000},
                        {"test_samples", 1000}}},
           {"training", {{"workers", 4}, {"steps", kSteps}, {"batch", 16}, {"eval_every", kSteps},
-                        {"optimizer", {{"lr", lr}, {"momentum", momentum}}}}},
+                        {"optimizer", {{"lr", lr}, {"momentum", momentum}}},
+                        {"buckets", buckets}}},
           {"compute", {{"mode", "fixed"}, {"seconds", 0.002}, {"threads", 1}}},
           {"codec", codec},
           {"topology", {{"kind", topology}, {"mode", "sync"}}},
@@ -59,8 +65,10 @@ struct Outcome {
   double compression = 0;
 };
 
-Outcome run(const std::string& topology, const json& codec, double lr, double momentum) {
-  const RunResult r = Engine(load_scenario(scenario(topology, codec, lr, momentum))).run("", nullptr);
+Outcome run(const std::string& topology, const json& codec, double lr, double momentum,
+            const json& buckets = "none") {
+  const RunResult r =
+      Engine(load_scenario(scenario(topology, codec, lr, momentum, buckets))).run("", nullptr);
   return {r.summary.at("final_accuracy").get<double>(),
           r.summary.at("compression_ratio").get<double>()};
 }
@@ -142,6 +150,16 @@ TEST_P(CodecTraining, EndsWithinAFewPointsOfNone) {
   std::cout << row.str() << std::endl;
   EXPECT_GT(reference, 0.6) << "the baseline itself did not learn";
   EXPECT_GE(o.accuracy, reference - kMaxGap) << row.str();
+}
+
+// The same with gradient buckets: each bucket reduced on its own with its own codec state.
+TEST_P(CodecTraining, EndsWithinAFewPointsOfNoneWithBuckets) {
+  const CodecCase& c = GetParam();
+  const double reference = baseline(c.topology);
+  const Outcome o = run(c.topology, c.codec, c.lr, c.momentum, kTwoBuckets);
+  std::cout << "[accuracy, two buckets] " << c.label << " " << o.accuracy << " (none "
+            << reference << ")" << std::endl;
+  EXPECT_GE(o.accuracy, reference - kMaxGap) << c.label << " with buckets";
 }
 
 INSTANTIATE_TEST_SUITE_P(Codecs, CodecTraining, ::testing::ValuesIn(cases()),

@@ -96,7 +96,10 @@ TEST(ComputeTime, DocsTableListsEveryProfileWithItsNumbers) {
     ASSERT_NE(at, std::string::npos) << p.name << " is missing from docs/scenarios.md";
     const double documented = std::stod(text.str().substr(at + row.size()));
     EXPECT_DOUBLE_EQ(documented, p.sustained_flops) << p.name;
-    EXPECT_NE(text.str().find(p.source, at), std::string::npos) << p.name;
+    const auto source = text.str().find(p.source, at);
+    ASSERT_NE(source, std::string::npos) << p.name;
+    const double bandwidth = std::stod(text.str().substr(source + p.source.size() + 3));
+    EXPECT_DOUBLE_EQ(bandwidth, p.memory_bandwidth) << p.name;
   }
 }
 

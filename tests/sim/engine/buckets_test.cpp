@@ -1,6 +1,8 @@
 // Gradient buckets overlap backward with communication: the step timeline against the
 // analytic figures of a ring all-reduce on the same Ethernet star, computed here from the
 // bucket rule and the model's layer costs.
+#include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <numeric>
 #include <sstream>
@@ -137,6 +139,80 @@ TEST(BucketTimeline, SlowNetworkReducesTheWholeGradientAfterTheFirstBucket) {
   // analytic figure does not have), so this one is only bounded below.
   EXPECT_GE(none.step_s, 0.98 * whole);
   EXPECT_LT(t.step_s, none.step_s);
+}
+
+}  // namespace
+}  // namespace gradwire
+
+// --- codec time and the unchanged default path ----------------------------------------------
+
+namespace gradwire {
+namespace {
+
+const std::string kData = std::string(GRADWIRE_SOURCE_DIR) + "/tests/sim/engine/data/";
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+std::vector<nlohmann::json> step_and_eval_lines(const std::string& jsonl) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(jsonl);
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    j.erase("wall_time_s");  // wall clock: differs run to run
+    out.push_back(j);
+  }
+  return out;
+}
+
+// The files in data/ were written by gradwire as it was before gradient buckets and codec
+// time existed (the same scenarios, metrics.jsonl without wall_time_s).
+class BeforeTheTimeline : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BeforeTheTimeline, FreeCodecTimeWithoutBucketsReproducesItsMetrics) {
+  auto doc = read_json(kData + "before-timeline-" + GetParam() + ".json");
+  doc["training"]["buckets"] = "none";
+  doc["compute"]["codec_time"] = "free";
+  const RunResult r = Engine(load_scenario(doc)).run("", nullptr);
+  std::ifstream in(kData + "before-timeline-" + GetParam() + ".metrics.jsonl");
+  std::stringstream before;
+  before << in.rdbuf();
+  EXPECT_EQ(step_and_eval_lines(r.metrics_jsonl), step_and_eval_lines(before.str()));
+
+  // Not vacuous: the default (buckets on, two for this model) does change the timeline.
+  doc["training"].erase("buckets");
+  const RunResult bucketed = Engine(load_scenario(doc)).run("", nullptr);
+  EXPECT_NE(step_and_eval_lines(bucketed.metrics_jsonl), step_and_eval_lines(before.str()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Runs, BeforeTheTimeline, ::testing::Values("ring-topk", "ps-none"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+TEST(CodecTime, ProfileRunsRepeatBitForBitAndCostTime) {
+  auto doc = read_json(kData + "before-timeline-ring-topk.json");
+  doc["compute"]["codec_time"] = "profile";
+  doc["compute"]["codec_device"] = "jetson-nano";
+  const RunResult a = Engine(load_scenario(doc)).run("", nullptr);
+  const RunResult b = Engine(load_scenario(doc)).run("", nullptr);
+  EXPECT_EQ(step_and_eval_lines(a.metrics_jsonl), step_and_eval_lines(b.metrics_jsonl));
+  double codec = 0;
+  for (const auto& j : step_and_eval_lines(a.metrics_jsonl)) {
+    if (j["type"] == "step") codec += j.at("codec_s").get<double>();
+  }
+  EXPECT_GT(codec, 0.0);
+  EXPECT_GT(a.summary["mean_step_codec_s"].get<double>(), 0.0);
+  // Codec work on a slow device makes the same steps end later than free codec work.
+  doc["compute"]["codec_time"] = "free";
+  doc["compute"].erase("codec_device");
+  const RunResult free = Engine(load_scenario(doc)).run("", nullptr);
+  EXPECT_GT(a.summary["sim_time_s"].get<double>(), free.summary["sim_time_s"].get<double>());
+  EXPECT_EQ(free.summary["mean_step_codec_s"].get<double>(), 0.0);
 }
 
 }  // namespace
