@@ -25,6 +25,7 @@ struct AsyncParameterServer::State {
   std::vector<Worker*> workers;
   std::vector<std::uint64_t> pulled_version;  // version each worker computes on
   std::vector<std::int64_t> updates;          // updates applied per worker
+  std::vector<int> buckets_in;                // buckets of the current push applied, per worker
   std::vector<int> waiting;                   // ranks whose reply is due
   bool release_scheduled = false;
   double staleness_sum = 0;
@@ -32,23 +33,33 @@ struct AsyncParameterServer::State {
 };
 
 AsyncParameterServer::AsyncParameterServer(std::vector<Endpoint*> workers, Endpoint* server,
-                                           std::vector<Codec*> codecs, Codec* server_codec,
+                                           std::vector<GradientBucket> buckets,
+                                           std::vector<std::vector<Codec*>> codecs,
+                                           std::vector<Codec*> server_codecs,
                                            AsyncServerOptions options,
                                            std::function<void(const StalenessEvent&)> on_update)
     : workers_(std::move(workers)),
       server_(server),
+      buckets_(std::move(buckets)),
       codecs_(std::move(codecs)),
-      server_codec_(server_codec),
+      server_codecs_(std::move(server_codecs)),
       options_(options),
       on_update_(std::move(on_update)),
       state_(std::make_unique<State>()) {
-  if (workers_.empty() || workers_.size() != codecs_.size() || !server_ || !server_codec_) {
-    throw std::invalid_argument("AsyncParameterServer: need one messenger and codec per worker");
+  if (workers_.empty() || !server_ || buckets_.empty() || codecs_.size() != buckets_.size() ||
+      server_codecs_.size() != buckets_.size()) {
+    throw std::invalid_argument("AsyncParameterServer: need a codec per bucket and worker");
+  }
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    if (codecs_[b].size() != workers_.size() || !server_codecs_[b]) {
+      throw std::invalid_argument("AsyncParameterServer: need a codec per bucket and worker");
+    }
   }
   const std::size_t n = workers_.size();
   state_->workers.assign(n, nullptr);
   state_->pulled_version.assign(n, 0);
   state_->updates.assign(n, 0);
+  state_->buckets_in.assign(n, 0);
   server_->SetHandler([this](Message&& m) { on_push(std::move(m)); });
   for (std::size_t r = 0; r < n; ++r) {
     const int rank = static_cast<int>(r);
@@ -68,41 +79,60 @@ void AsyncParameterServer::on_start(Worker& worker) {
 }
 
 void AsyncParameterServer::on_gradient(Worker& worker, const at::Tensor& gradient) {
+  on_bucket(worker, 0, gradient);
+}
+
+void AsyncParameterServer::on_bucket(Worker& worker, int bucket, const at::Tensor& slice) {
   const int rank = worker.rank();
+  Codec* codec = codecs_.at(static_cast<std::size_t>(bucket))[static_cast<std::size_t>(rank)];
   Message m;
   m.kind = kPush;
+  m.round = static_cast<std::uint32_t>(bucket);
   m.step = state_->pulled_version[rank];  // the version this gradient was computed from
   {
     WallClockAccount::Charge charge(account_);
-    m.payload = codecs_[rank]->encode(gradient);
+    m.payload = codec->encode(slice);
   }
-  m.loss = codecs_[rank]->loss_tolerance();  // what a udp transport may lose of it
+  m.loss = codec->loss_tolerance();  // what a udp transport may lose of it
   workers_[rank]->Send(server_->self(), std::move(m));
 }
 
 void AsyncParameterServer::on_push(Message&& message) {
   const auto rank = static_cast<int>(message.source);
-  if (message.kind != kPush || rank < 0 || rank >= static_cast<int>(workers_.size())) {
+  if (message.kind != kPush || rank < 0 || rank >= static_cast<int>(workers_.size()) ||
+      message.round >= buckets_.size()) {
     throw std::runtime_error("async parameter server: unexpected message from host " +
                              std::to_string(message.source));
   }
   State& s = *state_;
-  const std::uint64_t computed_on = message.step;
+  const std::size_t b = message.round;
+  const GradientBucket& bucket = buckets_[b];
+  Codec* codec = server_codecs_[b];
   {
     WallClockAccount::Charge charge(account_);
-    at::Tensor g = server_codec_->decode(message.payload);
-    if (g.numel() != s.x.numel()) throw DecodeError("async parameter server: size mismatch");
-    g = server_codec_->finalize(g, 1);  // majority-vote codecs: sign of one vote
-    if (options_.weight_decay > 0) g = g + options_.weight_decay * s.x;
+    at::Tensor g = codec->decode(message.payload);
+    if (g.numel() != bucket.numel) throw DecodeError("async parameter server: size mismatch");
+    g = codec->finalize(g, 1);  // majority-vote codecs: sign of one vote
+    // This bucket's slice of the parameters and of the momentum buffer.
+    at::Tensor x = s.x.slice(0, bucket.offset, bucket.offset + bucket.numel);
+    at::Tensor momentum = s.momentum.slice(0, bucket.offset, bucket.offset + bucket.numel);
+    if (options_.weight_decay > 0) g = g + options_.weight_decay * x;
     at::Tensor direction = g;
     if (options_.momentum > 0) {
-      s.momentum.mul_(options_.momentum).add_(g);
-      direction = options_.nesterov ? g + options_.momentum * s.momentum : s.momentum;
+      momentum.mul_(options_.momentum).add_(g);
+      direction = options_.nesterov ? g + options_.momentum * momentum : momentum;
     }
     const double n = static_cast<double>(workers_.size());
     const auto global_step = static_cast<std::int64_t>(version_ / workers_.size());
-    s.x.sub_(direction, options_.lr.at(global_step) / n);
+    x.sub_(direction, options_.lr.at(global_step) / n);
   }
+  if (++s.buckets_in[rank] < static_cast<int>(buckets_.size())) return;
+  s.buckets_in[rank] = 0;
+  complete_update(rank, message.step);
+}
+
+void AsyncParameterServer::complete_update(int rank, std::uint64_t computed_on) {
+  State& s = *state_;
   StalenessEvent event;
   event.rank = rank;
   event.staleness = version_ - computed_on;

@@ -10,6 +10,11 @@
 // worker that has completed more than s steps beyond the slowest worker gets its parameters only
 // once the slowest catches up.
 //
+// With gradient buckets (nodes/training/GradientBuckets.h), a worker pushes each bucket as
+// backward completes it, encoded with that bucket's codec; the server applies each bucket to
+// its slice of the parameters as it arrives, and once all of a push's buckets are in, that is
+// one update (one version) and the worker gets the fresh parameters.
+//
 // Replies leave at the end of the current simulated instant, so gradients that arrive at the
 // same instant are all applied before anyone pulls. With max_staleness = 0, identical workers
 // and no momentum this reduces exactly to synchronous SGD (tests/nodes/schemes/schemes_test.cpp).
@@ -22,6 +27,7 @@
 
 #include "codecs/Codec.h"
 #include "nodes/schemes/TrainingScheme.h"
+#include "nodes/training/GradientBuckets.h"
 #include "nodes/training/LearningRateSchedule.h"
 #include "nodes/transport/Message.h"
 
@@ -47,16 +53,21 @@ struct StalenessEvent {
 
 class AsyncParameterServer : public TrainingScheme {
  public:
-  /// Hosts: `workers[r]` for rank r, `server` for the server. `codecs[r]` encodes worker r's
-  /// gradients; `server_codec` decodes. All must outlive the scheme. `on_update` (may be empty)
-  /// is called for every applied update.
+  /// Hosts: `workers[r]` for rank r, `server` for the server. `codecs[b][r]` encodes bucket b
+  /// of worker r's gradients; `server_codecs[b]` decodes it. `buckets` covers the flat
+  /// gradient (one bucket: the whole gradient after backward). All must outlive the scheme.
+  /// `on_update` (may be empty) is called for every applied update.
   AsyncParameterServer(std::vector<Endpoint*> workers, Endpoint* server,
-                       std::vector<Codec*> codecs, Codec* server_codec, AsyncServerOptions options,
+                       std::vector<GradientBucket> buckets,
+                       std::vector<std::vector<Codec*>> codecs, std::vector<Codec*> server_codecs,
+                       AsyncServerOptions options,
                        std::function<void(const StalenessEvent&)> on_update);
   ~AsyncParameterServer() override;
 
   void on_start(Worker& worker) override;
   void on_gradient(Worker& worker, const at::Tensor& gradient) override;
+  int gradient_buckets() const override { return static_cast<int>(buckets_.size()); }
+  void on_bucket(Worker& worker, int bucket, const at::Tensor& slice) override;
   at::Tensor evaluation_parameters() const override;
   double mean_staleness() const override;
 
@@ -65,13 +76,16 @@ class AsyncParameterServer : public TrainingScheme {
  private:
   struct State;
   void on_push(Message&& message);
+  /// All buckets of `rank`'s push are applied: one more version, and a reply due.
+  void complete_update(int rank, std::uint64_t computed_on);
   void on_pull(int rank, Message&& message);
   void release_replies();
 
   std::vector<Endpoint*> workers_;
   Endpoint* server_;
-  std::vector<Codec*> codecs_;
-  Codec* server_codec_;
+  std::vector<GradientBucket> buckets_;
+  std::vector<std::vector<Codec*>> codecs_;
+  std::vector<Codec*> server_codecs_;
   AsyncServerOptions options_;
   std::function<void(const StalenessEvent&)> on_update_;
   std::unique_ptr<State> state_;

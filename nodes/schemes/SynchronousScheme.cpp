@@ -8,24 +8,26 @@
 
 namespace gradwire {
 
-void SynchronousScheme::on_gradient(Worker& worker, const at::Tensor& gradient) {
+namespace {
+/// Applies the aggregate to the replica and ends the worker's step.
+Collective::Done apply_and_finish(Worker& worker) {
   Worker* w = &worker;
-  collective_->contribute(worker.rank(), worker.steps_done(), gradient,
-                          [w](const at::Tensor& aggregate) {
-                            w->ApplyGradient(aggregate);
-                            w->FinishStep();
-                          });
+  return [w](const at::Tensor& aggregate) {
+    w->ApplyGradient(aggregate);
+    w->FinishStep();
+  };
+}
+}  // namespace
+
+void SynchronousScheme::on_gradient(Worker& worker, const at::Tensor& gradient) {
+  collective_->contribute(worker.rank(), worker.steps_done(), gradient, apply_and_finish(worker));
 }
 
 int SynchronousScheme::gradient_buckets() const { return collective_->buckets(); }
 
 void SynchronousScheme::on_bucket(Worker& worker, int bucket, const at::Tensor& slice) {
-  Worker* w = &worker;
   collective_->contribute_bucket(worker.rank(), worker.steps_done(), bucket, slice,
-                                 [w](const at::Tensor& aggregate) {
-                                   w->ApplyGradient(aggregate);
-                                   w->FinishStep();
-                                 });
+                                 apply_and_finish(worker));
 }
 
 void SynchronousScheme::on_start(Worker& worker) {

@@ -11,6 +11,7 @@
 #include <ns3/simulator.h>
 #include <ns3/udp-socket-factory.h>
 
+#include "nodes/transport/EndpointChannels.h"
 #include "nodes/transport/FrameReader.h"
 #include "nodes/transport/LossLedger.h"
 
@@ -327,7 +328,8 @@ void DatagramTransport::MakeReady(std::uint32_t source, Incoming& in) {
     for (std::size_t i = 0; i < in.plan.size(); ++i) {
       if (!in.have[i]) lost += in.plan[i].size;
     }
-    ledger_->add(h.step, h.payload_length - h.lossy_from, lost);
+    // Buckets' payloads carry their channel in the step's top bits: count them in their step.
+    ledger_->add(EndpointChannels::training_step(h.step), h.payload_length - h.lossy_from, lost);
   }
   SendControl(source, DatagramType::kAck, h);
 }

@@ -5,16 +5,13 @@
 
 namespace gradwire {
 
-namespace {
-constexpr std::uint64_t kStepMask = (std::uint64_t{1} << EndpointChannels::kStepBits) - 1;
-}
 
 class EndpointChannels::View : public Endpoint {
  public:
   View(Endpoint& base, std::uint64_t channel) : base_(base), channel_(channel) {}
   void SetHandler(Handler handler) override { handler_ = std::move(handler); }
   void Send(std::uint32_t destination, Message message) override {
-    if (message.step > kStepMask) {
+    if (message.step != training_step(message.step)) {
       throw std::logic_error("EndpointChannels: step " + std::to_string(message.step) +
                              " does not fit in 48 bits");
     }
@@ -54,7 +51,7 @@ void EndpointChannels::deliver(Message&& message) {
     ++dropped_;
     return;
   }
-  message.step &= kStepMask;
+  message.step = training_step(message.step);
   views_[c]->deliver(std::move(message));
 }
 

@@ -26,6 +26,11 @@ class EndpointChannels {
   EndpointChannels& operator=(const EndpointChannels&) = delete;
 
   int channels() const { return static_cast<int>(views_.size()); }
+  /// The training step a (possibly channel-tagged) Message::step names.
+  static constexpr std::uint64_t training_step(std::uint64_t step) {
+    return step & ((std::uint64_t{1} << kStepBits) - 1);
+  }
+
   /// The endpoint of channel `c` (valid as long as this object).
   Endpoint& channel(int c);
 

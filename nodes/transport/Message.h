@@ -18,7 +18,8 @@ struct Message {
   std::uint32_t source = 0;  ///< sending host index
   std::uint32_t kind = 0;    ///< protocol-defined (collectives number their message kinds)
   std::uint32_t round = 0;   ///< sub-step within a step (ring hop, PowerSGD round, ...)
-  std::uint64_t step = 0;    ///< training step the message belongs to
+  std::uint64_t step = 0;    ///< training step the message belongs to (top 16 bits: the
+                             ///< channel, nodes/transport/EndpointChannels.h)
   std::vector<std::uint8_t> payload;
   /// What the UDP transport may lose of `payload` (a codec's declaration for gradient
   /// payloads; nothing for parameters and control messages). Not part of the TCP frame.

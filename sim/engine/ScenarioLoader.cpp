@@ -491,15 +491,14 @@ TrainingSpec read_training(const JsonFields& root, const DatasetSpec& dataset,
   return t;
 }
 
-/// `training.buckets`: "none" or {"size_mb": 25, "first_mb": 1}. Schemes that reduce gradients
-/// synchronously (ring, synchronous PS) take buckets by default, as PyTorch DDP does; the
-/// others send whole gradients or parameters and take "none" only.
+/// `training.buckets`: "none" or {"size_mb": 25, "first_mb": 1}. Schemes that send gradients
+/// (ring, parameter server sync and async) take buckets by default, as PyTorch DDP does;
+/// gossip and leader send parameters and take "none" only.
 void read_buckets(const JsonFields& root, const TopologySpec& topology, bool faults,
                   TrainingSpec& t) {
   const std::string path = root.path_of("training") + ".buckets";
-  const bool supported = !faults && !topology.async() &&
-                         (topology.kind == SchemeKind::kRing ||
-                          topology.kind == SchemeKind::kParameterServer);
+  const bool supported = !faults && (topology.kind == SchemeKind::kRing ||
+                                     topology.kind == SchemeKind::kParameterServer);
   const auto& training = root.object_at("training");
   if (!training.is_object() || !training.contains("buckets")) {
     t.buckets = supported;
@@ -515,10 +514,9 @@ void read_buckets(const JsonFields& root, const TopologySpec& topology, bool fau
                             "\"first_mb\": 1}, got " + json_brief(value));
   }
   if (!supported) {
-    throw ConfigError(path, std::string("gradient buckets need a synchronous ring or parameter "
-                                        "server without faults; expected \"none\" with ") +
-                                (faults ? "faults" : "topology " + topology.name() +
-                                                         (topology.async() ? " (async)" : "")));
+    throw ConfigError(path, std::string("gradient buckets need a ring or parameter server "
+                                        "without faults; expected \"none\" with ") +
+                                (faults ? "faults" : "topology " + topology.name()));
   }
   JsonFields b(value, path);
   b.allow({"size_mb", "first_mb"});

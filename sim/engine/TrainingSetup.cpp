@@ -261,7 +261,7 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
   const std::vector<Codec*> codec_ptrs = codecs_of(0);
   Codec* server_codec = server_codec_of(0);
   const auto& topo = sc.topology;
-  if (s.buckets.size() > 1) {
+  if (s.buckets.size() > 1 && !topo.async()) {
     // One collective per bucket, each on its own channel of every host's endpoint.
     const int count = static_cast<int>(s.buckets.size());
     for (Endpoint* e : workers) s.channels.push_back(std::make_unique<EndpointChannels>(*e, count));
@@ -294,8 +294,15 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
         o.nesterov = sc.training.nesterov;
         o.lr = sc.training.lr;
         o.max_staleness = topo.max_staleness;
-        s.scheme = std::make_unique<AsyncParameterServer>(workers, server, codec_ptrs,
-                                                          server_codec, o,
+        std::vector<std::vector<Codec*>> per_bucket;
+        std::vector<Codec*> server_per_bucket;
+        for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+          per_bucket.push_back(codecs_of(b));
+          server_per_bucket.push_back(server_codec_of(b));
+        }
+        s.scheme = std::make_unique<AsyncParameterServer>(workers, server, s.buckets,
+                                                          std::move(per_bucket),
+                                                          std::move(server_per_bucket), o,
                                                           std::move(on_update));
       }
       break;

@@ -161,6 +161,29 @@ TEST(Schemes, EachTrainsWithinAFewPointsOfSyncRing) {
   }
 }
 
+TEST(Schemes, GradientSchemesTrainWithBucketsAsWithout) {
+  // 16 -> 32 -> 10: caps of 400 and 800 bytes cut the 874 parameters into two buckets.
+  const nlohmann::json buckets = {{"size_mb", 800.0 / (1 << 20)}, {"first_mb", 400.0 / (1 << 20)}};
+  const RunResult ring = Engine(load_scenario(run_doc("ring"))).run("", nullptr);
+  const double reference = ring.summary["final_accuracy"].get<double>();
+  for (const std::string kind : {"ring", "ps", "async"}) {
+    auto doc = run_doc(kind == "async" ? "ps" : kind);
+    if (kind == "async") doc["topology"]["mode"] = "async";
+    doc["training"]["buckets"] = buckets;
+    const RunResult r = Engine(load_scenario(doc)).run("", nullptr);
+    EXPECT_NEAR(r.summary["final_accuracy"].get<double>(), reference, 0.05) << kind;
+    // Two buckets, two payloads: more frame headers on the wire than one bucket sends.
+    doc["training"]["buckets"] = "none";
+    const RunResult whole = Engine(load_scenario(doc)).run("", nullptr);
+    EXPECT_GT(r.summary["bytes_on_wire"].get<double>(), whole.summary["bytes_on_wire"].get<double>())
+        << kind;
+  }
+  // Schemes that send parameters take no buckets, with a clear error.
+  auto gossip = run_doc("gossip");
+  gossip["training"]["buckets"] = buckets;
+  EXPECT_THROW(load_scenario(gossip), ConfigError);
+}
+
 TEST(PushSum, OverlapHidesCommunicationBehindComputeAndStillTrains) {
   // A slow network (communication ~ compute): with one-step overlap the shares of step t-1 are
   // mixed while step t's travel, so the run takes less simulated time and still learns.
