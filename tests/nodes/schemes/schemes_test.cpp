@@ -184,6 +184,31 @@ TEST(Schemes, GradientSchemesTrainWithBucketsAsWithout) {
   EXPECT_THROW(load_scenario(gossip), ConfigError);
 }
 
+TEST(Schemes, MultiRoundCodecsRunTheirRoundsPerBucket) {
+  // Each bucket has its own PowerSGD factors, GradiVeQ basis or LGC autoencoder, and runs its
+  // rounds through its own collective; training ends where it ends without buckets.
+  const nlohmann::json buckets = {{"size_mb", 800.0 / (1 << 20)}, {"first_mb", 400.0 / (1 << 20)}};
+  const std::vector<std::pair<std::string, nlohmann::json>> cases = {
+      {"ring", {{"kind", "powersgd"}, {"rank", 2}}},
+      {"ps", {{"kind", "powersgd"}, {"rank", 2}}},
+      {"ring", {{"kind", "gradiveq"}, {"slice", 16}, {"components", 4}, {"warmup_steps", 20},
+                {"refit_every", 50}, {"refit_steps", 5}}},
+      {"ring", {{"kind", "lgc_ring"}, {"ratio", 0.05}, {"phase1_steps", 40}, {"ae_train_iters", 50}}},
+      {"ps", {{"kind", "lgc_ps"}, {"ratio", 0.05}, {"phase1_steps", 40}, {"ae_train_iters", 50}}}};
+  for (const auto& [topology, codec] : cases) {
+    auto doc = run_doc(topology);
+    doc["codec"] = codec;
+    doc["training"]["buckets"] = "none";
+    const double whole =
+        Engine(load_scenario(doc)).run("", nullptr).summary["final_accuracy"].get<double>();
+    doc["training"]["buckets"] = buckets;
+    const double bucketed =
+        Engine(load_scenario(doc)).run("", nullptr).summary["final_accuracy"].get<double>();
+    EXPECT_NEAR(bucketed, whole, 0.05) << codec.dump() << " on " << topology;
+    EXPECT_GT(bucketed, 0.5) << codec.dump() << " on " << topology;
+  }
+}
+
 TEST(PushSum, OverlapHidesCommunicationBehindComputeAndStillTrains) {
   // A slow network (communication ~ compute): with one-step overlap the shares of step t-1 are
   // mixed while step t's travel, so the run takes less simulated time and still learns.
