@@ -85,7 +85,9 @@ int run_sweep_command(const SweepCommandOptions& o, std::ostream& out, std::ostr
   SweepRunner runner(std::move(plan), options);
   const SweepOutcome outcome = runner.run(o.quiet ? nullptr : &err);
   out << "results: " << outcome.directory << "/results.csv (" << outcome.finished << " ran, "
-      << outcome.skipped << " skipped, " << outcome.failed << " failed)\n";
+      << outcome.skipped << " skipped, " << outcome.failed << " failed";
+  if (outcome.busy) out << ", " << outcome.busy << " running in another sweep process";
+  out << ")\n";
   return outcome.failed ? kExitFailure : kExitOk;
 }
 

@@ -1,5 +1,6 @@
 #include "sim/study/SweepRunner.h"
 
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/AtomicOutput.h"
+#include "common/FileLock.h"
 #include "common/InterruptCleanup.h"
 
 namespace gradwire {
@@ -187,23 +189,34 @@ SweepOutcome SweepRunner::run(std::ostream* progress) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     char buf[128];
     std::snprintf(buf, sizeof buf, "] %d/%zu done, %d failed, %d skipped, wall %.0f s: ",
-                  outcome.finished + outcome.failed + outcome.skipped, plan_.runs.size(),
-                  outcome.failed, outcome.skipped, wall);
+                  outcome.finished + outcome.failed + outcome.skipped + outcome.busy,
+                  plan_.runs.size(), outcome.failed, outcome.skipped + outcome.busy, wall);
     *progress << "[" << plan_.name << buf << what << "\n" << std::flush;
   };
   if (outcome.skipped) report("resuming; finished runs are skipped");
 
   std::map<pid_t, std::size_t> running;
+  std::map<pid_t, FileLock> locks;  // each running run's lock, released when it ends
+  fs::create_directories(fs::path(dir_) / "locks");
   std::size_t next = 0;
   while (next < todo.size() || !running.empty()) {
     while (next < todo.size() && static_cast<int>(running.size()) < options_.jobs) {
       const std::size_t i = todo[next++];
       const SweepRun& run = plan_.runs[i];
+      // Another sweep process on the same folder may be running this run: never twice at once.
+      FileLock lock((fs::path(dir_) / "locks" / (run.name + ".lock")).string());
+      if (!lock.held()) {
+        status_[i] = "running elsewhere";
+        ++outcome.busy;
+        report("skipped " + run.name + ": another sweep process is running it");
+        continue;
+      }
       const pid_t pid = start_run(options_.executable,
                                   (fs::path(dir_) / "scenarios" / (run.name + ".json")).string(),
                                   dir_, (fs::path(dir_) / "logs" / (run.name + ".log")).string());
       InterruptCleanup::remember_child(pid);
       running[pid] = i;
+      locks.emplace(pid, std::move(lock));
       status_[i] = "running";
       report("started " + run.name);
     }
@@ -215,6 +228,7 @@ SweepOutcome SweepRunner::run(std::ostream* progress) {
     if (it == running.end()) continue;
     const std::size_t i = it->second;
     running.erase(it);
+    locks.erase(pid);
     const bool ok = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 &&
                     fs::exists(fs::path(dir_) / plan_.runs[i].name / "summary.json");
     if (ok) {

@@ -28,6 +28,7 @@ struct SweepOutcome {
   int finished = 0;  ///< ran now and succeeded
   int skipped = 0;   ///< already had results
   int failed = 0;
+  int busy = 0;      ///< being run by another sweep process on the same folder (not run here)
   std::string directory;
 };
 

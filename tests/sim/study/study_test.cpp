@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "RunGradwire.h"
 
 #include "common/ConfigError.h"
+#include "common/FileLock.h"
 #include "sim/engine/ScenarioLoader.h"
 #include "sim/study/SweepPlan.h"
 
@@ -323,6 +325,39 @@ TEST_F(Study, ReportRejectsFoldersWithoutRuns) {
   fs::create_directories(dir_ / "empty");
   const Result r = run("report " + (dir_ / "empty").string() + " --out " + (dir_ / "rep").string());
   EXPECT_EQ(r.code, 2) << r.output;
+}
+
+}  // namespace
+}  // namespace gradwire
+
+namespace gradwire {
+namespace {
+
+TEST_F(Study, ARunIsNeverRunTwiceAtOnceByTwoSweeps) {
+  auto doc = sweep_doc();
+  doc["seeds"] = {1};
+  doc["zip"] = {{"codec", {{{"kind", "none"}}}}};
+  const fs::path file = dir_ / "locked-sweep.json";
+  std::ofstream(file) << doc.dump();
+  const SweepPlan plan = SweepPlan::load(file.string());
+  ASSERT_EQ(plan.runs.size(), 2u);
+  // Another sweep process holds the first run's lock, as if it were running it now.
+  const fs::path locks = dir_ / "out" / "tiny" / "locks";
+  fs::create_directories(locks);
+  auto held = std::make_unique<FileLock>((locks / (plan.runs[0].name + ".lock")).string());
+  ASSERT_TRUE(held->held());
+  const std::string sweep = "sweep " + file.string() + " --out " + (dir_ / "out").string();
+  const auto first = testing::run_gradwire(sweep);
+  EXPECT_EQ(first.code, 0) << first.output;
+  EXPECT_NE(first.output.find("1 running in another sweep process"), std::string::npos)
+      << first.output;
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "tiny" / plan.runs[0].name / "summary.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "tiny" / plan.runs[1].name / "summary.json"));
+  // Once its holder is gone, a restart runs it.
+  held.reset();
+  const auto second = testing::run_gradwire(sweep);
+  EXPECT_EQ(second.code, 0) << second.output;
+  EXPECT_TRUE(fs::exists(dir_ / "out" / "tiny" / plan.runs[0].name / "summary.json"));
 }
 
 }  // namespace
