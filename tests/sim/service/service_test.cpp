@@ -447,6 +447,85 @@ TEST(Faults, MalformedOversizedAndOutOfOrderMessagesGetErrorsWhileOthersAreServe
   EXPECT_GE(r.summary["service"]["error_replies"].get<int>(), 12);
 }
 
+TEST(Faults, EveryFieldOfAWrongTypeIsAnErrorToItsSenderOnly) {
+  ServiceOptions options;
+  options.client_timeout_s = 30;
+  options.register_timeout_s = 30;
+  ServiceThread service(small_scenario(2, "ring"), options);
+  ConnectionOptions co{service.endpoint(), "", 1ull << 32};
+  ServiceConnection a(co), b(co);
+  // Values no field of the protocol accepts.
+  const std::vector<nlohmann::json> wrong = {"text", nlohmann::json::array({1}),
+                                             nlohmann::json{{"x", 1}}};
+  int refused = 0;
+  for (const char* field : {"v", "type", "role", "rank"}) {
+    for (const auto& w : wrong) {
+      nlohmann::json m = hello(0);
+      m[field] = w;
+      a.send(m);
+      EXPECT_EQ(expect_message(a).type(), "error") << "hello." << field << " = " << w.dump();
+      ++refused;
+    }
+  }
+  a.send(hello(0));
+  ASSERT_EQ(expect_message(a).type(), "welcome");
+  b.send(hello(1));
+  ASSERT_EQ(expect_message(b).type(), "welcome");
+  a.send(report(0, 1000000));
+  b.send(report(0, 2000000));
+  ProtocolMessage cmd = expect_message(a);
+  ASSERT_EQ(cmd.type(), "advance");
+  const std::uint64_t seq = cmd.header["seq"];
+  const std::int64_t t = cmd.header["time_ns"];
+
+  // A report with every kind of record, each field valid, then each one made wrong in turn.
+  nlohmann::json full = report(seq, t + 10);
+  full["sends"].push_back({{"to", 1}, {"time_ns", t}, {"kind", 3}, {"round", 0}, {"step", 0},
+                           {"size", 8}, {"data", false}});
+  full["steps"] = nlohmann::json::array({{{"rank", 0}, {"step", 0}, {"start_s", 0.0},
+                                          {"compute_s", 0.001}, {"comm_s", 0.0},
+                                          {"codec_s", 0.0}, {"end_s", 0.001},
+                                          {"bytes_sent", 8}, {"payload_bytes", 8},
+                                          {"density", 1.0}, {"loss", 2.3},
+                                          {"compute_wall_s", 0.0}}});
+  full["updates"] = nlohmann::json::array({{{"rank", 0}, {"version", 1}, {"staleness", 0},
+                                            {"sim_time_s", 0.001}}});
+  std::vector<nlohmann::json::json_pointer> fields;
+  for (const auto& [key, value] : full.items()) {
+    fields.emplace_back("/" + key);
+    if (value.is_array() && !value.empty()) {
+      for (const auto& [inner, _] : value[0].items()) {
+        fields.emplace_back("/" + key + "/0/" + inner);
+      }
+    }
+  }
+  for (const auto& field : fields) {
+    if (field.to_string() == "/type" || field.to_string() == "/v") continue;  // seen above
+    for (const auto& w : wrong) {
+      nlohmann::json m = full;
+      m[field] = w;
+      a.send(m);
+      ProtocolMessage reply = expect_message(a);
+      EXPECT_EQ(reply.type(), "error") << field.to_string() << " = " << w.dump();
+      ++refused;
+    }
+  }
+
+  // Nothing of those was applied, and the service kept serving.
+  nlohmann::json ok = report(seq, std::nullopt, true);
+  a.send(ok);
+  for (;;) {
+    ProtocolMessage m = expect_message(b);
+    if (m.type() == "end") break;
+    ASSERT_EQ(m.type(), "advance");
+    b.send(report(m.header["seq"], std::nullopt, true));
+  }
+  EXPECT_EQ(expect_message(a).type(), "end");
+  const ServiceResult& r = service.join();
+  EXPECT_TRUE(r.complete) << r.message << "\n" << service.log();
+  EXPECT_EQ(r.summary["service"]["error_replies"].get<int>(), refused);
+}
+
 TEST(Faults, AVanishedClientIsReportedAndTheRunEndsCleanly) {
   ServiceOptions options;
   options.client_timeout_s = 1;
