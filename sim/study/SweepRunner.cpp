@@ -187,11 +187,24 @@ SweepOutcome SweepRunner::run(std::ostream* progress) {
     if (!progress) return;
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "] %d/%zu done, %d failed, %d skipped, wall %.0f s: ",
-                  outcome.finished + outcome.failed + outcome.skipped + outcome.busy,
-                  plan_.runs.size(), outcome.failed, outcome.skipped + outcome.busy, wall);
-    *progress << "[" << plan_.name << buf << what << "\n" << std::flush;
+    const int ran = outcome.finished + outcome.failed;
+    const int done = ran + outcome.skipped + outcome.busy;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "] %d/%zu done, %d failed, %d skipped, wall %.0f s",
+                  done, plan_.runs.size(), outcome.failed, outcome.skipped + outcome.busy, wall);
+    std::string eta;
+    if (ran > 0 && static_cast<std::size_t>(done) < plan_.runs.size()) {
+      // The pace so far, parallel jobs included, applied to the runs still to go.
+      const double left = wall / ran * static_cast<double>(plan_.runs.size() - done);
+      char e[48];
+      if (left < 120) {
+        std::snprintf(e, sizeof e, ", ETA %.0f s", left);
+      } else {
+        std::snprintf(e, sizeof e, ", ETA %.0f min", left / 60);
+      }
+      eta = e;
+    }
+    *progress << "[" << plan_.name << buf << eta << ": " << what << "\n" << std::flush;
   };
   if (outcome.skipped) report("resuming; finished runs are skipped");
 

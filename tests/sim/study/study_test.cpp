@@ -234,6 +234,8 @@ TEST_F(Study, SweepRunsInParallelSurvivesAFailureResumesAndReports) {
 
   const Result first = run(args);
   EXPECT_EQ(first.code, 1) << first.output;  // one failure -> non-zero, but all rows recorded
+  // Progress carries an estimate of the time left once a run has finished.
+  EXPECT_NE(first.output.find(", ETA "), std::string::npos) << first.output;
   const fs::path sweep = dir_ / "out" / "tiny";
   auto rows = read_csv(sweep / "results.csv");
   ASSERT_EQ(rows.size(), 1u + 6u);
