@@ -342,6 +342,23 @@ TEST(Causality, RandomisedClientsNeverSeeADeliveryBeforeItsSend) {
 
 // --- faults -------------------------------------------------------------------------------------
 
+/// After `a` has sent its last report: answers b's commands as finished until the run ends,
+/// and checks that both got "end" and the run completed.
+const ServiceResult& finish_run(ServiceThread& service, ServiceConnection& a,
+                                ServiceConnection& b) {
+  for (;;) {
+    ProtocolMessage m = expect_message(b);
+    if (m.type() == "end") break;
+    EXPECT_EQ(m.type(), "advance");
+    if (m.type() != "advance") break;
+    b.send(report(m.header["seq"], std::nullopt, true));
+  }
+  EXPECT_EQ(expect_message(a).type(), "end");
+  const ServiceResult& r = service.join();
+  EXPECT_TRUE(r.complete) << r.message << "\n" << service.log();
+  return r;
+}
+
 TEST(Faults, MalformedOversizedAndOutOfOrderMessagesGetErrorsWhileOthersAreServed) {
   ServiceOptions options;
   options.max_message_bytes = 4096;
@@ -435,15 +452,7 @@ TEST(Faults, MalformedOversizedAndOutOfOrderMessagesGetErrorsWhileOthersAreServe
   nlohmann::json ok = report(seq, std::nullopt, true);
   ok["sends"].push_back({{"to", 1}, {"kind", 3}, {"size", 100}, {"data", false}});
   a.send(ok);
-  for (;;) {
-    ProtocolMessage m = expect_message(b);
-    if (m.type() == "end") break;
-    ASSERT_EQ(m.type(), "advance");
-    b.send(report(m.header["seq"], std::nullopt, true));
-  }
-  EXPECT_EQ(expect_message(a).type(), "end");
-  const ServiceResult& r = service.join();
-  EXPECT_TRUE(r.complete) << r.message << "\n" << service.log();
+  const ServiceResult& r = finish_run(service, a, b);
   EXPECT_GE(r.summary["service"]["error_replies"].get<int>(), 12);
 }
 
@@ -514,15 +523,7 @@ TEST(Faults, EveryFieldOfAWrongTypeIsAnErrorToItsSenderOnly) {
   // Nothing of those was applied, and the service kept serving.
   nlohmann::json ok = report(seq, std::nullopt, true);
   a.send(ok);
-  for (;;) {
-    ProtocolMessage m = expect_message(b);
-    if (m.type() == "end") break;
-    ASSERT_EQ(m.type(), "advance");
-    b.send(report(m.header["seq"], std::nullopt, true));
-  }
-  EXPECT_EQ(expect_message(a).type(), "end");
-  const ServiceResult& r = service.join();
-  EXPECT_TRUE(r.complete) << r.message << "\n" << service.log();
+  const ServiceResult& r = finish_run(service, a, b);
   EXPECT_EQ(r.summary["service"]["error_replies"].get<int>(), refused);
 }
 
