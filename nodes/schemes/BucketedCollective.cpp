@@ -58,9 +58,11 @@ std::uint64_t BucketedCollective::last_payload_bytes(int rank) const {
 
 void BucketedCollective::contribute(int rank, std::int64_t step, const at::Tensor& gradient,
                                     Done done) {
+  // `gradient` is only lent for this call, and the buckets are read later: one copy.
+  const at::Tensor own = gradient.clone();
   for (int b = 0; b < buckets(); ++b) {
     const GradientBucket& g = buckets_[static_cast<std::size_t>(b)];
-    contribute_bucket(rank, step, b, gradient.slice(0, g.offset, g.offset + g.numel), done);
+    contribute_bucket(rank, step, b, own.slice(0, g.offset, g.offset + g.numel), done);
   }
 }
 
@@ -89,8 +91,8 @@ void BucketedCollective::contribute_bucket(int rank, std::int64_t step, int buck
   if (s.ready[static_cast<std::size_t>(bucket)].defined() || bucket < s.next) {
     throw std::logic_error("BucketedCollective: bucket offered twice");
   }
-  // The slice is read later (when its turn comes): keep a copy of what backward produced.
-  s.ready[static_cast<std::size_t>(bucket)] = slice.contiguous().clone();
+  // Read when its turn comes; the worker leaves its gradient alone meanwhile (the contract).
+  s.ready[static_cast<std::size_t>(bucket)] = slice;
   s.done = std::move(done);
   pump(rank);
 }

@@ -32,10 +32,11 @@ class Collective {
   /// Gradient buckets this collective reduces one after another (1: the whole gradient).
   virtual int buckets() const { return 1; }
 
-  /// Worker `rank` offers bucket `bucket` of its gradient for `step` (a contiguous slice of the
-  /// flat gradient, read during the call only), at the instant backward completed it. `done`
-  /// runs once, when the aggregate of every bucket of `step` has reached this worker, with the
-  /// whole flat mean gradient. A collective of one bucket takes the whole gradient here.
+  /// Worker `rank` offers bucket `bucket` of its gradient for `step` at the instant backward
+  /// completed it: a contiguous slice of the flat gradient, which the collective may hold until
+  /// the bucket's turn comes (the caller must not change it). `done` runs once, when the
+  /// aggregate of every bucket of `step` has reached this worker, with the whole flat mean
+  /// gradient. A collective of one bucket takes the whole gradient here.
   virtual void contribute_bucket(int rank, std::int64_t step, int bucket,
                                  const at::Tensor& slice, Done done);
 

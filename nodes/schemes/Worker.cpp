@@ -55,7 +55,11 @@ void Worker::Setup(const WorkerOptions& options, std::shared_ptr<Model> model,
                              " buckets, the worker was given " +
                              std::to_string(options_.buckets.size()));
     }
-    if (options_.ready_fractions.empty()) InstallReadyHooks();
+    if (options_.ready_fractions.empty()) {
+      InstallReadyHooks();
+    } else {
+      bucket_fractions_ = BucketReleaseFractions(0, 0);  // the same every step
+    }
   }
 }
 
@@ -163,7 +167,8 @@ void Worker::StartStep() {
   }
   const double started =
       std::chrono::duration<double>(wall_start.time_since_epoch()).count();
-  release_s_ = BucketReleaseFractions(started, backward_end);
+  release_s_ = options_.ready_fractions.empty() ? BucketReleaseFractions(started, backward_end)
+                                               : bucket_fractions_;
   for (double& t : release_s_) t *= current_.compute_s;
   step_gradient_ = flat;
   ns3::Simulator::Schedule(ns3::Seconds(ComputeDelay(release_s_.front())), &Worker::BucketReady,

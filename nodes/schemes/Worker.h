@@ -155,6 +155,7 @@ class Worker : public ns3::Application {
   StepRecord current_;
   bool bucketed_ = false;
   at::Tensor step_gradient_;             // the flat gradient being released bucket by bucket
+  std::vector<double> bucket_fractions_;  // per bucket: release as a fraction of compute (fixed)
   std::vector<double> release_s_;        // per bucket: simulated seconds after the step began
   std::vector<double> ready_wall_;       // per parameter: wall instant its gradient was done
   double optimizer_wall_s_ = 0;          // wall seconds of this step's optimizer step

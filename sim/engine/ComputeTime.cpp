@@ -36,11 +36,17 @@ const std::vector<DeviceProfile>& device_profiles() {
   return kProfiles;
 }
 
-const DeviceProfile* find_device_profile(const std::string& name) {
+std::vector<std::string> device_profile_names() {
+  std::vector<std::string> names;
+  for (const auto& p : device_profiles()) names.push_back(p.name);
+  return names;
+}
+
+const DeviceProfile& device_profile(const std::string& name) {
   for (const auto& p : device_profiles()) {
-    if (p.name == name) return &p;
+    if (p.name == name) return p;
   }
-  return nullptr;
+  throw std::invalid_argument("unknown device profile " + name);
 }
 
 double optimizer_step_seconds(const DeviceProfile& device, std::int64_t parameters,
@@ -58,7 +64,7 @@ std::function<double(double)> optimizer_time_model(const ComputeSpec& spec,
   }
   if (spec.mode == "profile" && !spec.profile.empty()) {
     const double seconds =
-        optimizer_step_seconds(*find_device_profile(spec.profile), parameters, momentum);
+        optimizer_step_seconds(device_profile(spec.profile), parameters, momentum);
     return [seconds](double) { return seconds; };
   }
   return nullptr;
@@ -95,15 +101,10 @@ ComputeTimeModel base_compute_time_model(const ComputeSpec& spec,
     }
     const std::int64_t flops =
         spec.flops_per_sample > 0 ? spec.flops_per_sample : forward_flops_per_sample;
-    for (const auto& p : device_profiles()) {
-      if (p.name == spec.profile) {
-        const double seconds = p.step_overhead_s + 3.0 * static_cast<double>(flops) *
-                                                       static_cast<double>(batch) /
-                                                       p.sustained_flops;
-        return [seconds](double, std::int64_t) { return seconds; };
-      }
-    }
-    throw std::invalid_argument("unknown device profile " + spec.profile);
+    const DeviceProfile& p = device_profile(spec.profile);
+    const double seconds = p.step_overhead_s + 3.0 * static_cast<double>(flops) *
+                                                   static_cast<double>(batch) / p.sustained_flops;
+    return [seconds](double, std::int64_t) { return seconds; };
   }
   throw std::invalid_argument("unknown compute mode " + spec.mode);
 }

@@ -24,8 +24,11 @@ struct DeviceProfile {
   double memory_bandwidth;  ///< sustained bytes/s: the rate of codec passes and the optimizer
 };
 
-/// The named profile, or null.
-const DeviceProfile* find_device_profile(const std::string& name);
+/// The profiles' names, in table order (what validation offers).
+std::vector<std::string> device_profile_names();
+
+/// The named profile; std::invalid_argument when there is none (validation names them first).
+const DeviceProfile& device_profile(const std::string& name);
 
 /// Simulated seconds of one SGD optimizer step over `parameters` float32 values on `device`: it
 /// streams the parameters, the gradients and (with momentum) the momentum buffer, and writes

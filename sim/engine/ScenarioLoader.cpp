@@ -529,8 +529,7 @@ void read_buckets(const JsonFields& root, const TopologySpec& topology, bool fau
 /// measured when compute is measured, on the named device when compute runs on a profile, and
 /// free when compute is a fixed or per-sample figure (there is no device to time it on).
 void read_codec_time(const JsonFields& f, ComputeSpec& c) {
-  std::vector<std::string> names;
-  for (const auto& p : device_profiles()) names.push_back(p.name);
+  const std::vector<std::string> names = device_profile_names();
   const std::string fallback = c.mode == "measured" ? "measured"
                                : !c.profile.empty() ? "profile"
                                                     : "free";
@@ -562,8 +561,7 @@ ComputeSpec read_compute(const JsonFields& root) {
   c.device = f.string("device", c.device, {"auto", "cpu", "cuda"});
   c.threads = static_cast<int>(f.integer("threads", 0, 0, 256));
   if (c.mode == "profile") {
-    std::vector<std::string> names;
-    for (const auto& p : device_profiles()) names.push_back(p.name);
+    const std::vector<std::string> names = device_profile_names();
     if (f.has("profile") == f.has("seconds_per_sample")) {
       throw ConfigError(f.path_of("profile"),
                         "expected exactly one of profile (a device name) or seconds_per_sample "

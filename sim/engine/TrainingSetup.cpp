@@ -125,10 +125,9 @@ void TrainingSetup::Impl::time_codecs() {
     timing.mode = CodecTiming::Mode::kMeasured;
     timing.scale = c.codec_scale;
   } else {
-    const DeviceProfile* device = find_device_profile(c.codec_device);
-    if (!device) throw std::invalid_argument("unknown device profile " + c.codec_device);
+    const DeviceProfile& device = device_profile(c.codec_device);
     timing.mode = CodecTiming::Mode::kProfile;
-    timing.device = CodecDevice{device->memory_bandwidth, device->sustained_flops};
+    timing.device = CodecDevice{device.memory_bandwidth, device.sustained_flops};
   }
   const std::size_t hosts = static_cast<std::size_t>(s.n) + (s.with_server ? 1 : 0);
   for (std::size_t h = 0; h < hosts; ++h) s.devices.push_back(std::make_unique<DeviceStreams>());
@@ -258,10 +257,16 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
       server = s.timed_endpoints.back().get();
     }
   }
-  const std::vector<Codec*> codec_ptrs = codecs_of(0);
-  Codec* server_codec = server_codec_of(0);
   const auto& topo = sc.topology;
-  if (s.buckets.size() > 1 && !topo.async()) {
+  // A synchronous collective (ring or PS) over `ends` and `server_end`, with bucket b's codecs.
+  auto synchronous = [&](std::vector<Endpoint*> ends, Endpoint* server_end,
+                         std::size_t b) -> std::unique_ptr<Collective> {
+    if (topo.kind == SchemeKind::kRing) return std::make_unique<RingAllReduce>(ends, codecs_of(b));
+    return std::make_unique<ParameterServer>(ends, server_end, codecs_of(b), server_codec_of(b));
+  };
+  const bool collective = topo.kind == SchemeKind::kRing ||
+                          (topo.kind == SchemeKind::kParameterServer && !topo.async());
+  if (collective && s.buckets.size() > 1) {
     // One collective per bucket, each on its own channel of every host's endpoint.
     const int count = static_cast<int>(s.buckets.size());
     for (Endpoint* e : workers) s.channels.push_back(std::make_unique<EndpointChannels>(*e, count));
@@ -270,41 +275,32 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
     for (int b = 0; b < count; ++b) {
       std::vector<Endpoint*> ends;
       for (int r = 0; r < s.n; ++r) ends.push_back(&s.channels[static_cast<std::size_t>(r)]->channel(b));
-      if (topo.kind == SchemeKind::kRing) {
-        inner.push_back(std::make_unique<RingAllReduce>(ends, codecs_of(static_cast<std::size_t>(b))));
-      } else {
-        inner.push_back(std::make_unique<ParameterServer>(
-            ends, &s.channels.back()->channel(b), codecs_of(static_cast<std::size_t>(b)),
-            server_codec_of(static_cast<std::size_t>(b))));
-      }
+      inner.push_back(synchronous(ends, server ? &s.channels.back()->channel(b) : nullptr,
+                                  static_cast<std::size_t>(b)));
     }
     s.collective = std::make_unique<BucketedCollective>(s.buckets, std::move(inner), s.numel);
-  }
-  if (!s.collective) switch (topo.kind) {
-    case SchemeKind::kRing:
-      s.collective = std::make_unique<RingAllReduce>(workers, codec_ptrs);
+  } else if (collective) {
+    s.collective = synchronous(workers, server, 0);
+  } else switch (topo.kind) {
+    case SchemeKind::kRing:  // a collective, built above
       break;
-    case SchemeKind::kParameterServer: {
-      if (!topo.async()) {
-        s.collective = std::make_unique<ParameterServer>(workers, server, codec_ptrs, server_codec);
-      } else {
-        AsyncServerOptions o;
-        o.momentum = s.codecs[0][0]->applies_momentum() ? 0.0 : sc.training.momentum;
-        o.weight_decay = sc.training.weight_decay;
-        o.nesterov = sc.training.nesterov;
-        o.lr = sc.training.lr;
-        o.max_staleness = topo.max_staleness;
-        std::vector<std::vector<Codec*>> per_bucket;
-        std::vector<Codec*> server_per_bucket;
-        for (std::size_t b = 0; b < s.buckets.size(); ++b) {
-          per_bucket.push_back(codecs_of(b));
-          server_per_bucket.push_back(server_codec_of(b));
-        }
-        s.scheme = std::make_unique<AsyncParameterServer>(workers, server, s.buckets,
-                                                          std::move(per_bucket),
-                                                          std::move(server_per_bucket), o,
-                                                          std::move(on_update));
+    case SchemeKind::kParameterServer: {  // asynchronous
+      AsyncServerOptions o;
+      o.momentum = s.codecs[0][0]->applies_momentum() ? 0.0 : sc.training.momentum;
+      o.weight_decay = sc.training.weight_decay;
+      o.nesterov = sc.training.nesterov;
+      o.lr = sc.training.lr;
+      o.max_staleness = topo.max_staleness;
+      std::vector<std::vector<Codec*>> per_bucket;
+      std::vector<Codec*> server_per_bucket;
+      for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+        per_bucket.push_back(codecs_of(b));
+        server_per_bucket.push_back(server_codec_of(b));
       }
+      s.scheme = std::make_unique<AsyncParameterServer>(workers, server, s.buckets,
+                                                        std::move(per_bucket),
+                                                        std::move(server_per_bucket), o,
+                                                        std::move(on_update));
       break;
     }
     case SchemeKind::kGossip: {
@@ -373,12 +369,8 @@ ns3::Ptr<Worker> TrainingSetup::make_worker(int r, Endpoint* endpoint,
       [collective, codecs, r, on_step = std::move(on_step)](StepRecord record) {
         // Collectives know the encoded size; other schemes send what their host sent.
         record.payload_bytes = collective ? collective->last_payload_bytes(r) : record.bytes_sent;
-        if (codecs.size() == 1) {
-          record.density = codecs.front().first->last_density();
-        } else {
-          record.density = 0;
-          for (const auto& [codec, share] : codecs) record.density += share * codec->last_density();
-        }
+        record.density = 0;  // one bucket: its share is exactly 1
+        for (const auto& [codec, share] : codecs) record.density += share * codec->last_density();
         on_step(record);
       },
       std::move(on_finished));
