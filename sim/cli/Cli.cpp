@@ -13,6 +13,7 @@
 #include "nodes/training/ModelRegistry.h"
 #include "sim/cli/CodecCommand.h"
 #include "sim/cli/ServiceCommands.h"
+#include "sim/cli/AdviseCommand.h"
 #include "sim/cli/StudyCommands.h"
 #include "sim/engine/Engine.h"
 #include "sim/engine/ScenarioLoader.h"
@@ -150,6 +151,8 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CLI::App* sweep_command = add_sweep_command(app, sweep_options);
   ReportCommandOptions report_options;
   CLI::App* report_command = add_report_command(app, report_options);
+  AdviseCommandOptions advise_options;
+  CLI::App* advise_command = add_advise_command(app, advise_options);
 
   ServeCommandOptions serve_options;
   CLI::App* serve_command = add_serve_command(app, serve_options);
@@ -203,6 +206,7 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (*serve_command) return run_serve_command(serve_options, out, err);
     if (*worker_command) return run_worker_process(worker_options, err);
     if (*keygen_command) return run_keygen_command(keygen_options, out);
+    if (*advise_command) return run_advise_command(advise_options, out, err);
     if (*codecs) {
       list_codecs(out, codecs_json);
       return kExitOk;

@@ -3,65 +3,18 @@
 #include <cstdlib>
 #include <filesystem>
 #include <ostream>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
 #include "common/ConfigError.h"
-#include "common/InterruptCleanup.h"
 #include "common/SelfExecutable.h"
+#include "sim/cli/AnalysisScripts.h"
 #include "sim/cli/Cli.h"
 #include "sim/study/SweepRunner.h"
 
 namespace gradwire {
 
-namespace {
-
 namespace fs = std::filesystem;
-
-// Runs argv without a shell; returns the exit status (127 when it cannot start).
-int run_process(const std::vector<std::string>& argv, bool silence) {
-  const pid_t pid = ::fork();
-  if (pid < 0) return 127;
-  if (pid == 0) {
-    InterruptCleanup::prepare_child();
-    if (silence) {
-      if (FILE* null = std::fopen("/dev/null", "w")) {
-        ::dup2(fileno(null), 1);
-        ::dup2(fileno(null), 2);
-      }
-    }
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-std::string analysis_dir() {
-  if (const char* env = std::getenv("GRADWIRE_ANALYSIS_DIR")) return env;
-  const fs::path beside = fs::path(self_executable()).parent_path().parent_path() / "analysis";
-  if (fs::exists(beside / "report.py")) return beside.string();
-  return std::string(GRADWIRE_SOURCE_DIR) + "/analysis";
-}
-
-}  // namespace
-
-std::string find_matplotlib_python() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("GRADWIRE_PYTHON")) candidates.emplace_back(env);
-  candidates.emplace_back("/usr/bin/python3");
-  candidates.emplace_back("python3");
-  for (const auto& python : candidates) {
-    if (run_process({python, "-c", "import matplotlib"}, true) == 0) return python;
-  }
-  return "";
-}
 
 CLI::App* add_sweep_command(CLI::App& app, SweepCommandOptions& o) {
   CLI::App* cmd = app.add_subcommand(
@@ -119,7 +72,7 @@ int run_report_command(const ReportCommandOptions& o, std::ostream& out, std::os
     argv.push_back(o.reference);
   }
   argv.insert(argv.end(), o.dirs.begin(), o.dirs.end());
-  const int code = run_process(argv, false);
+  const int code = run_child_process(argv, false);
   if (code != 0) {
     err << "error: report generation failed (exit " << code << ")\n";
     return code == 2 ? kExitBadInput : kExitFailure;

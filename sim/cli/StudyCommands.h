@@ -31,9 +31,4 @@ int run_sweep_command(const SweepCommandOptions& options, std::ostream& out, std
 CLI::App* add_report_command(CLI::App& app, ReportCommandOptions& options);
 int run_report_command(const ReportCommandOptions& options, std::ostream& out, std::ostream& err);
 
-/// A Python interpreter that can import matplotlib: $GRADWIRE_PYTHON, /usr/bin/python3 (where
-/// Debian's python3-matplotlib lives), then python3 on PATH. Empty when none can.
-std::string find_matplotlib_python();
-
-
 }  // namespace gradwire

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""The projection and ranking behind `gradwire advise`: from screening runs (each codec trained
+for a prefix of the scenario's steps), the time each would take to reach the scenario's target,
+ranked, with its accuracy cost. Writes advice.json and advice.md beside the plan.
+
+Usage: analysis/advise.py --plan ADVISE_DIR/plan.json [--elapsed-s SECONDS]
+
+plan.json is written by `gradwire advise`: the scenario's steps and evaluation interval, the
+screening's steps and folder, and one entry per screened codec (its run name). Standard library
+only. How the projection is made and how far it can be off: docs/advise.md.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+# Evaluations before this fraction of the screening are left out of the fit: the first steps
+# of training do not follow the power law of the later ones.
+FIT_FROM = 0.25
+# Fewest evaluations a curve is fitted to.
+MIN_POINTS = 3
+# A projection further than this many times the scenario's steps is not a projection.
+MAX_REACH = 50
+
+
+def load_run(folder):
+    """The run's summary, step times and evaluations; None when it has no results."""
+    summary_path = os.path.join(folder, "summary.json")
+    if not os.path.exists(summary_path):
+        return None
+    with open(summary_path) as f:
+        summary = json.load(f)
+    steps, evals = {}, []
+    with open(os.path.join(folder, "metrics.jsonl")) as f:
+        for line in f:
+            rec = json.loads(line)
+            if rec.get("type") == "eval":
+                evals.append(rec)
+            elif rec.get("type") == "step":
+                steps[rec["step"]] = rec["sim_time_s"]
+    return {"summary": summary, "steps": steps, "evals": sorted(evals, key=lambda e: e["step"])}
+
+
+class Target:
+    """The scenario's target as an error that falls towards 0: 1 - accuracy, or log perplexity."""
+
+    def __init__(self, accuracy, perplexity):
+        self.accuracy, self.perplexity = accuracy, perplexity
+        if accuracy:
+            self.error = 1.0 - accuracy
+            self.text = f"{100 * accuracy:g}% test accuracy"
+        else:
+            self.error = math.log(perplexity)
+            self.text = f"perplexity {perplexity:g}"
+
+    def error_of(self, ev):
+        if self.accuracy:
+            acc = ev.get("accuracy")
+            return None if acc is None else 1.0 - acc
+        ppl = ev.get("perplexity")
+        return None if ppl is None or ppl <= 0 else math.log(ppl)
+
+    def reached(self, ev):
+        err = self.error_of(ev)
+        return err is not None and err <= self.error
+
+    def quality(self, ev):
+        """Accuracy, or perplexity, of an evaluation."""
+        return ev.get("accuracy") if self.accuracy else ev.get("perplexity")
+
+
+def fit_power_law(points):
+    """Least squares of log error = log k - alpha log step; (k, alpha) or None."""
+    pts = [(math.log(s), math.log(e)) for s, e in points if s > 0 and e and e > 0]
+    if len(pts) < 2:
+        return None
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    if sxx == 0:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    return math.exp(my - slope * mx), -slope
+
+
+def pace(run, screening_steps):
+    """Simulated seconds per step over the screening's second half (warm-ups are over)."""
+    steps = run["steps"]
+    last = max(steps)
+    half = max((s for s in steps if s <= screening_steps // 2), default=min(steps))
+    if last == half:
+        return steps[last] / max(1, last)
+    return (steps[last] - steps[half]) / (last - half)
+
+
+def assess(run, plan, target, settled_after=0):
+    """Time to target as the scenario's own run would report it (at its evaluation interval)."""
+    every, screened, full = plan["eval_every"], plan["screening_steps"], plan["full_steps"]
+    out = {"how": "not projected", "time_to_target_s": None, "steps_to_target": None,
+           "within_scenario_steps": None, "fit": None}
+    for ev in run["evals"]:
+        if ev["step"] % every == 0 and target.reached(ev):
+            out.update(how="measured", time_to_target_s=ev["sim_time_s"], steps_to_target=ev["step"],
+                       within_scenario_steps=True)
+            return out
+    start = max(FIT_FROM * screened, settled_after)
+    points = [(ev["step"], target.error_of(ev)) for ev in run["evals"] if ev["step"] > start]
+    if len(points) < MIN_POINTS:
+        out["reason"] = (f"warm-up of {settled_after} steps leaves too few evaluations in the "
+                         "screening" if settled_after > FIT_FROM * screened else
+                         "too few evaluations to fit")
+        return out
+    fit = fit_power_law(points)
+    if fit is None or fit[1] <= 0:
+        out["reason"] = "not improving over the screening's later evaluations"
+        return out
+    k, alpha = fit
+    out["fit"] = {"k": k, "alpha": alpha, "points": len(points)}
+    step = (k / target.error) ** (1.0 / alpha)
+    # The scenario notices the target at its next evaluation after the screening ended.
+    step = max(math.ceil(step / every), screened // every + 1) * every
+    if step > MAX_REACH * full:
+        out["reason"] = f"beyond {MAX_REACH} times the scenario's steps"
+        return out
+    last = max(run["steps"])
+    out.update(how="projected", steps_to_target=step, within_scenario_steps=step <= full,
+               time_to_target_s=run["steps"][last] + (step - last) * pace(run, screened))
+    return out
+
+
+def bytes_per_step(summary):
+    steps = max(1, summary.get("steps") or 1)
+    return (summary.get("payload_bytes") or 0) / steps / max(1, summary.get("workers") or 1)
+
+
+def rank(plan, target):
+    """One entry per candidate, fastest first; those that do not reach the target last."""
+    entries = []
+    for cand in plan["candidates"]:
+        run = load_run(os.path.join(plan["screening"], cand["run"]))
+        entry = {"run": cand["run"], "family": cand["family"], "label": cand["label"],
+                 "codec": cand["codec"], "dense": cand["codec"].get("kind") == "none"}
+        if run is None or not run["evals"] or not run["steps"]:
+            entry.update(how="failed", time_to_target_s=None)
+            entries.append(entry)
+            continue
+        entry.update(assess(run, plan, target, cand.get("settled_after", 0)))
+        final = run["evals"][-1]
+        entry["screening_quality"] = target.quality(final)
+        entry["screening_quality_step"] = final["step"]
+        entry["bytes_per_step"] = bytes_per_step(run["summary"])
+        if entry.get("fit") and target.accuracy:
+            k, alpha = entry["fit"]["k"], entry["fit"]["alpha"]
+            entry["projected_final_accuracy"] = max(0.0, 1.0 - k * plan["full_steps"] ** -alpha)
+        entries.append(entry)
+    dense = next((e for e in entries if e["dense"]), None)
+    for e in entries:
+        e["speedup_vs_dense"] = (dense["time_to_target_s"] / e["time_to_target_s"]
+                                 if dense and dense.get("time_to_target_s") and e.get("time_to_target_s")
+                                 else None)
+        if dense and e.get("screening_quality") is not None and dense.get("screening_quality") is not None:
+            e["quality_vs_dense"] = e["screening_quality"] - dense["screening_quality"]
+
+    def key(e):
+        if e.get("time_to_target_s") is not None:
+            return (0, e["time_to_target_s"])
+        quality = e.get("screening_quality")
+        if quality is None:
+            return (2, 0)
+        return (1, -quality if target.accuracy else quality)
+
+    return sorted(entries, key=key), dense
+
+
+def seconds(value):
+    return "-" if value is None else ("%.3g s" % value)
+
+
+def answer(ranked, dense, target):
+    """The advice in two or three sentences."""
+    best = ranked[0] if ranked and ranked[0].get("time_to_target_s") is not None else None
+    if best is None:
+        return (f"No screened method is projected to reach {target.text}: the screening's curves "
+                "do not get there. Try more steps (training.steps) or a larger --budget.")
+    how = "measured" if best["how"] == "measured" else "projected"
+    if dense is None or dense.get("time_to_target_s") is None:
+        return (f"Fastest: {best['label']} reaches {target.text} at {seconds(best['time_to_target_s'])} "
+                f"({how}); dense SGD is not projected to reach it.")
+    if best["dense"]:
+        codecs = [e for e in ranked if not e["dense"] and e.get("time_to_target_s") is not None]
+        text = (f"No codec beats dense SGD on this scenario: dense reaches {target.text} at "
+                f"{seconds(dense['time_to_target_s'])} ({how})")
+        if codecs:
+            closest = codecs[0]
+            text += (f"; the closest, {closest['label']}, needs {seconds(closest['time_to_target_s'])} "
+                     f"({1 / closest['speedup_vs_dense']:.2f}x as long)")
+        return text + ". Compression does not pay on this network and model."
+    cost = ""
+    if best.get("quality_vs_dense") is not None and target.accuracy:
+        cost = (f" Its accuracy after {best['screening_quality_step']} steps: "
+                f"{best['screening_quality']:.4f} against dense {dense['screening_quality']:.4f} "
+                f"({100 * best['quality_vs_dense']:+.1f} points).")
+    return (f"Fastest: {best['label']} reaches {target.text} at {seconds(best['time_to_target_s'])} "
+            f"({how}), {best['speedup_vs_dense']:.2f}x sooner than dense SGD "
+            f"({seconds(dense['time_to_target_s'])}, {dense['how']}).{cost}")
+
+
+def markdown(plan, ranked, text, target, elapsed):
+    lines = [f"# Advice for {plan['name']}", "",
+             f"Target: {target.text}. Screened {len(ranked)} codecs for {plan['screening_steps']} of "
+             f"{plan['full_steps']} steps each (evaluating every {plan['screening_eval_every']});"
+             " times are simulated seconds as the scenario's run would report them (at its "
+             f"evaluation interval of {plan['eval_every']} steps).", ""]
+    if plan.get("fixed_compute_s") is not None:
+        lines += [f"The scenario measures compute; the screening fixed it at the pilot's "
+                  f"{1e3 * plan['fixed_compute_s']:.3g} ms per step (measured alone), so that "
+                  "parallel runs do not time each other's load.", ""]
+    lines += [text, ""]
+    quality = "accuracy" if target.accuracy else "perplexity"
+    lines.append(f"| rank | method | family | time to target | how | vs dense | {quality} at the "
+                 f"screening's end | vs dense | bytes per step |")
+    lines.append("|---|---|---|---|---|---|---|---|---|")
+    for i, e in enumerate(ranked, 1):
+        when = seconds(e.get("time_to_target_s"))
+        if e.get("within_scenario_steps") is False:
+            when += f" (step {e['steps_to_target']}, after the scenario's {plan['full_steps']})"
+        delta = e.get("quality_vs_dense")
+        delta_text = "-" if delta is None or e["dense"] else (
+            f"{100 * delta:+.1f} points" if target.accuracy else f"{delta:+.3g}")
+        lines.append("| " + " | ".join([
+            str(i), e["label"], e["family"], when,
+            e["how"] + (f" ({e['reason']})" if e.get("reason") else ""),
+            "-" if e.get("speedup_vs_dense") is None else f"{e['speedup_vs_dense']:.2f}x",
+            "-" if e.get("screening_quality") is None else f"{e['screening_quality']:.4g}",
+            delta_text,
+            "-" if e.get("bytes_per_step") is None else f"{e['bytes_per_step']:.0f}"]) + " |")
+    lines += ["", "measured: the screening run reached the target at one of the scenario's "
+              "evaluations. projected: a power law fitted to the screening's later evaluations, "
+              "extrapolated to the target at the run's late pace per step (docs/advise.md says how "
+              "far it can be off).", ""]
+    if elapsed is not None:
+        lines.append(f"The pilot and the screening took {elapsed:.0f} s of wall time (budget "
+                     f"{plan['budget_s']:.0f} s).")
+    return "\n".join(lines) + "\n"
+
+
+def write_atomically(path, text):
+    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--plan", required=True)
+    parser.add_argument("--elapsed-s", type=float, default=None)
+    args = parser.parse_args(argv)
+    with open(args.plan) as f:
+        plan = json.load(f)
+    first = os.path.join(plan["screening"], plan["candidates"][0]["run"], "scenario.json")
+    with open(first) as f:
+        training = json.load(f).get("training", {})
+    target = Target(training.get("target_accuracy"), training.get("target_perplexity"))
+    ranked, dense = rank(plan, target)
+    text = answer(ranked, dense, target)
+    folder = os.path.dirname(os.path.abspath(args.plan))
+    write_atomically(os.path.join(folder, "advice.json"), json.dumps(
+        {"name": plan["name"], "target": {"accuracy": target.accuracy, "perplexity": target.perplexity},
+         "screening_steps": plan["screening_steps"], "full_steps": plan["full_steps"],
+         "answer": text, "ranking": ranked, "elapsed_s": args.elapsed_s, "budget_s": plan["budget_s"]},
+        indent=2) + "\n")
+    write_atomically(os.path.join(folder, "advice.md"), markdown(plan, ranked, text, target, args.elapsed_s))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
