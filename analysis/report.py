@@ -13,13 +13,16 @@ import csv
 import html
 import io
 import json
+import math
 import os
+import statistics
 import sys
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 # The summary columns of results.csv, in the order SweepRunner::summary_columns() writes them
 # (sim/study/SweepRunner.cpp), so a report over loose runs writes the same columns as a sweep.
@@ -57,9 +60,14 @@ DEFINITIONS = [
      "buckets setting, the one with the smallest time to target (smallest mean step time when "
      "none reached the target). The 'best dense' column names it. Above 1: the codec beats "
      "everything dense can do on that network."),
+    ("Configuration", "everything in scenario.json but the seed and the name: runs that differ "
+     "only in their seed (a sweep's seeds or repetitions) are one configuration, shown as the "
+     "mean ± sample standard deviation over its runs in the headline table and as a band or "
+     "error bars in the figures. Speedups are taken per seed, against the dense runs of the same "
+     "seed, then averaged."),
     ("Speedup vs reference", "time to target of the reference run divided by the run's time to "
      "target (reference chosen with --reference, default: dense fp32 on the fastest network with "
-     "the same number of workers)."),
+     "the same number of workers and, in a seed sweep, the same seed)."),
     ("Crossover rate", "for each compressing codec and worker count in a study over link rates: "
      "the lowest measured rate from which on it no longer beats the best dense configuration "
      "(speedup vs best dense at most 1, or no result where dense has one)."),
@@ -134,6 +142,12 @@ def network_label(run):
     return label
 
 
+def network_order(label):
+    """Networks in tables and figures: by family, then slowest link first."""
+    family, _, rate = label.partition(" ")
+    return (family, rate_bps(rate) or 0.0, label)
+
+
 def codec_kind(run):
     return (run["scenario"].get("codec") or {}).get("kind", "?")
 
@@ -176,41 +190,168 @@ def workers(run):
     return run["scenario"].get("training", {}).get("workers", 0)
 
 
+# Scenario keys that tell nothing about the configuration: a seed sweep's runs differ in them
+# only. Everything else that differs between two runs makes them different configurations.
+NOT_CONFIGURATION = ("seed", "name", "description", "output")
+# Settings the network, method and workers columns already show.
+SHOWN_SETTINGS = ("network.family", "network.rate", "codec", "training.workers",
+                  "training.buckets", "topology.kind")
+
+
+def flatten(value, prefix=""):
+    """{dotted path: JSON text} of the leaves of a scenario (a list is one leaf)."""
+    if isinstance(value, dict) and value:
+        out = {}
+        for k, v in value.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else k))
+        return out
+    return {prefix: json.dumps(value, sort_keys=True)}
+
+
+def settings(run):
+    flat = flatten(run["scenario"])
+    return {k: v for k, v in flat.items() if k.split(".")[0] not in NOT_CONFIGURATION}
+
+
+def config_key(run):
+    return json.dumps(sorted(settings(run).items()))
+
+
+def varying_settings(runs):
+    """Paths whose values differ between runs and that no column shows (e.g. network.loss)."""
+    flats = [settings(r) for r in runs]
+    paths = set().union(*flats) if flats else set()
+    return sorted(p for p in paths
+                  if len({f.get(p) for f in flats}) > 1
+                  and not any(p == s or p.startswith(s + ".") for s in SHOWN_SETTINGS))
+
+
+def settings_label(run, paths):
+    flat = settings(run)
+    return ", ".join(f"{p}={json.loads(flat[p]) if p in flat else '-'}" for p in paths)
+
+
+def seed(run):
+    return run["scenario"].get("seed")
+
+
+def configurations(runs):
+    """Runs grouped by configuration (everything but the seed), each group sorted by seed."""
+    groups = {}
+    for r in runs:
+        groups.setdefault(config_key(r), []).append(r)
+    return [sorted(g, key=lambda r: (str(seed(r)), r["name"])) for g in groups.values()]
+
+
+def mean_sd(values):
+    """(mean, sample standard deviation or None, count) of the values that are not None."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return None, None, 0
+    mean = sum(present) / len(present)
+    sd = statistics.stdev(present) if len(present) > 1 else None
+    return mean, sd, len(present)
+
+
+def config_label(group, runs, paths=None):
+    """A configuration's name in figures: the method, then what else tells it apart."""
+    r = group[0]
+    label = method_label(r)
+    if len({workers(x) for x in runs}) > 1:
+        label += f", n={workers(r)}"
+    if len({compute_label(x) for x in runs}) > 1:
+        label += f", {compute_label(r)}"
+    paths = varying_settings(runs) if paths is None else paths
+    if paths:
+        label += ", " + settings_label(r, paths)
+    return label
+
+
+def colors_for(labels):
+    """One colour per label, the same in every panel of a figure."""
+    cycle = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    if len(labels) > len(cycle):
+        cycle = [plt.get_cmap("tab20")(i % 20) for i in range(len(labels))]
+    return {label: cycle[i % len(cycle)] for i, label in enumerate(sorted(labels))}
+
+
+def legend_below(fig, axes):
+    """One legend for all panels, under them, so no curve is hidden behind it."""
+    handles, labels = [], []
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    if handles:
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                   ncol=1 if max(len(x) for x in labels) > 45 else 2, fontsize=7, frameon=False)
+
+
 def save(fig, out_dir, stem):
     """Writes the PNG and SVG; returns (stem, base64 PNG). Figures with nothing to plot return
     (None, a sentence saying what is missing) instead and write no file."""
     fig.tight_layout()
+    # Legends sit outside the axes so they never cover data; "tight" grows the saved image to
+    # hold them.
     png = os.path.join(out_dir, stem + ".png")
-    fig.savefig(png, dpi=110)
-    fig.savefig(os.path.join(out_dir, stem + ".svg"))
+    fig.savefig(png, dpi=110, bbox_inches="tight")
+    fig.savefig(os.path.join(out_dir, stem + ".svg"), bbox_inches="tight")
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     return stem, base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def accuracy_points(run):
+    """{step: (simulated time, accuracy)} of a run's evaluations."""
+    return {e["step"]: (e["sim_time_s"], e["accuracy"]) for e in run["evals"]
+            if e.get("accuracy") is not None}
+
+
 def plot_accuracy(runs, out_dir):
-    with_evals = [r for r in runs if any(e.get("accuracy") is not None for e in r["evals"])]
+    with_evals = [r for r in runs if accuracy_points(r)]
     if not with_evals:
         return (None, "no run has evaluations with an accuracy in metrics.jsonl; "
                 "set training.eval_every (and a classification model) to get this figure.")
-    nets = sorted({network_label(r) for r in with_evals})
+    nets = sorted({network_label(r) for r in with_evals}, key=network_order)
+    groups = configurations(with_evals)
+    paths = varying_settings(runs)
+    labels = {id(g[0]): config_label(g, runs, paths) for g in groups}
+    colors = colors_for(set(labels.values()))
     fig, axes = plt.subplots(1, len(nets), figsize=(5.5 * len(nets), 4), squeeze=False)
-    many_sizes = len({workers(r) for r in runs}) > 1
-    many_computes = len({compute_label(r) for r in runs}) > 1
     for ax, net in zip(axes[0], nets):
-        for r in sorted((r for r in with_evals if network_label(r) == net), key=method_label):
-            label = method_label(r) + (f", n={workers(r)}" if many_sizes else "")
-            label += f", {compute_label(r)}" if many_computes else ""
-            pts = [(e["sim_time_s"], e["accuracy"]) for e in r["evals"] if e.get("accuracy") is not None]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, label=label)
+        for group in sorted((g for g in groups if network_label(g[0]) == net),
+                            key=lambda g: labels[id(g[0])]):
+            label, color = labels[id(group[0])], colors[labels[id(group[0])]]
+            curves = [accuracy_points(r) for r in group]
+            if len(curves) == 1:
+                pts = sorted(curves[0].values())
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3,
+                        label=label, color=color)
+                continue
+            # Seeds evaluate at the same steps; their times differ slightly, so the mean curve
+            # is drawn at the mean time of each step, with a band of one sample standard
+            # deviation of the accuracy.
+            common = sorted(set.intersection(*(set(c) for c in curves)))
+            t = [sum(c[s][0] for c in curves) / len(curves) for s in common]
+            stats = [mean_sd([c[s][1] for c in curves]) for s in common]
+            mean = [m for m, _, _ in stats]
+            sd = [d or 0.0 for _, d, _ in stats]
+            ax.plot(t, mean, marker="o", markersize=3, color=color,
+                    label=f"{label} (mean ± sd, {len(group)} seeds)")
+            # Clipped to [0, 1]: an accuracy band beyond it would show values no run can have.
+            ax.fill_between(t, [max(0.0, m - d) for m, d in zip(mean, sd)],
+                            [min(1.0, m + d) for m, d in zip(mean, sd)],
+                            color=color, alpha=0.2, linewidth=0)
         target = max((r["scenario"].get("training", {}).get("target_accuracy") or 0 for r in runs), default=0)
         if target:
             ax.axhline(target, color="grey", linestyle="--", linewidth=0.8)
         ax.set_title(net)
         ax.set_xlabel("simulated time (s)")
-        ax.set_ylabel("test accuracy")
-        ax.legend(fontsize=7)
+        ax.set_ylabel("test accuracy (fraction)")
+    fig.tight_layout()
+    legend_below(fig, axes[0])
     return save(fig, out_dir, "accuracy_vs_time")
 
 
@@ -315,6 +456,8 @@ def make_reference(runs, spec):
         same = [c for c in candidates
                 if workers(c) == workers(run) and compute_label(c) == compute_label(run)]
         same = same or [c for c in candidates if workers(c) == workers(run)] or candidates
+        # In a seed sweep each seed is compared with the reference of the same seed.
+        same = [c for c in same if seed(c) == seed(run)] or same
         if not same:
             return None
         return max(same, key=lambda c: rate_bps(c["scenario"]["network"].get("rate", "0bps")) or 0)
@@ -326,15 +469,16 @@ def rate_of(run):
     return rate_bps(run["scenario"].get("network", {}).get("rate", ""))
 
 
-def series_key(run, runs):
-    """One line / one crossover row per method and worker count (and compute model, if several)."""
+def series_key(run, runs, with_seed=True):
+    """One line / one crossover row per method and worker count (and compute model, if several).
+    Without the seed, the runs of a seed sweep fall into one series (the figure's error bars)."""
     key = (method_label(run), workers(run), run["scenario"].get("network", {}).get("family", "?"))
     extra = []
     if len({compute_label(x) for x in runs}) > 1:
         extra.append(compute_label(run))
     if len({x["scenario"].get("compute", {}).get("codec_time", "free") for x in runs}) > 1:
         extra.append("codec time " + run["scenario"].get("compute", {}).get("codec_time", "free"))
-    if len({x["scenario"].get("seed") for x in runs}) > 1:
+    if with_seed and len({x["scenario"].get("seed") for x in runs}) > 1:
         extra.append(f"seed {run['scenario'].get('seed')}")
     return key + (", ".join(extra),)
 
@@ -346,7 +490,7 @@ def rate_text(bps):
     return fmt(bps) + " bps"
 
 
-def rate_series(runs, table):
+def rate_series(runs, table, with_seed=True):
     """{series key: [(rate bps, speedup vs best dense or None)]}, only where the group has a dense
     result at that rate."""
     series = {}
@@ -354,8 +498,22 @@ def rate_series(runs, table):
         bw = rate_of(r)
         if bw is None or table[r["name"]]["basis"] is None:
             continue
-        series.setdefault(series_key(r, runs), []).append((bw, table[r["name"]]["vs_best_dense"]))
+        series.setdefault(series_key(r, runs, with_seed), []).append(
+            (bw, table[r["name"]]["vs_best_dense"]))
     return {k: sorted(v, key=lambda p: p[0]) for k, v in series.items()}
+
+
+def by_rate(pts):
+    """[(rate, mean, sd or 0, count)] over the seeds measured at each rate, skipping None."""
+    rates = {}
+    for bw, value in pts:
+        if value is not None:
+            rates.setdefault(bw, []).append(value)
+    out = []
+    for bw, values in sorted(rates.items()):
+        mean, sd, n = mean_sd(values)
+        out.append((bw, mean, sd or 0.0, n))
+    return out
 
 
 def crossover_rows(runs, table):
@@ -387,8 +545,8 @@ def crossover_rows(runs, table):
 
 
 def plot_speedup(runs, table, out_dir):
-    series = {k: v for k, v in rate_series(runs, table).items()
-              if len({p[0] for p in v if p[1] is not None}) >= 2}
+    series = {k: by_rate(v) for k, v in rate_series(runs, table, with_seed=False).items()}
+    series = {k: v for k, v in series.items() if len(v) >= 2}
     if not series:
         return (None,
                 "no method has a speedup vs the best dense configuration at two or more link "
@@ -397,34 +555,43 @@ def plot_speedup(runs, table, out_dir):
     refs = {}
     for r in runs:
         if rate_of(r) is not None and table[r["name"]]["vs_ref"] is not None:
-            refs.setdefault(series_key(r, runs), []).append((rate_of(r), table[r["name"]]["vs_ref"]))
-    refs = {k: sorted(v) for k, v in refs.items() if len({p[0] for p in v}) >= 2}
+            refs.setdefault(series_key(r, runs, False), []).append((rate_of(r), table[r["name"]]["vs_ref"]))
+    refs = {k: by_rate(v) for k, v in refs.items()}
+    refs = {k: v for k, v in refs.items() if len(v) >= 2}
     fig, axes = plt.subplots(1, 2 if refs else 1, figsize=(11 if refs else 6.5, 4), squeeze=False)
+    seeded = any(p[3] > 1 for v in list(series.values()) + list(refs.values()) for p in v)
 
     def name(key):
         method, n, family, extra = key
         return f"{method}, n={n}" + (f", {extra}" if extra else "")
 
-    dense_keys = {series_key(r, runs) for r in runs if is_dense(r)}
-    by_step_time = {series_key(r, runs) for r in runs if table[r["name"]]["basis"] == "step time"}
+    colors = colors_for({name(k) for k in list(series) + list(refs)})
+    dense_keys = {series_key(r, runs, False) for r in runs if is_dense(r)}
+    by_step_time = {series_key(r, runs, False) for r in runs if table[r["name"]]["basis"] == "step time"}
+
+    def draw(ax, key, pts, label):
+        # Error bars: one sample standard deviation over the seeds at that rate.
+        ax.errorbar([p[0] / 1e9 for p in pts], [p[1] for p in pts],
+                    yerr=[p[2] for p in pts] if seeded else None, capsize=3, marker="o",
+                    label=label, color=colors[name(key)],
+                    linestyle="--" if key in dense_keys else "-")
+
     for key, pts in sorted(series.items()):
-        pts = [p for p in pts if p[1] is not None]
-        label = name(key) + (" [mean step time]" if key in by_step_time else "")
-        axes[0][0].plot([p[0] / 1e9 for p in pts], [p[1] for p in pts], marker="o", label=label,
-                        linestyle="--" if key in dense_keys else "-")
-    # Time to target unless marked [mean step time] (no dense run of the group reached the target).
+        # Time to target unless marked [mean step time] (no dense run of the group reached it).
+        draw(axes[0][0], key, pts, name(key) + (" [mean step time]" if key in by_step_time else ""))
     titles = [(axes[0][0], "speedup vs best dense on the same network")]
     if refs:
         for key, pts in sorted(refs.items()):
-            axes[0][1].plot([p[0] / 1e9 for p in pts], [p[1] for p in pts], marker="o", label=name(key))
+            draw(axes[0][1], key, pts, name(key))
         titles.append((axes[0][1], "time-to-target speedup vs reference"))
     for ax, title in titles:
         ax.set_xscale("log")
         ax.axhline(1.0, color="grey", linestyle="--", linewidth=0.8)
         ax.set_xlabel("link rate (Gbit/s)")
         ax.set_ylabel("speedup (x)")
-        ax.set_title(title)
-        ax.legend(fontsize=7)
+        ax.set_title(title + ("\n(mean ± sd over seeds)" if seeded else ""))
+    fig.tight_layout()
+    legend_below(fig, axes[0])
     return save(fig, out_dir, "speedup_vs_bandwidth")
 
 
@@ -439,14 +606,38 @@ def plot_bytes(runs, out_dir):
     if not pts:
         return (None, "no run has both a final accuracy and payload bytes; runs "
                 "with evaluations (training.eval_every) give this figure.")
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for r in pts:
-        ax.scatter([bytes_per_step(r)], [r["summary"]["final_accuracy"]],
-                   label=f"{method_label(r)}, {network_label(r)}")
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    paths = varying_settings(runs)
+    groups = configurations(pts)
+    labels = {id(g[0]): config_label(g, runs, paths) for g in groups}
+    colors = colors_for(set(labels.values()))
+    # A method has the same bytes on every network and often the same accuracy: a marker shape
+    # per network, hollow, keeps coinciding points visible.
+    nets = sorted({network_label(r) for r in pts}, key=network_order)
+    markers = dict(zip(nets, "osD^vP*Xph" * (1 + len(nets) // 10)))
+    sizes = dict(zip(nets, [9 - 5 * i / max(1, len(nets) - 1) for i in range(len(nets))]))
+    for group in sorted(groups, key=lambda g: (network_order(network_label(g[0])), labels[id(g[0])])):
+        net = network_label(group[0])
+        label = f"{labels[id(group[0])]}, {net}"
+        acc, acc_sd, _ = mean_sd([r["summary"]["final_accuracy"] for r in group])
+        size, size_sd, _ = mean_sd([bytes_per_step(r) for r in group])
+        if len(group) > 1:
+            label += f" (mean ± sd, {len(group)} seeds)"
+        color = colors[labels[id(group[0])]]
+        ax.errorbar([size], [acc], xerr=[size_sd] if size_sd else None,
+                    yerr=[acc_sd] if acc_sd else None, fmt=markers[net], markersize=sizes[net],
+                    markerfacecolor="none", capsize=3, label=label, color=color)
     ax.set_xscale("log")
-    ax.set_xlabel("gradient bytes per step per worker")
-    ax.set_ylabel("final test accuracy")
-    ax.legend(fontsize=6)
+    sizes_seen = [bytes_per_step(r) for r in pts]
+    ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter(unit="B", sep=""))
+    # Within a decade the log axis has no major tick to label; label the minor ones then.
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.EngFormatter(unit="B", sep="")
+                                 if max(sizes_seen) / min(sizes_seen) < 20 else matplotlib.ticker.NullFormatter())
+    ax.tick_params(axis="x", which="both", labelsize=7, labelrotation=45)
+    ax.set_xlabel("gradient per step per worker (bytes, log scale)")
+    ax.set_ylabel("final test accuracy (fraction)")
+    fig.tight_layout()
+    legend_below(fig, [ax])
     return save(fig, out_dir, "bytes_vs_accuracy")
 
 
@@ -481,10 +672,126 @@ def plot_breakdown(rows, out_dir):
     ax.set_yticks(ys)
     ax.set_yticklabels([row[0] for row in rows])
     ax.invert_yaxis()
-    ax.set_xlabel("simulated ms per step (mean over steps and workers)")
+    ax.set_xlabel("simulated time per step (ms; mean over steps and workers)")
     ax.tick_params(axis="y", labelsize=7)
-    ax.legend(fontsize=7)
+    fig.tight_layout()
+    legend_below(fig, [ax])
     return save(fig, out_dir, "step_breakdown")
+
+
+# The headline table's measures: (data-column, header, value of one run, text of one value).
+# A single run's time, accuracy and lost fraction are written as results.csv writes them.
+def headline_measures(runs, table):
+    speedup = lambda v: "%.3g" % v
+    measures = [
+        ("time_to_target_s", "time to target (s)", ttt, fmt),
+        ("speedup_vs_dense_fp32", "speedup vs dense fp32 (x)",
+         lambda r: table[r["name"]]["vs_dense_fp32"], speedup),
+        ("speedup_vs_best_dense", "speedup vs best dense (x)",
+         lambda r: table[r["name"]]["vs_best_dense"], speedup),
+        ("final_accuracy", "final accuracy", lambda r: r["summary"].get("final_accuracy"), fmt),
+        ("bytes_per_step", "bytes per step", lambda r: bytes_per_step(r) or None, fmt),
+    ]
+    if any(r["summary"].get("lost_gradient_fraction") is not None for r in runs):
+        measures.append(("lost_gradient_fraction", "lost gradient (fraction, UDP)",
+                         lambda r: r["summary"].get("lost_gradient_fraction"), fmt))
+    return measures
+
+
+def headline(runs, table):
+    """(header, rows) of the headline table. A row is (run names, label cells, measure cells,
+    seeds), a measure cell (data-column, mean, sd, count, text, basis), one row per
+    configuration: runs that differ only in their seed are one row, mean ± sample sd."""
+    measures = headline_measures(runs, table)
+    paths = varying_settings(runs)
+    rows = []
+    for group in configurations(runs):
+        r = group[0]
+        cells = []
+        for column, _, value, text in measures:
+            values = [value(x) for x in group]
+            mean, sd, n = mean_sd(values)
+            if n == 0:
+                shown = "-"
+            elif len(group) == 1:
+                shown = text(mean)
+            else:
+                shown = ("%.4g ± %.2g" % (mean, sd)) if sd is not None else "%.4g" % mean
+                if n < len(group):
+                    shown += f" ({n} of {len(group)} runs)"
+            basis = ""
+            if column.startswith("speedup"):
+                # A group whose dense runs never reached the target is compared on step time.
+                bases = {table[x["name"]]["basis"] for x, v in zip(group, values) if v is not None}
+                basis = "step time" if bases == {"step time"} else "mixed" if len(bases) > 1 else ""
+                if basis:
+                    shown += f" [{basis}]"
+            cells.append((column, mean, sd, n, shown, basis))
+        labels = [network_label(r), method_label(r), fmt(workers(r))]
+        if paths:
+            labels.append(settings_label(r, paths))
+        # Per network, the configuration that reached the target first leads; those that never
+        # reached it follow, fastest step first.
+        time = cells[0][1]
+        steps = mean_sd([step_time_s(x) for x in group])[0]
+        order = (network_order(labels[0]), time is None, time or 0.0,
+                 steps if steps is not None else math.inf, labels[1:])
+        rows.append((order, ([x["name"] for x in group], labels, cells, [seed(x) for x in group])))
+    header = (["network", "method", "workers"] + (["settings"] if paths else [])
+              + [m[1] for m in measures] + ["runs (seeds)"])
+    return header, [row for _, row in sorted(rows, key=lambda r: r[0])]
+
+
+def headline_html(header, rows):
+    out = ['<table class="headline"><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
+    for names, labels, cells, seeds in rows:
+        attr = lambda v: "" if v is None else repr(float(v))
+        tds = [f"<td>{html.escape(v)}</td>" for v in labels]
+        for column, mean, sd, n, shown, basis in cells:
+            tds.append(f'<td data-column="{column}" data-mean="{attr(mean)}" data-sd="{attr(sd)}" '
+                       f'data-n="{n}"' + (f' data-basis="{basis}"' if basis else "")
+                       + f">{html.escape(shown)}</td>")
+        seed_text = ", ".join(str(x) for x in seeds)
+        tds.append(f'<td data-column="runs" data-n="{len(names)}">{len(names)} '
+                   f'(seed{"s" if len(seeds) > 1 else ""} {html.escape(seed_text)})</td>')
+        out.append(f"<tr data-runs='{html.escape(json.dumps(names), quote=True)}'>" + "".join(tds) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def plot_time_to_target(rows, out_dir):
+    """Bars of the headline table's time to target, one panel per network, error bars of one
+    sample standard deviation over the seeds."""
+    nets = []
+    for names, labels, cells, _ in rows:
+        if cells[0][1] is not None and labels[0] not in nets:
+            nets.append(labels[0])
+    if not nets:
+        return (None, "no run reached its target (training.target_accuracy or "
+                "training.target_perplexity); run longer (training.steps) or lower the target, "
+                "with training.eval_every set, to get this figure.")
+    panels = [[row for row in rows if row[1][0] == net] for net in nets]
+    fig, axes = plt.subplots(len(nets), 1, squeeze=False,
+                             figsize=(8, sum(0.35 * len(p) + 1.2 for p in panels)),
+                             gridspec_kw={"height_ratios": [len(p) for p in panels]})
+    for ax, net, panel in zip(axes[:, 0], nets, panels):
+        ys = list(range(len(panel)))
+        times = [row[2][0][1] for row in panel]
+        errors = [row[2][0][2] or 0.0 for row in panel]
+        ax.barh(ys, [t or 0.0 for t in times], xerr=errors if any(errors) else None,
+                capsize=3, color="tab:blue")
+        for y, t in zip(ys, times):
+            if t is None:
+                ax.text(0, y, " target not reached", va="center", fontsize=7, color="grey")
+        ax.set_yticks(ys)
+        ax.set_yticklabels([f"{row[1][1]}, {row[1][2]} workers" + "".join(", " + x for x in row[1][3:])
+                            + (f" ({len(row[0])} seeds)" if len(row[0]) > 1 else "")
+                            for row in panel], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_title(net, fontsize=9)
+        ax.set_xlabel("simulated time to target (s)" +
+                      ("; mean ± sd over seeds" if any(len(row[0]) > 1 for row in panel) else ""))
+    return save(fig, out_dir, "time_to_target")
 
 
 def results_rows(runs, sweeps, out_dir):
@@ -531,6 +838,8 @@ SPEEDUP_HEADER = ["run", "network", "method", "workers", "time_to_target_s", "me
                   "final_accuracy"]
 BREAKDOWN_HEADER = ["run", "compute (ms/step)", "codec (ms/step)", "exposed communication (ms/step)",
                     "step (ms)"]
+FIGURES = ("time_to_target", "accuracy_vs_time", "speedup_vs_bandwidth", "bytes_vs_accuracy",
+           "step_breakdown")
 CROSSOVER_HEADER = ["method", "workers", "network", "stops paying at", "beats best dense at",
                     "speedup vs best dense by rate (x)"]
 
@@ -550,14 +859,16 @@ def main(argv):
     runs = [load_run(d) for d in run_dirs]
     os.makedirs(args.out, exist_ok=True)
     # Figures from an earlier report into the same folder must not outlive a figure now omitted.
-    for stem in ("accuracy_vs_time", "speedup_vs_bandwidth", "bytes_vs_accuracy", "step_breakdown"):
+    for stem in FIGURES:
         for ext in (".png", ".svg"):
             if os.path.exists(os.path.join(args.out, stem + ext)):
                 os.remove(os.path.join(args.out, stem + ext))
 
     table = baselines(runs, make_reference(runs, args.reference))
     steps = breakdown(runs)
-    figures = {"accuracy_vs_time": plot_accuracy(runs, args.out),
+    head_header, head_rows = headline(runs, table)
+    figures = {"time_to_target": plot_time_to_target(head_rows, args.out),
+               "accuracy_vs_time": plot_accuracy(runs, args.out),
                "speedup_vs_bandwidth": plot_speedup(runs, table, args.out),
                "bytes_vs_accuracy": plot_bytes(runs, args.out),
                "step_breakdown": plot_breakdown(steps, args.out)}
@@ -577,15 +888,18 @@ def main(argv):
              "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}"
              "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}"
              "img{max-width:100%}p.missing{color:#666}</style></head><body>",
-             f"<h1>gradwire report</h1><p>{len(runs)} runs from {html.escape(', '.join(args.dirs))}</p>",
-             "<h2>Definitions</h2><dl>"]
-    parts += [f"<dt><b>{html.escape(k)}</b></dt><dd>{html.escape(v)}</dd>" for k, v in DEFINITIONS]
-    parts.append("</dl><h2>Speedups</h2>")
-    if not any(is_dense(r) for r in runs):
-        parts.append("<p class='missing'>No dense run (codec none, fp16 or bf16): the speedups vs "
-                     "dense are undefined. Add a run with codec none to each network and worker "
-                     "count.</p>")
-    parts.append(table_html(SPEEDUP_HEADER, speed_rows, "speedups"))
+             f"<h1>gradwire report</h1><p>{len(runs)} runs from {html.escape(', '.join(args.dirs))}</p>"]
+    seeded = any(len(row[0]) > 1 for row in head_rows)
+    by_step_time = any(cell[5] for row in head_rows for cell in row[2])
+    parts.append("<h2>Headline</h2><p>One row per configuration; within each network, the "
+                 "fastest to its target first (definitions below)."
+                 + (" Runs that differ only in their seed are one row: mean ± sample standard "
+                    "deviation over the runs (n in the last column; '(k of n runs)' when only k "
+                    "of them have the value)." if seeded else "")
+                 + (" [step time]: the speedup divides mean step times because no dense run of "
+                    "the group reached the target; [mixed]: some seeds' speedups do." if by_step_time else "")
+                 + "</p>")
+    parts.append(headline_html(head_header, head_rows))
 
     def figure(stem, title):
         item = figures[stem]
@@ -596,6 +910,15 @@ def main(argv):
         parts.append(f"<img alt='{stem}' src='data:image/png;base64,{item[1]}'>"
                      f"<p><a href='{stem}.svg'>{stem}.svg</a> · <a href='{stem}.png'>{stem}.png</a></p>")
 
+    figure("time_to_target", "Time to target by method")
+    parts.append("<h2>Definitions</h2><dl>")
+    parts += [f"<dt><b>{html.escape(k)}</b></dt><dd>{html.escape(v)}</dd>" for k, v in DEFINITIONS]
+    parts.append("</dl><h2>Speedups</h2>")
+    if not any(is_dense(r) for r in runs):
+        parts.append("<p class='missing'>No dense run (codec none, fp16 or bf16): the speedups vs "
+                     "dense are undefined. Add a run with codec none to each network and worker "
+                     "count.</p>")
+    parts.append(table_html(SPEEDUP_HEADER, speed_rows, "speedups"))
     figure("accuracy_vs_time", "Accuracy vs simulated time")
     figure("speedup_vs_bandwidth", "Speedup vs bandwidth")
     parts.append("<h2>Where compression stops paying</h2>")

@@ -10,9 +10,11 @@ import csv
 import html.parser
 import importlib.util
 import json
+import math
 import os
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import unittest
@@ -34,18 +36,21 @@ BUCKETS_LABEL = "buckets 25 MB (first 1 MB)"
 
 
 def write_run(parent, name, *, rate, codec, workers=4, buckets="none", ttt=None,
-              compute_s=0.01, comm_s=0.05, codec_s=None, target=0.5, evals=True):
-    """A run folder. ttt None: the target was never reached."""
+              compute_s=0.01, comm_s=0.05, codec_s=None, target=0.5, evals=True, seed=1,
+              accuracy=0.5, lost=None):
+    """A run folder. ttt None: the target was never reached. lost: the run used UDP and lost
+    that fraction of its gradient bytes."""
     path = os.path.join(parent, name)
     os.makedirs(path)
     scenario = {
-        "gradwire": 1, "name": name, "seed": 1,
+        "gradwire": 1, "name": name, "seed": seed,
         "model": {"kind": "mlp", "hidden": [16]},
         "dataset": {"kind": "synthetic", "train_samples": 800, "test_samples": 200},
         "training": {"workers": workers, "steps": 10, "batch": 8, "eval_every": 5,
                      "target_accuracy": target, "buckets": buckets},
         "compute": {"mode": "fixed", "seconds": compute_s, "codec_time": "measured"},
-        "network": {"family": "ethernet", "rate": rate},
+        "network": {"family": "ethernet", "rate": rate,
+                    "transport": {"kind": "tcp" if lost is None else "udp"}},
         "topology": {"kind": "ring"},
         "codec": codec,
     }
@@ -62,14 +67,14 @@ def write_run(parent, name, *, rate, codec, workers=4, buckets="none", ttt=None,
         lines.append(rec)
         if evals and i % 5 == 0:
             lines.append({"type": "eval", "step": i, "sim_time_s": i * step_s,
-                          "accuracy": 0.1 * i / 2, "test_loss": 1.0, "samples": 200,
+                          "accuracy": accuracy * i / steps, "test_loss": 1.0, "samples": 200,
                           "consensus_distance": 0, "wall_time_s": 0.01 * i})
     with open(os.path.join(path, "metrics.jsonl"), "w") as f:
         f.write("".join(json.dumps(line) + "\n" for line in lines))
     summary = {
         "name": name, "steps": steps, "workers": workers, "parameters": 1000,
         "codec": codec["kind"], "topology": "ring", "network": "ethernet",
-        "final_accuracy": 0.5 if evals else None, "target_accuracy": target,
+        "final_accuracy": accuracy if evals else None, "target_accuracy": target,
         "time_to_target_s": ttt, "steps_to_target": 5 if ttt else None,
         "sim_time_s": steps * step_s, "mean_step_compute_s": compute_s, "mean_step_comm_s": comm_s,
         "bytes_on_wire": 12345, "payload_bytes": 40000 * workers, "dense_bytes": 40000 * workers,
@@ -77,6 +82,8 @@ def write_run(parent, name, *, rate, codec, workers=4, buckets="none", ttt=None,
     }
     if codec_s is not None:
         summary["mean_step_codec_s"] = codec_s
+    if lost is not None:
+        summary["lost_gradient_fraction"] = lost
     with open(os.path.join(path, "summary.json"), "w") as f:
         json.dump(summary, f)
     with open(os.path.join(path, "scenario.json"), "w") as f:
@@ -111,6 +118,41 @@ class Tables(html.parser.HTMLParser):
     def handle_data(self, data):
         if self.cell is not None:
             self.cell += data
+
+
+class Headline(html.parser.HTMLParser):
+    """The headline table's rows: {"runs": [...], "cells": {data-column: {attributes, "text"}},
+    "labels": [text of the cells without data-column]}; and the header."""
+
+    def __init__(self, page):
+        super().__init__()
+        self.header, self.rows, self.inside, self.cell = [], [], False, None
+        self.feed(page)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table":
+            self.inside = attrs.get("class") == "headline"
+        elif self.inside and tag == "tr" and "data-runs" in attrs:
+            self.rows.append({"runs": json.loads(attrs["data-runs"]), "cells": {}, "labels": []})
+        elif self.inside and tag in ("td", "th"):
+            self.cell = dict(attrs, text="", tag=tag)
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.inside = False
+        elif self.inside and tag in ("td", "th") and self.cell is not None:
+            cell, self.cell = self.cell, None
+            if cell["tag"] == "th":
+                self.header.append(cell["text"])
+            elif "data-column" in cell:
+                self.rows[-1]["cells"][cell["data-column"]] = cell
+            else:
+                self.rows[-1]["labels"].append(cell["text"])
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell["text"] += data
 
 
 def records(table):
@@ -213,8 +255,69 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(rows["n2-1Gbps-topk"]["exposed communication (ms/step)"], "%.4g" % 25.0)
         self.assertEqual(rows["n2-1Gbps-topk"]["step (ms)"], "%.4g" % 35.0)
 
+    def test_headline_table_comes_first(self):
+        # Right after the title: the first table of the page, before the definitions.
+        first_table = self.page.index("<table")
+        self.assertEqual(first_table, self.page.index('<table class="headline"'))
+        self.assertLess(first_table, self.page.index("<h2>Definitions</h2>"))
+        self.assertLess(self.page.index("</h1>"), self.page.index("<h2>Headline</h2>"))
+        self.assertLess(self.page.index("<h2>Headline</h2>"), first_table)
+        self.assertLess(self.page.index("alt='time_to_target'"), self.page.index("<h2>Definitions</h2>"))
+
+    def test_single_seed_headline_rows_equal_results_csv(self):
+        head = Headline(self.page)
+        self.assertNotIn("lost gradient (fraction, UDP)", head.header)  # no run used UDP
+        self.assertNotIn("settings", head.header)  # nothing varies beyond the shown columns
+        with open(os.path.join(self.out, "results.csv"), newline="") as f:
+            results = {r["run"]: r for r in csv.DictReader(f)}
+        # Every run is its own configuration: seeds are all 1.
+        self.assertEqual(sorted(n for row in head.rows for n in row["runs"]), sorted(results))
+        for row in head.rows:
+            self.assertEqual(len(row["runs"]), 1)
+            name = row["runs"][0]
+            cells = row["cells"]
+            self.assertEqual(set(cells), {"time_to_target_s", "speedup_vs_dense_fp32",
+                                          "speedup_vs_best_dense", "final_accuracy",
+                                          "bytes_per_step", "runs"})
+            self.assertEqual(cells["time_to_target_s"]["text"], results[name]["time_to_target_s"] or "-")
+            self.assertEqual(cells["final_accuracy"]["text"], results[name]["final_accuracy"])
+            self.assertEqual(cells["final_accuracy"]["data-sd"], "")
+            workers = int(name.split("-")[0][1:])
+            self.assertEqual(cells["bytes_per_step"]["text"],
+                             report.fmt(float(results[name]["payload_bytes"]) / 10 / workers))
+            self.assertEqual(cells["runs"]["text"], "1 (seed 1)")
+            speedups = self.speedups[name]
+            for column, header in (("speedup_vs_dense_fp32", "speedup vs dense fp32 (x)"),
+                                   ("speedup_vs_best_dense", "speedup vs best dense (x)")):
+                text = cells[column]["text"]
+                if speedups["basis"] == "step time":
+                    self.assertEqual(text, speedups[header] + " [step time]", name)
+                else:
+                    self.assertEqual(text, speedups[header], name)
+        # The 4-worker top-k row at 100 Mbps: 100/20 against dense fp32, 50/20 against fp16.
+        row = next(r for r in head.rows if r["runs"] == ["n4-100Mbps-topk"])
+        self.assertEqual(float(row["cells"]["speedup_vs_dense_fp32"]["data-mean"]), 100.0 / 20.0)
+        self.assertEqual(float(row["cells"]["speedup_vs_best_dense"]["data-mean"]), 50.0 / 20.0)
+        self.assertEqual(row["labels"], ["ethernet 100Mbps", "topk ratio 0.01 / ring", "4"])
+
+    def test_headline_rows_fastest_first_per_network(self):
+        head = Headline(self.page)
+        networks = [row["labels"][0] for row in head.rows]
+        # Each network's rows together, slowest link first.
+        order = [n for i, n in enumerate(networks) if i == 0 or networks[i - 1] != n]
+        self.assertEqual(order, ["ethernet 100Mbps", "ethernet 1Gbps", "ethernet 10Gbps"])
+        for net in order:
+            times = [row["cells"]["time_to_target_s"]["data-mean"] for row in head.rows
+                     if row["labels"][0] == net]
+            reached = [float(t) for t in times if t]
+            self.assertEqual(reached, sorted(reached), net)
+            # Runs that never reached the target come last.
+            self.assertEqual(times[:len(reached)], [t for t in times if t], net)
+        first = next(r for r in head.rows if r["labels"][0] == "ethernet 100Mbps")
+        self.assertEqual(first["runs"], ["n4-100Mbps-topk"])  # 20 s: the fastest at 100 Mbps
+
     def test_figures_and_results_agree_with_tables(self):
-        for stem in ("accuracy_vs_time", "speedup_vs_bandwidth", "bytes_vs_accuracy", "step_breakdown"):
+        for stem in report.FIGURES:
             self.assertGreater(os.path.getsize(os.path.join(self.out, stem + ".png")), 1000, stem)
             self.assertTrue(os.path.exists(os.path.join(self.out, stem + ".svg")), stem)
         self.assertNotIn("Figure omitted", self.page)
@@ -247,13 +350,14 @@ class ReportTest(unittest.TestCase):
         out = os.path.join(self.tmp, "lonely-report")
         shutil.copytree(self.out, out)  # figures of an earlier report must not survive
         self.assertEqual(report.main(["--out", out, runs]), 0)
-        for stem in ("accuracy_vs_time", "speedup_vs_bandwidth", "bytes_vs_accuracy"):
+        for stem in ("time_to_target", "accuracy_vs_time", "speedup_vs_bandwidth", "bytes_vs_accuracy"):
             self.assertFalse(os.path.exists(os.path.join(out, stem + ".png")), stem)
             self.assertFalse(os.path.exists(os.path.join(out, stem + ".svg")), stem)
         self.assertTrue(os.path.exists(os.path.join(out, "step_breakdown.png")))
         with open(os.path.join(out, "report.html")) as f:
             page = f.read()
-        self.assertEqual(page.count("Figure omitted"), 3)
+        self.assertEqual(page.count("Figure omitted"), 4)
+        self.assertIn("no run reached its target", page)
         self.assertNotIn("alt='speedup_vs_bandwidth'", page)
         self.assertIn("No dense run", page)
         self.assertIn("crossover table", page)
@@ -267,6 +371,118 @@ class ReportTest(unittest.TestCase):
         block = re.search(r"kColumns = \{(.*?)\};", text, re.S).group(1)
         cpp = re.findall(r'"([^"]+)"', block)
         self.assertEqual(report.SUMMARY_COLUMNS, cpp)
+
+
+# A sweep over seeds 1-3 on two rates, every run over UDP. None: that seed never reached the
+# target. Expected means and deviations are computed from these numbers in the test.
+SEEDS = (1, 2, 3)
+SEEDED_TTT = {"100Mbps": {"none": (100.0, 90.0, 120.0), "topk": (20.0, None, 30.0)},
+              "1Gbps": {"none": (30.0, 28.0, 33.0), "topk": (16.0, 18.0, 15.0)}}
+SEEDED_ACCURACY = {"none": (0.80, 0.82, 0.79), "topk": (0.75, 0.78, 0.70)}
+SEEDED_LOST = {"none": (0.001, 0.003, 0.002), "topk": (0.01, 0.02, 0.04)}
+
+
+def seeded_name(rate, key, seed):
+    return f"s-{rate}-{key}-seed{seed}"
+
+
+class SeededReportTest(unittest.TestCase):
+    """Runs that differ only in their seed: one headline row, mean ± sample sd."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="gradwire-report-seeded-test-")
+        runs = os.path.join(cls.tmp, "runs")
+        for rate, by_codec in SEEDED_TTT.items():
+            for key, times in by_codec.items():
+                for i, seed in enumerate(SEEDS):
+                    write_run(runs, seeded_name(rate, key, seed), rate=rate, codec=CODECS[key][0],
+                              ttt=times[i], seed=seed, accuracy=SEEDED_ACCURACY[key][i],
+                              lost=SEEDED_LOST[key][i])
+        cls.runs = runs
+        cls.out = os.path.join(cls.tmp, "report")
+        assert report.main(["--out", cls.out, runs]) == 0
+        with open(os.path.join(cls.out, "report.html")) as f:
+            cls.page = f.read()
+        cls.head = Headline(cls.page)
+        cls.rows = {tuple(row["runs"]): row for row in cls.head.rows}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def assert_stats(self, cell, values, label):
+        present = [v for v in values if v is not None]
+        mean, sd = statistics.mean(present), statistics.stdev(present)
+        self.assertTrue(math.isclose(float(cell["data-mean"]), mean, rel_tol=1e-12), (label, cell, mean))
+        self.assertTrue(math.isclose(float(cell["data-sd"]), sd, rel_tol=1e-12), (label, cell, sd))
+        self.assertEqual(int(cell["data-n"]), len(present), label)
+        text = "%.4g ± %.2g" % (mean, sd)
+        if len(present) < len(values):
+            text += f" ({len(present)} of {len(values)} runs)"
+        self.assertEqual(cell["text"], text, label)
+
+    def test_one_row_per_configuration_with_mean_and_sample_sd(self):
+        self.assertEqual(len(self.head.rows), 4)
+        self.assertIn("lost gradient (fraction, UDP)", self.head.header)
+        self.assertNotIn("settings", self.head.header)  # the seed is not a setting
+        for rate, by_codec in SEEDED_TTT.items():
+            for key, times in by_codec.items():
+                names = tuple(seeded_name(rate, key, s) for s in SEEDS)
+                row = self.rows[names]
+                label = f"{rate} {key}"
+                cells = row["cells"]
+                self.assertEqual(row["labels"][0], f"ethernet {rate}")
+                self.assertEqual(cells["runs"]["text"], "3 (seeds 1, 2, 3)")
+                self.assert_stats(cells["time_to_target_s"], times, label)
+                self.assert_stats(cells["final_accuracy"], SEEDED_ACCURACY[key], label)
+                self.assert_stats(cells["lost_gradient_fraction"], SEEDED_LOST[key], label)
+                # Speedups per seed, against the same seed's dense run, then averaged.
+                dense = by_codec["none"]
+                per_seed = [d / t if t else None for d, t in zip(dense, times)]
+                self.assert_stats(cells["speedup_vs_dense_fp32"], per_seed, label)
+                self.assert_stats(cells["speedup_vs_best_dense"], per_seed, label)
+        # A mean of ratios, not a ratio of means.
+        row = self.rows[tuple(seeded_name("1Gbps", "topk", s) for s in SEEDS)]
+        ratio_of_means = statistics.mean(SEEDED_TTT["1Gbps"]["none"]) / statistics.mean(SEEDED_TTT["1Gbps"]["topk"])
+        self.assertNotAlmostEqual(float(row["cells"]["speedup_vs_dense_fp32"]["data-mean"]), ratio_of_means)
+
+    def test_rows_sorted_fastest_mean_first(self):
+        order = [(row["labels"][0], row["runs"][0].split("-")[2]) for row in self.head.rows]
+        self.assertEqual(order, [("ethernet 100Mbps", "topk"), ("ethernet 100Mbps", "none"),
+                                 ("ethernet 1Gbps", "topk"), ("ethernet 1Gbps", "none")])
+
+    def test_speedup_figure_has_mean_and_sd_over_seeds(self):
+        runs = [report.load_run(os.path.join(self.runs, d)) for d in sorted(os.listdir(self.runs))]
+        table = report.baselines(runs, report.make_reference(runs, ""))
+        series = {k[0]: report.by_rate(v)
+                  for k, v in report.rate_series(runs, table, with_seed=False).items()}
+        top = series["topk ratio 0.01 / ring"]
+        self.assertEqual([p[0] for p in top], [1e8, 1e9])
+        for (bw, mean, sd, n), rate in zip(top, ("100Mbps", "1Gbps")):
+            per_seed = [d / t for d, t in zip(SEEDED_TTT[rate]["none"], SEEDED_TTT[rate]["topk"]) if t]
+            self.assertEqual(n, len(per_seed), rate)
+            self.assertTrue(math.isclose(mean, statistics.mean(per_seed), rel_tol=1e-12), rate)
+            self.assertTrue(math.isclose(sd, statistics.stdev(per_seed), rel_tol=1e-12), rate)
+        for stem in report.FIGURES:
+            self.assertTrue(os.path.exists(os.path.join(self.out, stem + ".png")), stem)
+
+    def test_other_differences_are_their_own_rows_and_named(self):
+        runs = os.path.join(self.tmp, "compute")
+        for seed in SEEDS[:2]:
+            for compute in (0.01, 0.02):
+                write_run(runs, f"c{compute}-seed{seed}", rate="1Gbps", codec={"kind": "none"},
+                          ttt=10.0 * seed + 100 * compute, seed=seed, compute_s=compute)
+        out = os.path.join(self.tmp, "compute-report")
+        self.assertEqual(report.main(["--out", out, runs]), 0)
+        with open(os.path.join(out, "report.html")) as f:
+            head = Headline(f.read())
+        self.assertIn("settings", head.header)
+        self.assertNotIn("lost gradient (fraction, UDP)", head.header)  # TCP only
+        self.assertEqual(sorted(row["runs"] for row in head.rows),
+                         [["c0.01-seed1", "c0.01-seed2"], ["c0.02-seed1", "c0.02-seed2"]])
+        self.assertEqual([row["labels"][3] for row in head.rows],
+                         ["compute.seconds=0.01", "compute.seconds=0.02"])
 
 
 if __name__ == "__main__":
