@@ -17,6 +17,7 @@ removed. Exit 77 (ctest: skipped) when chromium, python3-websocket or matplotlib
 """
 import base64
 import csv
+import ctypes
 import json
 import math
 import os
@@ -145,6 +146,13 @@ def run(cmd, **kwargs):
     return proc.stdout
 
 
+def die_with_parent():
+    """Runs in the child before exec: the kernel sends it SIGTERM when this test process ends,
+    however it ends (ctest's timeout kills it), so no browser outlives the test."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def start_chromium(chromium, profile, home):
     args = [chromium, "--headless=new", "--remote-debugging-port=0", f"--user-data-dir={profile}",
             "--no-first-run", "--no-default-browser-check", "--disable-extensions",
@@ -158,7 +166,7 @@ def start_chromium(chromium, profile, home):
     log = open(os.path.join(os.path.dirname(profile), "chromium.log"), "w")
     # Its own process group, so that ending it ends its helper processes too.
     proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=die_with_parent)
     log.close()
     port_file = os.path.join(profile, "DevToolsActivePort")
     deadline = time.monotonic() + 60
@@ -300,6 +308,8 @@ def main(argv):
     if not chromium:
         skip("no chromium on PATH (Debian: chromium)")
 
+    # On SIGTERM the clean-up below still runs.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     tmp = tempfile.mkdtemp(prefix="gradwire-report-browser-test-")
     profile = os.path.join(tmp, "chromium-profile")
     home = os.path.join(tmp, "chromium-home")
