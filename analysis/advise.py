@@ -84,11 +84,13 @@ def fit_power_law(points):
     return math.exp(my - slope * mx), -slope
 
 
-def pace(run, screening_steps):
-    """Simulated seconds per step over the screening's second half (warm-ups are over)."""
+def pace(run, screening_steps, settled_after=0):
+    """Simulated seconds per step over the screening's second half, or from the end of the
+    codec's warm-up when that is later (a warm-up sends more per step)."""
     steps = run["steps"]
     last = max(steps)
-    half = max((s for s in steps if s <= screening_steps // 2), default=min(steps))
+    start = max(screening_steps // 2, settled_after)
+    half = max((s for s in steps if s <= start), default=min(steps))
     if last == half:
         return steps[last] / max(1, last)
     return (steps[last] - steps[half]) / (last - half)
@@ -125,7 +127,7 @@ def assess(run, plan, target, settled_after=0):
         return out
     last = max(run["steps"])
     out.update(how="projected", steps_to_target=step, within_scenario_steps=step <= full,
-               time_to_target_s=run["steps"][last] + (step - last) * pace(run, screened))
+               time_to_target_s=run["steps"][last] + (step - last) * pace(run, screened, settled_after))
     return out
 
 

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Tests of analysis/advise.py (the projection and ranking of `gradwire advise`) on hand-made
+screening folders whose accuracy curves follow known power laws, so every projected step and
+time is computed here and a wrong fit, rounding, pace or ranking fails. Standard library only.
+"""
+import importlib.util
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+spec = importlib.util.spec_from_file_location("advise", os.path.join(SOURCE, "analysis", "advise.py"))
+advise = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(advise)
+
+TARGET = 0.8
+FULL, EVERY, SCREENED, SCREEN_EVERY = 600, 100, 200, 25
+
+
+def k_reaching(step, alpha=0.5):
+    """k of error = k step^-alpha that reaches 1 - TARGET exactly at `step`."""
+    return (1 - TARGET) * step ** alpha
+
+
+def write_run(screening, name, *, pace, accuracy, payload=1000):
+    """A screening run: steps 1..SCREENED at `pace` simulated s each, evaluations every
+    SCREEN_EVERY steps with accuracy(step)."""
+    path = os.path.join(screening, name)
+    os.makedirs(path)
+    with open(os.path.join(path, "scenario.json"), "w") as f:
+        json.dump({"training": {"target_accuracy": TARGET, "steps": SCREENED}}, f)
+    with open(os.path.join(path, "summary.json"), "w") as f:
+        json.dump({"steps": SCREENED, "workers": 2, "payload_bytes": payload * SCREENED * 2}, f)
+    with open(os.path.join(path, "metrics.jsonl"), "w") as f:
+        for step in range(1, SCREENED + 1):
+            f.write(json.dumps({"type": "step", "step": step, "sim_time_s": step * pace}) + "\n")
+            if step % SCREEN_EVERY == 0:
+                f.write(json.dumps({"type": "eval", "step": step, "sim_time_s": step * pace,
+                                    "accuracy": accuracy(step)}) + "\n")
+
+
+class Advise(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="gradwire-advise-test-")
+        self.screening = os.path.join(self.dir, "screening")
+        os.makedirs(self.screening)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def plan(self, candidates):
+        plan = {"scenario": "x.json", "name": "x", "full_steps": FULL, "eval_every": EVERY,
+                "screening_steps": SCREENED, "screening_eval_every": SCREEN_EVERY,
+                "screening": self.screening, "budget_s": 60, "fixed_compute_s": None,
+                "candidates": candidates}
+        path = os.path.join(self.dir, "plan.json")
+        with open(path, "w") as f:
+            json.dump(plan, f)
+        return path
+
+    def run_advise(self, candidates):
+        self.assertEqual(advise.main(["--plan", self.plan(candidates), "--elapsed-s", "12"]), 0)
+        with open(os.path.join(self.dir, "advice.json")) as f:
+            return json.load(f)
+
+    @staticmethod
+    def cand(run, kind, label, settled_after=0):
+        return {"run": run, "family": kind, "label": label, "codec": {"kind": kind},
+                "settled_after": settled_after}
+
+    def test_measured_projected_warm_up_flat_and_failed_runs_are_ranked(self):
+        k_dense, k_topk = k_reaching(150), k_reaching(350)
+        write_run(self.screening, "dense", pace=0.01, accuracy=lambda s: 1 - k_dense / math.sqrt(s),
+                  payload=8000)
+        write_run(self.screening, "topk", pace=0.004, accuracy=lambda s: 1 - k_topk / math.sqrt(s))
+        write_run(self.screening, "dgc", pace=0.003, accuracy=lambda s: 0.6 + s / 2000)
+        write_run(self.screening, "flat", pace=0.002, accuracy=lambda s: 0.5)
+        advice = self.run_advise([
+            self.cand("dense", "none", "dense SGD"), self.cand("topk", "topk", "top-k"),
+            self.cand("dgc", "dgc", "DGC", settled_after=150), self.cand("flat", "qsgd", "flat"),
+            self.cand("missing", "fp16", "fp16")])
+        by = {e["run"]: e for e in advice["ranking"]}
+
+        # Dense crosses 80% at step 150; the scenario evaluates every 100 steps, so its run
+        # reports the target at step 200, measured in the screening.
+        self.assertEqual(by["dense"]["how"], "measured")
+        self.assertEqual(by["dense"]["steps_to_target"], 200)
+        self.assertAlmostEqual(by["dense"]["time_to_target_s"], 200 * 0.01)
+        # Top-k crosses at step 350: projected, reported at the scenario's next evaluation (400),
+        # reached at the late pace of 0.004 s per step.
+        self.assertEqual(by["topk"]["how"], "projected")
+        self.assertAlmostEqual(by["topk"]["fit"]["alpha"], 0.5, places=6)
+        self.assertAlmostEqual(by["topk"]["fit"]["k"], k_topk, places=6)
+        self.assertEqual(by["topk"]["steps_to_target"], 400)
+        self.assertAlmostEqual(by["topk"]["time_to_target_s"], 400 * 0.004)
+        self.assertTrue(by["topk"]["within_scenario_steps"])
+        self.assertAlmostEqual(by["topk"]["speedup_vs_dense"], 2.0 / 1.6)
+        self.assertAlmostEqual(by["topk"]["projected_final_accuracy"], 1 - k_topk / math.sqrt(FULL))
+        self.assertAlmostEqual(by["topk"]["quality_vs_dense"],
+                               k_dense / math.sqrt(200) - k_topk / math.sqrt(200))
+        self.assertAlmostEqual(by["dense"]["bytes_per_step"], 8000)
+        # DGC's warm-up ends at 150: only two evaluations after it, too few to fit.
+        self.assertEqual(by["dgc"]["how"], "not projected")
+        self.assertIn("warm-up", by["dgc"]["reason"])
+        self.assertEqual(by["flat"]["how"], "not projected")
+        self.assertIn("not improving", by["flat"]["reason"])
+        self.assertEqual(by["missing"]["how"], "failed")
+
+        # Fastest first; without a time, the better accuracy first; failed last.
+        self.assertEqual([e["run"] for e in advice["ranking"]], ["topk", "dense", "dgc", "flat", "missing"])
+        self.assertIn("top-k reaches 80% test accuracy at 1.6 s (projected), 1.25x sooner than dense SGD",
+                      advice["answer"])
+        with open(os.path.join(self.dir, "advice.md")) as f:
+            md = f.read()
+        self.assertIn(advice["answer"], md)
+        self.assertEqual(md.count("\n| "), 1 + 5)  # header and one row per candidate
+
+    def test_says_plainly_when_no_codec_beats_dense(self):
+        k_dense, k_topk = k_reaching(150), k_reaching(350)
+        write_run(self.screening, "dense", pace=0.01, accuracy=lambda s: 1 - k_dense / math.sqrt(s))
+        write_run(self.screening, "topk", pace=0.009, accuracy=lambda s: 1 - k_topk / math.sqrt(s))
+        advice = self.run_advise([self.cand("dense", "none", "dense SGD"), self.cand("topk", "topk", "top-k")])
+        self.assertEqual(advice["ranking"][0]["run"], "dense")
+        self.assertTrue(advice["answer"].startswith("No codec beats dense SGD on this scenario"), advice["answer"])
+        self.assertIn("top-k, needs 3.6 s", advice["answer"])
+
+    def test_a_projection_past_the_scenarios_steps_is_marked(self):
+        k_dense, k_slow = k_reaching(150), k_reaching(900)
+        write_run(self.screening, "dense", pace=0.01, accuracy=lambda s: 1 - k_dense / math.sqrt(s))
+        write_run(self.screening, "slow", pace=0.001, accuracy=lambda s: 1 - k_slow / math.sqrt(s))
+        advice = self.run_advise([self.cand("dense", "none", "dense SGD"), self.cand("slow", "topk", "slow")])
+        slow = next(e for e in advice["ranking"] if e["run"] == "slow")
+        self.assertEqual(slow["steps_to_target"], 900)
+        self.assertFalse(slow["within_scenario_steps"])
+        with open(os.path.join(self.dir, "advice.md")) as f:
+            self.assertIn("(step 900, after the scenario's 600)", f.read())
+
+
+if __name__ == "__main__":
+    unittest.main()
