@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 #include <ostream>
+#include <string>
 
 #include "nodes/transport/LossLedger.h"
 #include "sim/engine/Scenario.h"
@@ -165,25 +166,26 @@ void MetricsRecorder::progress_line(std::int64_t step, double sim_time, bool for
   const double now = wall_now();
   if (!force && now - last_progress_wall_ < 2.0) return;
   last_progress_wall_ = now;
-  char buf[256];
+  const long long total = static_cast<long long>(scenario_.training.steps);
+  std::string line;
+  auto append = [&line](const char* format, auto... values) {
+    char piece[320];
+    std::snprintf(piece, sizeof piece, format, values...);
+    line += piece;
+  };
+  append("[%s] step %lld/%lld  sim %.4f s  loss %.4f", scenario_.name.c_str(),
+         static_cast<long long>(step), total, sim_time, last_loss_);
   if (last_perplexity_ >= 0) {
-    std::snprintf(buf, sizeof buf,
-                  "[%s] step %lld/%lld  sim %.4f s  loss %.4f  ppl %.2f  wall %.1f s\n",
-                  scenario_.name.c_str(), static_cast<long long>(step),
-                  static_cast<long long>(scenario_.training.steps), sim_time, last_loss_,
-                  last_perplexity_, now);
+    append("  ppl %.2f", last_perplexity_);
   } else if (last_accuracy_ >= 0) {
-    std::snprintf(buf, sizeof buf,
-                  "[%s] step %lld/%lld  sim %.4f s  loss %.4f  acc %.4f  wall %.1f s\n",
-                  scenario_.name.c_str(), static_cast<long long>(step),
-                  static_cast<long long>(scenario_.training.steps), sim_time, last_loss_,
-                  last_accuracy_, now);
-  } else {
-    std::snprintf(buf, sizeof buf, "[%s] step %lld/%lld  sim %.4f s  loss %.4f  wall %.1f s\n",
-                  scenario_.name.c_str(), static_cast<long long>(step),
-                  static_cast<long long>(scenario_.training.steps), sim_time, last_loss_, now);
+    append("  acc %.4f", last_accuracy_);
   }
-  *progress_ << buf << std::flush;
+  append("  wall %.1f s", now);
+  // The time left at the pace so far, so a long run says when it will be done.
+  if (step > 0 && step < total) {
+    append("  ETA %.0f s", now / static_cast<double>(step) * static_cast<double>(total - step));
+  }
+  *progress_ << line << "\n" << std::flush;
 }
 
 nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_on_wire,

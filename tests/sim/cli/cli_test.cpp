@@ -79,6 +79,21 @@ TEST_F(Cli, RunWritesResultsAndSetOverrides) {
   EXPECT_NE(text.find("\"steps\": 7"), std::string::npos) << text;
 }
 
+TEST_F(Cli, ProgressLinesSayWhenTheRunWillBeDone) {
+  // Evaluations always print a line: the one at step 2 of 6 is mid-run and carries an ETA, the
+  // last one none.
+  const Result r = run("run --out " + (dir_ / "runs").string() + " " + write("good.json", kGood) +
+                       " --set training.steps=6 --set training.eval_every=2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto at = r.output.find("step 2/6");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+  EXPECT_NE(line.find("  ETA "), std::string::npos) << line;
+  const auto last = r.output.find("step 6/6");
+  ASSERT_NE(last, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.substr(last, r.output.find('\n', last) - last).find("ETA"), std::string::npos);
+}
+
 TEST_F(Cli, CodecsListsParameters) {
   const Result r = run("codecs");
   EXPECT_EQ(r.code, 0);
