@@ -7,6 +7,7 @@
 #include <ns3/ipv4-global-routing-helper.h>
 #include <ns3/point-to-point-helper.h>
 #include <ns3/queue-size.h>
+#include <ns3/nstime.h>
 #include <ns3/string.h>
 #include <ns3/traffic-control-helper.h>
 #include <ns3/uinteger.h>
@@ -33,6 +34,7 @@ EthernetConfig EthernetConfig::from_json(const nlohmann::json& object, const std
   c.mtu = static_cast<std::uint32_t>(declared_integer(fields, spec("mtu")));
   c.queue_packets = static_cast<std::uint32_t>(declared_integer(fields, spec("queue")));
   c.tcp_buffer_bytes = static_cast<std::uint32_t>(declared_integer(fields, spec("tcp_buffer")));
+  c.framing = declared_string(fields, spec("framing"));
   c.impairments = ImpairmentsConfig::from_json(fields.object_at("impairments"),
                                                fields.path_of("impairments"), false);
   return c;
@@ -42,7 +44,8 @@ nlohmann::json EthernetConfig::to_json() const {
   return {{"family", "ethernet"},  {"rate", format_bps(rate_bps)},
           {"delay", format_duration(delay_s)},
           {"mtu", mtu},            {"queue", queue_packets},
-          {"tcp_buffer", tcp_buffer_bytes}, {"impairments", impairments.to_json(false)}};
+          {"tcp_buffer", tcp_buffer_bytes}, {"framing", framing},
+          {"impairments", impairments.to_json(false)}};
 }
 
 EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts)
@@ -62,7 +65,19 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
   ns3::PointToPointHelper link;
   link.SetDeviceAttribute("DataRate", ns3::StringValue(format_bps(config_.rate_bps)));
   link.SetDeviceAttribute("Mtu", ns3::UintegerValue(config_.mtu));
-  link.SetChannelAttribute("Delay", ns3::TimeValue(ns3::Seconds(config_.delay_s)));
+  // ns-3's point-to-point device puts a packet plus PPP's 2 bytes on the wire. Ethernet framing
+  // costs 38: the link stays idle for the other 36 before the next frame (an inter-frame gap
+  // in ns-3's terms), and the frame's last bit arrives after 24 bytes more than PPP's, which
+  // lengthen the propagation delay. Goodput and store-and-forward latency are then Ethernet's.
+  double delay_s = config_.delay_s;
+  if (config_.framing == "ethernet") {
+    const double byte_s = 8.0 / config_.rate_bps;
+    link.SetDeviceAttribute(
+        "InterframeGap",
+        ns3::TimeValue(ns3::Seconds((kEthernetFramingBytes - kPppFramingBytes) * byte_s)));
+    delay_s += (kEthernetFrameBytesBeforeArrival - kPppFramingBytes) * byte_s;
+  }
+  link.SetChannelAttribute("Delay", ns3::TimeValue(ns3::Seconds(delay_s)));
   link.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize",
                 ns3::QueueSizeValue(ns3::QueueSize(ns3::QueueSizeUnit::PACKETS,
                                                    config_.queue_packets)));
@@ -117,7 +132,8 @@ ns3::Ipv4Address EthernetNetwork::address(std::size_t index) const {
 std::string EthernetNetwork::describe() const {
   std::ostringstream out;
   out << "ethernet star, " << hosts_.GetN() << " hosts, " << config_.rate_bps / 1e9
-      << " Gbps, " << config_.delay_s * 1e6 << " us per link, MTU " << config_.mtu << ", queue "
+      << " Gbps, " << config_.delay_s * 1e6 << " us per link, MTU " << config_.mtu << " ("
+      << config_.framing << " framing), queue "
       << config_.queue_packets << " packets";
   if (config_.impairments.shapes_packets()) out << ", impaired";
   if (!config_.impairments.background.empty()) {

@@ -19,12 +19,22 @@
 
 namespace gradwire {
 
+/// Bytes an Ethernet frame occupies on the wire beyond its IP packet: 14 header + 4 FCS +
+/// 8 preamble and start delimiter + 12 inter-frame gap.
+constexpr double kEthernetFramingBytes = 38;
+/// Of those, the bytes before the frame's last bit arrives (all but the inter-frame gap).
+constexpr double kEthernetFrameBytesBeforeArrival = 26;
+/// ns-3's point-to-point device frames packets with PPP's 2-byte header.
+constexpr double kPppFramingBytes = 2;
+
 struct EthernetConfig {
   double rate_bps = 1e9;          ///< every host <-> switch link
   double delay_s = 50e-6;         ///< one-way propagation delay per link
   std::uint32_t mtu = 1500;       ///< bytes; 9000 for jumbo frames
   std::uint32_t queue_packets = 1000;  ///< drop-tail queue per device (NIC and switch port)
   std::uint32_t tcp_buffer_bytes = 4 << 20;  ///< socket send/receive buffers
+  /// What a frame costs on the wire beyond its IP packet: "ethernet" (38 bytes) or "ppp" (2).
+  std::string framing = "ethernet";
   ImpairmentsConfig impairments;  ///< applied to both directions of each impaired host's link
 
   /// Reads a resolved or partial `network` object (family "ethernet"); missing keys take the

@@ -108,6 +108,11 @@ const std::vector<ParamSpec>& ethernet_params() {
       integer("queue", 1000, 1, 1000000,
               "drop-tail queue per device (host NIC and switch port), packets"),
       tcp_buffer(),
+      choice("framing", "ethernet", {"ethernet", "ppp"},
+             "what each frame costs on the wire beyond its IP packet: `ethernet` 38 bytes "
+             "(14 header, 4 FCS, 8 preamble, 12 inter-frame gap), as a switched LAN; `ppp` 2 "
+             "bytes (ns-3's point-to-point header only, a few percent faster than real "
+             "Ethernet)"),
       impairments(false),
   };
   return kParams;

@@ -89,8 +89,10 @@ double wall_since(std::chrono::steady_clock::time_point t) {
 // Ethernet against the analytic model.
 
 // One TCP transfer of `bytes` over the two-hop star (host - switch - host): the alpha-beta model
-// with beta = line rate x TCP payload efficiency ((MTU - 52) / (MTU + 2)) and alpha = handshake
-// (1 RTT) + one-way latency (half an RTT, plus the store-and-forward of one frame), plus the
+// with beta = line rate x TCP payload efficiency ((MTU - 52) / (MTU + 38): Ethernet's header,
+// FCS, preamble and inter-frame gap) and alpha = handshake (1 RTT) + one-way latency (half an
+// RTT, plus the store-and-forward of one frame, whose last bit arrives 26 bytes after its IP
+// packet's), plus the
 // time the window leaves the link idle while it is below the bandwidth-delay product: each
 // round trip costs RTT - window / rate. Window growth is TCP's as ns-3 (and Linux) run it:
 // initial window 10 segments; slow start adds one segment per ACK, x1.5 per round trip with
@@ -99,8 +101,8 @@ double wall_since(std::chrono::steady_clock::time_point t) {
 // one segment per window of ACKs = 0.5 segment per round trip with delayed ACKs.
 double analytic_tcp_transfer(double bytes, double rate_bps, double link_delay_s, std::uint32_t mtu) {
   const double mss = mtu - 52.0;
-  const double frame_s = 8.0 * (mtu + 2.0) / rate_bps;  // PPP header: 2 bytes
-  const double efficiency = mss / (mtu + 2.0);
+  const double frame_s = 8.0 * (mtu + 26.0) / rate_bps;  // until the frame's last bit
+  const double efficiency = mss / (mtu + 38.0);
   const double rtt = 4 * link_delay_s + 2 * frame_s;    // data frame out, ACK back
   const double bdp = rate_bps * rtt / 8;
   const AlphaBetaModel model(1.0 * rtt + rtt / 2 + frame_s, rate_bps * efficiency);
