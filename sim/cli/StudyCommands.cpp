@@ -22,8 +22,13 @@ CLI::App* add_sweep_command(CLI::App& app, SweepCommandOptions& o) {
   cmd->add_option("file", o.file, "sweep JSON file")->required();
   cmd->add_option("-j,--jobs", o.jobs, "runs at once (default 1)")->check(CLI::Range(1, 256));
   cmd->add_option("--out", o.out_dir, "parent folder of the sweep folder (default runs)");
-  cmd->add_flag("--emit-slurm", o.emit_slurm,
-                "write <sweep>/sweep.slurm (a Slurm array job) instead of running");
+  CLI::Option* slurm = cmd->add_flag(
+      "--emit-slurm", o.emit_slurm,
+      "write <sweep>/sweep.slurm (a Slurm array job) instead of running");
+  cmd->add_flag("--collect", o.collect,
+                "run nothing: rewrite results.csv from the runs' summary.json files (each task "
+                "of the Slurm array does this when it ends)")
+      ->excludes(slurm);
   cmd->add_flag("--quiet,-q", o.quiet, "no progress lines");
   return cmd;
 }
@@ -34,9 +39,16 @@ int run_sweep_command(const SweepCommandOptions& o, std::ostream& out, std::ostr
   options.jobs = o.jobs;
   options.out_dir = o.out_dir;
   options.executable = self_executable();
+  options.sweep_file = o.file;
   options.emit_slurm = o.emit_slurm;
+  options.collect = o.collect;
   SweepRunner runner(std::move(plan), options);
   const SweepOutcome outcome = runner.run(o.quiet ? nullptr : &err);
+  if (o.collect) {
+    out << "results: " << outcome.directory << "/results.csv (" << outcome.skipped << " of "
+        << outcome.runs << " runs have results)\n";
+    return kExitOk;
+  }
   out << "results: " << outcome.directory << "/results.csv (" << outcome.finished << " ran, "
       << outcome.skipped << " skipped, " << outcome.failed << " failed";
   if (outcome.busy) out << ", " << outcome.busy << " running in another sweep process";

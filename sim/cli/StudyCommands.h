@@ -16,6 +16,7 @@ struct SweepCommandOptions {
   int jobs = 1;
   std::string out_dir = "runs";
   bool emit_slurm = false;
+  bool collect = false;
   bool quiet = false;
 };
 

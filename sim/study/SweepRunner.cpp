@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -49,6 +50,13 @@ std::string csv_number(const nlohmann::json& v) {
   }
   if (v.is_string()) return v.get<std::string>();
   return v.dump();
+}
+
+// One word for bash, whatever the path holds: single quotes, a ' written as '\''.
+std::string shell_word(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 pid_t start_run(const std::string& exe, const std::string& scenario, const std::string& out,
@@ -135,32 +143,65 @@ void SweepRunner::write_results() const {
 }
 
 void SweepRunner::write_slurm() const {
-  const std::string exe = fs::absolute(options_.executable).string();
+  const std::string exe = shell_word(fs::absolute(options_.executable).string());
   const std::string dir = fs::absolute(dir_).string();
   std::ostringstream s;
   s << "#!/bin/bash\n"
     << "# Slurm array job for sweep '" << plan_.name << "': one task per run. Resume-safe: a task\n"
-    << "# whose run already has summary.json exits at once, so the array can be resubmitted.\n"
+    << "# whose run already has summary.json does not run it again, so the array can be\n"
+    << "# resubmitted. Every task ends by rewriting results.csv from all runs' summary.json\n"
+    << "# (gradwire sweep --collect, one task at a time), so the last task leaves it complete.\n"
     << "#SBATCH --job-name=gradwire-" << plan_.name << "\n"
     << "#SBATCH --array=0-" << plan_.runs.size() - 1 << "\n"
     << "#SBATCH --output=" << dir << "/logs/slurm-%A_%a.log\n"
     << "#SBATCH --cpus-per-task=2\n"
-    << "set -euo pipefail\n"
+    << "set -uo pipefail\n"
     << "RUNS=(\n";
-  for (const auto& run : plan_.runs) s << "  " << run.name << "\n";
+  for (const auto& run : plan_.runs) s << "  " << shell_word(run.name) << "\n";
   s << ")\n"
     << "RUN=${RUNS[$SLURM_ARRAY_TASK_ID]}\n"
-    << "DIR=" << dir << "\n"
-    << "if [ -f \"$DIR/$RUN/summary.json\" ]; then echo \"$RUN: already done\"; exit 0; fi\n"
-    << "exec " << exe << " run \"$DIR/scenarios/$RUN.json\" --out \"$DIR\"\n";
+    << "DIR=" << shell_word(dir) << "\n"
+    << "STATUS=0\n"
+    << "if [ -f \"$DIR/$RUN/summary.json\" ]; then\n"
+    << "  echo \"$RUN: already done\"\n"
+    << "else\n"
+    << "  " << exe << " run \"$DIR/scenarios/$RUN.json\" --out \"$DIR\" || STATUS=$?\n"
+    << "fi\n"
+    << exe << " sweep " << shell_word(fs::absolute(options_.sweep_file).string()) << " --out "
+    << shell_word(fs::absolute(options_.out_dir).string()) << " --collect --quiet ||\n"
+    << "  if [ \"$STATUS\" -eq 0 ]; then STATUS=1; fi\n"
+    << "exit \"$STATUS\"\n";
   const std::string path = (fs::path(dir_) / "sweep.slurm").string();
   write_file_atomically(path, s.str());
   fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
 }
 
+void SweepRunner::collect_results() {
+  // Tasks of one array end at nearly the same moment: each reads every summary.json under this
+  // lock, so whichever writes last has seen them all.
+  fs::create_directories(fs::path(dir_) / "locks");
+  const std::string lock_path = (fs::path(dir_) / "locks" / "results.lock").string();
+  std::optional<FileLock> lock;
+  for (lock.emplace(lock_path); !lock->held(); lock.emplace(lock_path)) {
+    lock.reset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (std::size_t i = 0; i < plan_.runs.size(); ++i) {
+    status_[i] = fs::exists(fs::path(dir_) / plan_.runs[i].name / "summary.json") ? "ok"
+                                                                                   : "pending";
+  }
+  write_results();
+}
+
 SweepOutcome SweepRunner::run(std::ostream* progress) {
   SweepOutcome outcome;
   outcome.directory = dir_;
+  outcome.runs = static_cast<int>(plan_.runs.size());
+  if (options_.collect) {
+    collect_results();
+    outcome.skipped = static_cast<int>(std::count(status_.begin(), status_.end(), "ok"));
+    return outcome;
+  }
   write_scenarios();
   if (options_.emit_slurm) {
     write_slurm();

@@ -8,6 +8,7 @@
 //   <run>/                 its outputs (scenario.json, metrics.jsonl, summary.json)
 //   results.csv            one row per run: axis values, status, summary figures
 //   sweep.slurm            with --emit-slurm only
+//   locks/                 one flock per running run; results.lock while --collect writes
 #pragma once
 
 #include <iosfwd>
@@ -21,7 +22,13 @@ struct SweepOptions {
   int jobs = 1;
   std::string out_dir = "runs";
   std::string executable;  ///< the gradwire binary to start for each run
+  /// The sweep file the plan came from: sweep.slurm's tasks read it again to collect results.
+  std::string sweep_file;
   bool emit_slurm = false;
+  /// Run nothing: rewrite results.csv from the summary.json files present ("ok") and absent
+  /// ("pending"). Each task of the Slurm array does this when it ends; a lock serialises them
+  /// so the last one to end leaves results.csv complete.
+  bool collect = false;
 };
 
 struct SweepOutcome {
@@ -29,6 +36,7 @@ struct SweepOutcome {
   int skipped = 0;   ///< already had results
   int failed = 0;
   int busy = 0;      ///< being run by another sweep process on the same folder (not run here)
+  int runs = 0;      ///< in the plan
   std::string directory;
 };
 
@@ -45,6 +53,7 @@ class SweepRunner {
   void write_scenarios() const;
   void write_results() const;
   void write_slurm() const;
+  void collect_results();
 
   SweepPlan plan_;
   SweepOptions options_;

@@ -3,9 +3,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -291,11 +293,46 @@ TEST_F(Study, EmitSlurmWritesAnArrayJobAndRunsNothing) {
   const std::string script((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(script.find("#SBATCH --array=0-7"), std::string::npos) << script;
   EXPECT_NE(script.find("summary.json"), std::string::npos);  // resume-safe
+  EXPECT_NE(script.find(" --collect "), std::string::npos);  // each task updates results.csv
+  EXPECT_EQ(std::system(("bash -n " + (dir_ / "out" / "tiny" / "sweep.slurm").string()).c_str()),
+            0) << script;
   EXPECT_TRUE(fs::exists(dir_ / "out" / "tiny" / "scenarios" /
                          "rate=1Gbps__codec=topk-ratio0.1__workers=3__seed=2.json"));
   for (const auto& e : fs::directory_iterator(dir_ / "out" / "tiny")) {
     EXPECT_FALSE(fs::exists(e.path() / "summary.json")) << "a run was executed: " << e.path();
   }
+}
+
+// What each Slurm task does when it ends: results.csv from the summaries present, nothing run.
+// (slurm_sweep_test runs the array under a real Slurm.)
+TEST_F(Study, CollectRewritesResultsFromSummariesAndRunsNothing) {
+  std::ofstream(dir_ / "sweep.json") << sweep_doc().dump(2);
+  const std::string sweep = "sweep " + (dir_ / "sweep.json").string() + " --out " +
+                            (dir_ / "out").string();
+  ASSERT_EQ(run(sweep + " --emit-slurm").code, 0);
+  const std::string done = "rate=100Mbps__codec=none__workers=2__seed=1";
+  fs::create_directories(dir_ / "out" / "tiny" / done);
+  std::ofstream(dir_ / "out" / "tiny" / done / "summary.json")
+      << R"({"final_accuracy": 0.75, "bytes_on_wire": 1234})";
+  const Result r = run(sweep + " --collect");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 of 8 runs have results"), std::string::npos) << r.output;
+  const auto rows = read_csv(dir_ / "out" / "tiny" / "results.csv");
+  ASSERT_EQ(rows.size(), 9u);
+  const auto col = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(rows[0].begin(), rows[0].end(), name) -
+                                    rows[0].begin());
+  };
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const bool is_done = rows[i][0] == done;
+    EXPECT_EQ(rows[i][col("status")], is_done ? "ok" : "pending") << rows[i][0];
+    EXPECT_EQ(rows[i][col("final_accuracy")], is_done ? "0.75" : "") << rows[i][0];
+    EXPECT_EQ(rows[i][col("bytes_on_wire")], is_done ? "1234" : "") << rows[i][0];
+    if (!is_done) {
+      EXPECT_FALSE(fs::exists(dir_ / "out" / "tiny" / rows[i][0] / "summary.json"));
+    }
+  }
+  EXPECT_NE(run(sweep + " --collect --emit-slurm").code, 0);  // one or the other
 }
 
 TEST(ShippedScenarios, EveryScenarioAndStudyValidates) {
