@@ -14,12 +14,14 @@
 #include <torch/torch.h>
 
 #include "codecs/CodecRegistry.h"
+#include "codecs/CodecState.h"
 #include "codecs/ErrorFeedback.h"
 #include "codecs/kernels/CpuFeatures.h"
 #include "codecs/MomentumCorrection.h"
 #include "codecs/sparsify/AdaCompCodec.h"
 #include "codecs/sparsify/DgcCodec.h"
 #include "codecs/sparsify/GradientDroppingCodec.h"
+#include "codecs/sparsify/LayerPlan.h"
 #include "codecs/sparsify/RandomKCodec.h"
 #include "codecs/sparsify/SdagcCodec.h"
 #include "codecs/sparsify/ThresholdSampling.h"
@@ -777,6 +779,315 @@ TEST(Sdagc, ThresholdFollowsTheStandardDeviation) {
   // Gaussian: P(|x| >= 3 sigma) = 0.27%.
   EXPECT_NEAR(sd.last_density(), 0.0027, 0.0006);
   EXPECT_FALSE(sd.applies_momentum());
+}
+
+// --------------------------------------------------------------------------------------------
+// AdaComp's and SDAGC's encoders are vectorised and fuse their passes; they must send exactly
+// what the plain element-by-element algorithm sends. The references below are that algorithm,
+// loop for loop (the form the codecs had before they were vectorised), kept here as the
+// specification: payload bytes and saved state must match bit for bit, at every kernel level,
+// over layer plans with conv and fc tensors, sizes that are not multiples of a vector or a
+// bin, zeros, ties, inf and NaN, and several steps so the residual and momentum carry over.
+// A fingerprint of all of it is pinned too: it also catches a change of the shared wire code
+// that the references reuse.
+
+/// Test gradients from SplitMix64 (no LibTorch or <random> in the loop, so the fingerprint
+/// does not depend on their versions): a centred sum of uniforms times a uniform scale (heavier
+/// tails than a Gaussian); `zeros` of them exactly 0; `specials` sprinkles +-inf and NaN.
+torch::Tensor bytes_test_gradient(std::int64_t n, std::uint64_t seed, double zeros = 0.0,
+                                  bool specials = false) {
+  SplitMix64 rng(seed);
+  const auto uniform = [&rng] { return static_cast<double>(rng.next() >> 11) * 0x1.0p-53; };
+  torch::Tensor t = torch::empty({n}, torch::kFloat);
+  float* p = t.data_ptr<float>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double x = (uniform() + uniform() + uniform() + uniform() - 2.0) * uniform() * 1e-2;
+    p[i] = uniform() < zeros ? 0.0f : static_cast<float>(x);
+  }
+  if (specials && n > 40) {
+    p[n / 3] = INFINITY;
+    p[n / 2] = -INFINITY;
+    p[n - 7] = NAN;
+  }
+  // Ties: a run of equal magnitudes (AdaComp's |H| >= gmax and SDAGC's |v| >= thr at equality).
+  for (std::int64_t i = n / 5; i < std::min(n, n / 5 + 40); ++i) p[i] = (i % 2 ? 1.0f : -1.0f) * 3e-3f;
+  return t;
+}
+
+std::uint64_t fnv1a(std::uint64_t h, const Bytes& b) {
+  for (const std::uint8_t c : b) h = (h ^ c) * 0x100000001b3ULL;
+  return (h ^ b.size()) * 0x100000001b3ULL;
+}
+
+Bytes float_state(const std::string& codec, const std::vector<std::pair<std::string, std::vector<float>>>& tensors) {
+  CodecState st(codec);
+  for (const auto& [key, values] : tensors) {
+    torch::Tensor t = torch::empty({static_cast<std::int64_t>(values.size())}, torch::kFloat);
+    std::copy(values.begin(), values.end(), t.data_ptr<float>());
+    st.put_tensor(key, t);
+  }
+  return st.serialize();
+}
+
+/// Reference AdaComp encode: the algorithm of AdaCompCodec.h, one element at a time.
+struct ReferenceAdaComp {
+  AdaCompOptions options;
+  std::vector<LayerSlice> layers;
+  std::vector<float> r;
+
+  Bytes encode(const torch::Tensor& grad) {
+    const std::int64_t n = grad.numel();
+    if (r.empty()) r.assign(static_cast<std::size_t>(n), 0.0f);
+    const float* g = grad.data_ptr<float>();
+    std::vector<std::uint32_t> indices;
+    std::vector<std::uint8_t> negative;
+    std::vector<std::pair<std::uint32_t, float>> segments;
+    for (const Segment& s : plan_segments(layers, n, false)) {
+      const std::int64_t bin = s.dims == 4 ? options.bin_conv : options.bin_fc;
+      const std::size_t first = indices.size();
+      double gmax_sum = 0.0;
+      std::int64_t bins = 0;
+      for (std::int64_t b = s.offset; b < s.offset + s.length; b += bin) {
+        const std::int64_t e = std::min(b + bin, s.offset + s.length);
+        float gmax = 0.0f;
+        for (std::int64_t i = b; i < e; ++i) {
+          r[i] += g[i];
+          gmax = std::max(gmax, std::fabs(r[i]));
+        }
+        gmax_sum += gmax;
+        ++bins;
+        if (!(gmax > 0.0f)) continue;
+        for (std::int64_t i = b; i < e; ++i) {
+          if (r[i] != 0.0f && std::fabs(r[i] + g[i]) >= gmax) indices.push_back(static_cast<std::uint32_t>(i));
+        }
+      }
+      const std::size_t count = indices.size() - first;
+      if (count == 0) continue;
+      const auto scale = static_cast<float>(gmax_sum / static_cast<double>(bins));
+      for (std::size_t j = first; j < indices.size(); ++j) {
+        const std::uint32_t i = indices[j];
+        const bool neg = r[i] < 0.0f;
+        negative.push_back(neg ? 1 : 0);
+        r[i] -= neg ? -scale : scale;
+      }
+      segments.emplace_back(static_cast<std::uint32_t>(count), scale);
+    }
+    const std::size_t k = indices.size();
+    const IndexCoding coding = choose_index_coding(indices.data(), k);
+    const std::size_t section = index_section_size(coding, indices.data(), k);
+    ByteWriter w;
+    write_header(w, CodecId::kAdaComp, AdaCompCodec::kFormatVersion, static_cast<std::uint64_t>(n));
+    w.u8(static_cast<std::uint8_t>(coding));
+    w.u32(static_cast<std::uint32_t>(k));
+    w.u32(static_cast<std::uint32_t>(section));
+    w.u32(static_cast<std::uint32_t>(segments.size()));
+    for (const auto& [count, scale] : segments) {
+      w.u32(count);
+      w.f32(scale);
+    }
+    write_index_section(w, coding, indices.data(), k);
+    std::vector<std::uint8_t> bits((k + 7) / 8, 0);
+    for (std::size_t j = 0; j < k; ++j) bits[j / 8] |= static_cast<std::uint8_t>(negative[j] << (j % 8));
+    w.raw(bits.data(), bits.size());
+    return w.take();
+  }
+};
+
+/// Reference SDAGC encode: the algorithm of SdagcCodec.h, one element at a time (sums in
+/// double, in element order).
+struct ReferenceSdagc {
+  SdagcOptions options;
+  std::vector<LayerSlice> layers;
+  int workers = 1;
+  std::vector<float> u, v;
+
+  Bytes encode(const torch::Tensor& grad) {
+    const std::int64_t n = grad.numel();
+    if (u.empty()) {
+      u.assign(static_cast<std::size_t>(n), 0.0f);
+      v.assign(static_cast<std::size_t>(n), 0.0f);
+    }
+    const float* g = grad.data_ptr<float>();
+    float scale = 1.0f;
+    if (options.clip_norm > 0.0) {
+      double sq = 0.0;
+      for (std::int64_t i = 0; i < n; ++i) sq += static_cast<double>(g[i]) * g[i];
+      const double limit = options.clip_norm / std::sqrt(static_cast<double>(workers));
+      if (std::sqrt(sq) > limit) scale = static_cast<float>(limit / std::sqrt(sq));
+    }
+    const float m = options.momentum_compensation ? static_cast<float>(options.momentum) : 0.0f;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (m == 0.0f) {
+        v[i] += scale * g[i];
+      } else {
+        const float ui = m * u[i] + scale * g[i];
+        u[i] = ui;
+        v[i] += ui;
+      }
+    }
+    std::vector<std::uint32_t> indices;
+    std::vector<float> values;
+    for (const Segment& s : plan_segments(layers, n, false)) {
+      const float* x = v.data() + s.offset;
+      double sum = 0.0;
+      double sq = 0.0;
+      for (std::int64_t i = 0; i < s.length; ++i) {
+        sum += x[i];
+        sq += static_cast<double>(x[i]) * x[i];
+      }
+      const double mean = sum / static_cast<double>(s.length);
+      const double var = std::max(0.0, sq / static_cast<double>(s.length) - mean * mean);
+      const auto thr = static_cast<float>(options.lambda * std::sqrt(var));
+      const std::uint32_t key = std::max<std::uint32_t>(magnitude_key(thr), 1u);
+      const std::size_t first = indices.size();
+      for (std::int64_t i = 0; i < s.length; ++i) {
+        if (magnitude_key(x[i]) >= key) indices.push_back(static_cast<std::uint32_t>(s.offset + i));
+      }
+      if (indices.size() == first) {
+        std::int64_t best = 0;
+        for (std::int64_t i = 1; i < s.length; ++i) {
+          if (magnitude_key(x[i]) > magnitude_key(x[best])) best = i;
+        }
+        indices.push_back(static_cast<std::uint32_t>(s.offset + best));
+      }
+      float revise = 1.0f;
+      if (options.lr_revision) {
+        double sent_sq = 0.0;
+        double u_sq = 0.0;
+        for (std::size_t j = first; j < indices.size(); ++j) sent_sq += static_cast<double>(v[indices[j]]) * v[indices[j]];
+        for (std::int64_t i = 0; i < s.length; ++i) u_sq += static_cast<double>(u[s.offset + i]) * u[s.offset + i];
+        if (sent_sq > u_sq && sent_sq > 0.0) revise = static_cast<float>(std::sqrt(u_sq / sent_sq));
+      }
+      for (std::size_t j = first; j < indices.size(); ++j) {
+        const std::uint32_t i = indices[j];
+        const float q = round_to_format(revise * v[i], options.values);
+        values.push_back(q);
+        v[i] -= q;
+        if (m != 0.0f) u[i] = 0.0f;
+      }
+    }
+    return encode_compact_sparse(static_cast<std::uint64_t>(n), indices.data(), values.data(), indices.size(),
+                                 options.values);
+  }
+};
+
+/// Layer plans for the byte tests: {} (one fc-like segment), conv and fc tensors with biases
+/// (sizes off every vector width and bin), and a plan that does not tile (one segment).
+struct BytesCase {
+  const char* name;
+  std::int64_t n;
+  std::vector<LayerSlice> layers;
+};
+
+std::vector<BytesCase> bytes_cases() {
+  std::vector<LayerSlice> net = {LayerSlice{"conv1.weight", 0, {6, 3, 5, 5}},      // 450
+                                 LayerSlice{"conv1.bias", 450, {6}},
+                                 LayerSlice{"conv2.weight", 456, {16, 6, 3, 3}},    // 864
+                                 LayerSlice{"conv2.bias", 1320, {16}},
+                                 LayerSlice{"fc1.weight", 1336, {120, 1037}},       // 124440
+                                 LayerSlice{"fc1.bias", 125776, {120}},
+                                 LayerSlice{"fc2.weight", 125896, {10, 120}},       // 1200
+                                 LayerSlice{"fc2.bias", 127096, {10}}};
+  std::vector<LayerSlice> big = {LayerSlice{"conv.weight", 0, {64, 32, 3, 3}},      // 18432
+                                 LayerSlice{"conv.bias", 18432, {64}},
+                                 LayerSlice{"fc.weight", 18496, {1001, 307}},       // 307307
+                                 LayerSlice{"fc.bias", 325803, {1001}}};
+  return {{"one", 1, {}},          {"n7", 7, {}},
+          {"n50", 50, {}},         {"n501", 501, {}},
+          {"n4099", 4099, {}},     {"n70001", 70001, {}},
+          {"n300007", 300007, {}}, {"net", 127106, net},
+          {"big", 326804, big},    {"gap", 1000, {LayerSlice{"w", 10, {990}}}}};
+}
+
+/// Runs `steps` encodes of `codec` and `reference` on the same gradients; both must give the
+/// same payloads and states. Returns the fingerprint of the codec's payloads and states.
+template <typename Codec_, typename Reference>
+std::uint64_t compare_with_reference(Codec_& codec, Reference& reference, const BytesCase& c, std::uint64_t seed,
+                                     const std::string& label, const std::function<Bytes(const Reference&)>& state) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (int step = 0; step < 4; ++step) {
+    // Step 2 zeroes half of the gradient (bins and layers with nothing new), step 3 brings inf
+    // and NaN on some cases.
+    const torch::Tensor g = bytes_test_gradient(c.n, mix_seed(seed, step), step == 2 ? 0.5 : 0.0,
+                                                step == 3 && seed % 3 == 0);
+    const Bytes got = codec.encode(g);
+    const Bytes want = reference.encode(g);
+    EXPECT_EQ(got, want) << label << " step " << step;
+    EXPECT_EQ(codec.save_state(), state(reference)) << label << " step " << step << " state";
+    if (got != want) return 0;
+    h = fnv1a(fnv1a(h, got), codec.save_state());
+  }
+  return h;
+}
+
+std::uint64_t adacomp_bytes_fingerprint(const std::string& level) {
+  std::uint64_t h = 0;
+  for (const BytesCase& c : bytes_cases()) {
+    for (const auto& [bin_conv, bin_fc] : {std::pair<std::int64_t, std::int64_t>{50, 500}, {7, 33}, {1, 1}}) {
+      CodecContext ctx = context(c.n);
+      ctx.layers = c.layers;
+      AdaCompOptions o;
+      o.bin_conv = bin_conv;
+      o.bin_fc = bin_fc;
+      AdaCompCodec codec(o, ctx);
+      ReferenceAdaComp reference{o, c.layers, {}};
+      const std::string label = std::string(c.name) + " bins " + std::to_string(bin_conv) + "/" +
+                                std::to_string(bin_fc) + " kernels " + level;
+      h = h * 31 + compare_with_reference<AdaCompCodec, ReferenceAdaComp>(
+                       codec, reference, c, static_cast<std::uint64_t>(c.n * 7 + bin_fc), label,
+                       [](const ReferenceAdaComp& r) { return float_state("adacomp", {{"residual", r.r}}); });
+    }
+  }
+  return h;
+}
+
+std::uint64_t sdagc_bytes_fingerprint(const std::string& level) {
+  std::uint64_t h = 0;
+  for (const BytesCase& c : bytes_cases()) {
+    for (int variant = 0; variant < 20; ++variant) {
+      CodecContext ctx = context(c.n, 0, 4);
+      ctx.layers = c.layers;
+      SdagcOptions o;
+      o.clip_norm = (variant & 1) ? 0.05 : 0.0;
+      o.lr_revision = (variant & 2) != 0;
+      o.values = (variant & 4) ? ValueFormat::kFp16 : ValueFormat::kFp32;
+      o.momentum_compensation = (variant & 8) == 0;
+      o.lambda = variant < 16 ? 3.0 : (variant == 16 ? 0.5 : (variant == 17 ? 1.5 : (variant == 18 ? 5.0 : 40.0)));
+      SdagcCodec codec(o, ctx);
+      ReferenceSdagc reference{o, c.layers, 4, {}, {}};
+      const std::string label = std::string(c.name) + " variant " + std::to_string(variant) + " kernels " + level;
+      h = h * 31 + compare_with_reference<SdagcCodec, ReferenceSdagc>(
+                       codec, reference, c, static_cast<std::uint64_t>(c.n * 131 + variant), label,
+                       [](const ReferenceSdagc& r) { return float_state("sdagc", {{"u", r.u}, {"v", r.v}}); });
+    }
+  }
+  return h;
+}
+
+// Fingerprints of every payload and state above, recorded from the element-by-element encoders
+// (the references' algorithm) with `sparsifiers_test --gtest_filter='*SameBytes*'`, which
+// prints them when they differ.
+constexpr std::uint64_t kAdaCompBytesFingerprint = 0x58457f5a7e00774bULL;
+constexpr std::uint64_t kSdagcBytesFingerprint = 0x9e486ac30b87f9c0ULL;
+
+TEST(AdaComp, SameBytesAsTheElementByElementAlgorithm) {
+  for (const KernelLevel level : {KernelLevel::kNative, KernelLevel::kAvx2, KernelLevel::kPortable}) {
+    use_kernels(level);
+    const std::string name = std::to_string(static_cast<int>(level));
+    const std::uint64_t h = adacomp_bytes_fingerprint(name);
+    use_kernels(KernelLevel::kNative);
+    EXPECT_EQ(h, kAdaCompBytesFingerprint) << "kernel level " << name << std::hex << ": 0x" << h;
+  }
+}
+
+TEST(Sdagc, SameBytesAsTheElementByElementAlgorithm) {
+  for (const KernelLevel level : {KernelLevel::kNative, KernelLevel::kAvx2, KernelLevel::kPortable}) {
+    use_kernels(level);
+    const std::string name = std::to_string(static_cast<int>(level));
+    const std::uint64_t h = sdagc_bytes_fingerprint(name);
+    use_kernels(KernelLevel::kNative);
+    EXPECT_EQ(h, kSdagcBytesFingerprint) << "kernel level " << name << std::hex << ": 0x" << h;
+  }
 }
 
 }  // namespace
