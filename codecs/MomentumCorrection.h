@@ -35,6 +35,26 @@ void momentum_accumulate_collect(float* u, float* v, const float* g, std::int64_
                                  float momentum, bool nesterov, float g_scale, std::uint32_t key,
                                  std::uint32_t base, std::vector<std::uint32_t>& out);
 
+/// Sums over the updated buffers of momentum_accumulate_moments, in double.
+struct VelocityMoments {
+  double sum = 0.0;        ///< sum of v
+  double squares = 0.0;    ///< sum of v^2
+  double u_squares = 0.0;  ///< sum of u^2 (when asked for)
+};
+
+/// momentum_accumulate fused with the moments of the updated v (and of the updated u when
+/// `u_squares`), summed in double lanes (kMomentLanes, codecs/kernels/MomentKernels.h: the
+/// same bits at every kernel level, not those of one element-order sum), and the largest magnitude_key of the updated v in each block of kScanBlock
+/// elements (the last block may be shorter), written to block_max[0 .. ceil(n / kScanBlock)),
+/// so that a scan for a threshold known only after the pass can skip the blocks below it
+/// (collect_at_least_in_blocks). One pass: one read of g, u, v; one write of u, v.
+VelocityMoments momentum_accumulate_moments(float* u, float* v, const float* g, std::int64_t n,
+                                            float momentum, bool nesterov, float g_scale,
+                                            bool u_squares, std::uint32_t* block_max);
+
+/// The sum of x[i]^2 in double, in the lanes of momentum_accumulate_moments.
+double sum_of_squares(const float* x, std::int64_t n);
+
 /// The value v[i] will have after momentum_accumulate, without writing anything: the same
 /// float operations in the same order (so the same bits), used to sample the updated velocity
 /// before the fused pass. (A build that contracts a * b + c into FMA must do so alike in both;

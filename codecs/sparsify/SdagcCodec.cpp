@@ -42,45 +42,48 @@ Bytes SdagcCodec::encode(const torch::Tensor& grad) {
   float* v = v_->data_ptr<float>();
   float scale = 1.0f;
   if (options_.clip_norm > 0.0) {
-    double sq = 0.0;
-    for (std::int64_t i = 0; i < n; ++i) sq += static_cast<double>(g[i]) * g[i];
+    // Summed in lanes (sum_of_squares), not in element order: only the float scale below is
+    // kept, so the last bits of the double do not matter but in the rarest rounding tie.
+    const double sq = sum_of_squares(g, n);
     const double limit = options_.clip_norm / std::sqrt(static_cast<double>(workers_));
     if (std::sqrt(sq) > limit) scale = static_cast<float>(limit / std::sqrt(sq));
   }
   const float m = options_.momentum_compensation ? static_cast<float>(options_.momentum) : 0.0f;
-  momentum_accumulate(u, v, g, n, m, false, scale);
 
+  // Per segment: one pass updates u and v, sums v and v^2 (and u^2 for the revision) and
+  // notes each block's largest |v|; the threshold follows from the sums, and the scan for
+  // |v| >= threshold reads only the blocks that reach it (from memory again, for a segment
+  // larger than the cache: a few percent of it at SDAGC's densities). The sums are taken in
+  // lanes (momentum_accumulate_moments), which may differ from an element-order sum in the last
+  // bits of a double; the threshold is rounded to float, so only a double straddling a float
+  // rounding boundary could change it (sparsifiers_test pins the element-order results).
   std::vector<std::uint32_t> indices;
   std::vector<float> values;
   for (const Segment& s : plan_segments(layers_, n, false)) {
-    const float* x = v + s.offset;
-    double sum = 0.0;
-    double sq = 0.0;
-    for (std::int64_t i = 0; i < s.length; ++i) {
-      sum += x[i];
-      sq += static_cast<double>(x[i]) * x[i];
-    }
-    const double mean = sum / static_cast<double>(s.length);
-    const double var = std::max(0.0, sq / static_cast<double>(s.length) - mean * mean);
+    float* x = v + s.offset;
+    block_max_.resize(static_cast<std::size_t>((s.length + kScanBlock - 1) / kScanBlock));
+    const VelocityMoments mo = momentum_accumulate_moments(u + s.offset, x, g + s.offset, s.length, m, false,
+                                                           scale, options_.lr_revision, block_max_.data());
+    const double mean = mo.sum / static_cast<double>(s.length);
+    const double var = std::max(0.0, mo.squares / static_cast<double>(s.length) - mean * mean);
     const auto thr = static_cast<float>(options_.lambda * std::sqrt(var));
     const std::size_t first = indices.size();
-    collect_at_least(x, s.length, std::max<std::uint32_t>(magnitude_key(thr), 1u), static_cast<std::uint32_t>(s.offset),
-                     indices);
-    if (indices.size() == first) {  // never starve a layer: send its largest entry
-      std::int64_t best = 0;
-      for (std::int64_t i = 1; i < s.length; ++i) {
-        if (magnitude_key(x[i]) > magnitude_key(x[best])) best = i;
-      }
+    collect_at_least_in_blocks(x, s.length, std::max<std::uint32_t>(magnitude_key(thr), 1u),
+                               static_cast<std::uint32_t>(s.offset), block_max_.data(), indices);
+    if (indices.size() == first) {  // never starve a layer: send its largest entry (the first)
+      const auto top = std::max_element(block_max_.begin(), block_max_.end());
+      std::int64_t best = (top - block_max_.begin()) * kScanBlock;
+      while (magnitude_key(x[best]) != *top) ++best;
       indices.push_back(static_cast<std::uint32_t>(s.offset + best));
     }
     float revise = 1.0f;
     if (options_.lr_revision) {
       double sent_sq = 0.0;
-      double u_sq = 0.0;
       for (std::size_t j = first; j < indices.size(); ++j) {
         sent_sq += static_cast<double>(v[indices[j]]) * v[indices[j]];
       }
-      for (std::int64_t i = 0; i < s.length; ++i) u_sq += static_cast<double>(u[s.offset + i]) * u[s.offset + i];
+      // u^2 summed in lanes, like the moments: only the float `revise` is kept.
+      const double u_sq = mo.u_squares;
       if (sent_sq > u_sq && sent_sq > 0.0) revise = static_cast<float>(std::sqrt(u_sq / sent_sq));
     }
     for (std::size_t j = first; j < indices.size(); ++j) {
@@ -125,9 +128,10 @@ CodecWork SdagcCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload
   const double k = last_density_ * n;
   if (op == CodecOp::kDecode) return CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, k);
   if (op != CodecOp::kEncode) return Codec::work(op, numel, payload_bytes);
-  CodecWork w = CodecWork::memory(28 * n + bytes) + CodecWork::compute(8 * n);
+  const double scanned = std::min(n, static_cast<double>(kScanBlock) * k);  // blocks that reach thr
+  CodecWork w = CodecWork::memory(20 * n + 4 * scanned + bytes) + CodecWork::compute(8 * n);
   if (options_.clip_norm > 0.0) w += CodecWork::memory(4 * n) + CodecWork::compute(2 * n);
-  if (options_.lr_revision) w += CodecWork::memory(4 * n) + CodecWork::compute(2 * n);
+  if (options_.lr_revision) w += CodecWork::compute(2 * n);  // u^2 in the same pass
   w += CodecWork::gather(n, k) * 2;  // v and u at the sent entries
   return w;
 }

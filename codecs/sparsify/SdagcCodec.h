@@ -46,9 +46,10 @@ class SdagcCodec : public Codec {
   std::string name() const override { return "sdagc"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
-  /// Encode: the optional clipping norm (4n bytes), the momentum pass (20n bytes), per layer a
-  /// mean/variance pass and a threshold scan (4n bytes each; no sort: the threshold is
-  /// lambda sigma), the optional revision norm, the sent entries updated, the payload written.
+  /// Encode: the optional clipping norm (4n bytes), one pass per layer that updates the
+  /// momentum and sums the mean, variance (and revision norm) of v (20n bytes), the threshold
+  /// scan over the blocks of 64 that reach lambda sigma (no sort; at most 64 elements per sent
+  /// one, at most n), the sent entries updated, the payload written.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   double last_density() const override { return last_density_; }
   bool applies_momentum() const override {
@@ -66,6 +67,7 @@ class SdagcCodec : public Codec {
   double last_density_ = 1.0;
   std::unique_ptr<torch::Tensor> u_;
   std::unique_ptr<torch::Tensor> v_;
+  std::vector<std::uint32_t> block_max_;  ///< per block of v: its largest magnitude key
 };
 
 }  // namespace gradwire

@@ -167,11 +167,14 @@ __attribute__((target("avx2"))) std::size_t append_at_least_avx2(const float* x,
 // Elements per call of the vector collector: the output grows by at most this much per call.
 constexpr std::int64_t kCollectWindow = 4096;
 
-void collect(const float* x, std::int64_t n, std::uint32_t key, std::uint32_t base,
-             std::vector<std::uint32_t>& out, std::vector<std::uint32_t>* keys) {
-  std::size_t used = out.size();
+// The scan of collect: appends after the first `used` entries of out (whose size may be
+// larger: room_for grows it ahead) and returns the new count; `vector_used` receives the count
+// after the vector part (keys are written up to there).
+std::size_t collect_from(const float* x, std::int64_t n, std::uint32_t key, std::uint32_t base,
+                         std::vector<std::uint32_t>& out, std::size_t used, std::vector<std::uint32_t>* keys,
+                         std::size_t& vector_used) {
   std::int64_t i = 0;
-  std::size_t vector_used = used;
+  vector_used = used;
 #ifdef GRADWIRE_SCAN_SIMD
   const bool avx512 = cpu_features().avx512;
   if (avx512 || cpu_features().avx2) {
@@ -199,6 +202,13 @@ void collect(const float* x, std::int64_t n, std::uint32_t key, std::uint32_t ba
     used += append_at_least(x + i, n - i, key, base + static_cast<std::uint32_t>(i),
                             room_for(out, used, n - i));
   }
+  return used;
+}
+
+void collect(const float* x, std::int64_t n, std::uint32_t key, std::uint32_t base,
+             std::vector<std::uint32_t>& out, std::vector<std::uint32_t>* keys) {
+  std::size_t vector_used = 0;
+  const std::size_t used = collect_from(x, n, key, base, out, out.size(), keys, vector_used);
   out.resize(used);
   if (keys != nullptr) {
     // The scalar paths write no keys: theirs (all of them without AVX2, else those of the last
@@ -219,6 +229,27 @@ void collect_at_least(const float* x, std::int64_t n, std::uint32_t key, std::ui
                       std::vector<std::uint32_t>& out, std::vector<std::uint32_t>& keys) {
   keys.resize(out.size());
   collect(x, n, key, base, out, &keys);
+}
+
+void collect_at_least_in_blocks(const float* x, std::int64_t n, std::uint32_t key,
+                                std::uint32_t base, const std::uint32_t* block_max,
+                                std::vector<std::uint32_t>& out) {
+  const std::int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
+  std::size_t used = out.size();
+  for (std::int64_t b = 0; b < blocks;) {
+    if (block_max[b] < key) {
+      ++b;
+      continue;
+    }
+    std::int64_t e = b + 1;  // a run of blocks to scan goes to the vector scan in one call
+    while (e < blocks && block_max[e] >= key) ++e;
+    const std::int64_t from = b * kScanBlock;
+    std::size_t vector_used = 0;
+    used = collect_from(x + from, std::min(n, e * kScanBlock) - from, key,
+                        base + static_cast<std::uint32_t>(from), out, used, nullptr, vector_used);
+    b = e;
+  }
+  out.resize(used);
 }
 
 bool dgc_exact_only(std::int64_t n, std::int64_t k, double sample_ratio) {

@@ -70,6 +70,13 @@ void collect_at_least(const float* x, std::int64_t n, std::uint32_t key, std::ui
 void collect_at_least(const float* x, std::int64_t n, std::uint32_t key, std::uint32_t base,
                       std::vector<std::uint32_t>& out, std::vector<std::uint32_t>& keys);
 
+/// collect_at_least over only the blocks of kScanBlock elements whose largest key,
+/// block_max[b] (the last block may be shorter), reaches `key`: the same entries, without
+/// reading the blocks that hold none.
+void collect_at_least_in_blocks(const float* x, std::int64_t n, std::uint32_t key,
+                                std::uint32_t base, const std::uint32_t* block_max,
+                                std::vector<std::uint32_t>& out);
+
 /// The rank-th largest of `keys` (1 <= rank <= keys.size()): an 11-bit histogram of the top
 /// bits picks the bucket, nth_element runs inside it only. Reorders `keys`.
 std::uint32_t kth_largest_key(std::vector<std::uint32_t>& keys, std::int64_t rank);

@@ -1085,6 +1085,19 @@ TEST(Sdagc, SameBytesAsTheElementByElementAlgorithm) {
     use_kernels(level);
     const std::string name = std::to_string(static_cast<int>(level));
     const std::uint64_t h = sdagc_bytes_fingerprint(name);
+    // Every |v| exactly at the threshold (+-c with mean 0 and lambda 1: lambda * std = c): all
+    // of them reach it.
+    for (const std::int64_t n : {1000, 70000}) {
+      SdagcOptions o;
+      o.lambda = 1.0;
+      o.momentum_compensation = false;
+      SdagcCodec codec(o, context(n));
+      ReferenceSdagc reference{o, {}, 1, {}, {}};
+      torch::Tensor g = torch::full({n}, 0.25f);
+      g.index_put_({torch::indexing::Slice(1, torch::indexing::None, 2)}, -0.25f);
+      EXPECT_EQ(codec.encode(g), reference.encode(g)) << n << " kernels " << name;
+      EXPECT_EQ(codec.last_density(), 1.0) << n << " kernels " << name;
+    }
     use_kernels(KernelLevel::kNative);
     EXPECT_EQ(h, kSdagcBytesFingerprint) << "kernel level " << name << std::hex << ": 0x" << h;
   }
