@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include <torch/types.h>
@@ -43,46 +44,78 @@ Bytes AdaCompCodec::encode(const torch::Tensor& grad) {
   float* r = residual_->data_ptr<float>();  // becomes G, then G - sent
   const float* g = grad.data_ptr<float>();
 
-  std::vector<std::uint32_t> indices;
-  std::vector<std::uint8_t> negative;
+  // Per bin (50 or 500 floats: in L1 for the second look): G = r + g and the bin's largest
+  // |G| in one vectorisable loop (as magnitude keys, NaN counted as 0 as std::max skips it),
+  // then the test |G + g| >= gmax with a branch-free append. Once the tensor's scale is known,
+  // the sent entries' signs are noted and the scale taken off their residual.
+  std::vector<std::uint32_t>& indices = indices_;
+  std::vector<std::uint8_t>& negative = negative_;
+  std::size_t k = 0;
   std::vector<std::pair<std::uint32_t, float>> segments;  // (count, scale)
+  const std::int64_t longest_bin = std::min<std::int64_t>(std::max(options_.bin_conv, options_.bin_fc), n);
+  selected_.assign(static_cast<std::size_t>((longest_bin + 63) / 64 * 64 + 64), 0);
   for (const Segment& s : plan_segments(layers_, n, false)) {
     const std::int64_t bin = s.dims == 4 ? options_.bin_conv : options_.bin_fc;
-    const std::size_t first = indices.size();
+    const std::size_t first = k;
     double gmax_sum = 0.0;
     std::int64_t bins = 0;
     for (std::int64_t b = s.offset; b < s.offset + s.length; b += bin) {
       const std::int64_t e = std::min(b + bin, s.offset + s.length);
-      float gmax = 0.0f;
+      std::int32_t top = 0;
       for (std::int64_t i = b; i < e; ++i) {
         r[i] += g[i];
-        gmax = std::max(gmax, std::fabs(r[i]));
+        const auto key = static_cast<std::int32_t>(magnitude_key(r[i]));
+        top = std::max(top, key > 0x7f800000 ? 0 : key);
       }
+      const float gmax = key_to_magnitude(static_cast<std::uint32_t>(top));
       gmax_sum += gmax;
       ++bins;
       if (!(gmax > 0.0f)) continue;  // nothing accumulated in this bin
-      for (std::int64_t i = b; i < e; ++i) {
-        if (r[i] != 0.0f && std::fabs(r[i] + g[i]) >= gmax) {
-          indices.push_back(static_cast<std::uint32_t>(i));
+      // The test as 0/1 bytes (vectorised), then the positions of the ones, 64 at a time
+      // from a bit mask: a tenth or so of a bin is sent, so walking its set bits is short.
+      const std::int64_t len = e - b;
+      std::uint8_t* sel = selected_.data();
+      for (std::int64_t j = 0; j < len; ++j) {
+        sel[j] = static_cast<std::uint8_t>((r[b + j] != 0.0f) & (std::fabs(r[b + j] + g[b + j]) >= gmax));
+      }
+      std::uint32_t* dst = room_for(indices, k, len);
+      if (kept_.size() < indices.size()) kept_.resize(indices.size());
+      float* kept = kept_.data();
+      std::size_t m = 0;
+      for (std::int64_t j = 0; j < len; j += 64) {
+        std::uint64_t mask = 0;
+        for (int q = 0; q < 8; ++q) {
+          std::uint64_t word;
+          std::memcpy(&word, sel + j + 8 * q, sizeof word);  // selected_ has 64 bytes of slack
+          mask |= ((word * 0x0102040810204080ULL) >> 56) << (8 * q);
+        }
+        if (len - j < 64) mask &= (std::uint64_t{1} << (len - j)) - 1;
+        while (mask != 0) {
+          const std::int64_t i = b + j + __builtin_ctzll(mask);
+          dst[m] = static_cast<std::uint32_t>(i);
+          kept[k + m++] = r[i];
+          mask &= mask - 1;
         }
       }
+      k += m;
     }
-    const std::size_t count = indices.size() - first;
+    const std::size_t count = k - first;
     if (count == 0) continue;
     const auto scale = static_cast<float>(gmax_sum / static_cast<double>(bins));
-    for (std::size_t j = first; j < indices.size(); ++j) {
-      const std::uint32_t i = indices[j];
-      const bool neg = r[i] < 0.0f;
-      negative.push_back(neg ? 1 : 0);
-      r[i] -= neg ? -scale : scale;
+    if (negative.size() < k) negative.resize(std::max(k, 2 * negative.size()));
+    // G of the sent entries was kept while their bin was in L1: no dependent loads here.
+    for (std::size_t j = first; j < k; ++j) {
+      const float x = kept_[j];
+      const bool neg = x < 0.0f;
+      negative[j] = neg ? 1 : 0;
+      r[indices[j]] = x - (neg ? -scale : scale);
     }
     segments.emplace_back(static_cast<std::uint32_t>(count), scale);
   }
-  const std::size_t k = indices.size();
   last_density_ = n > 0 ? static_cast<double>(k) / static_cast<double>(n) : 1.0;
 
-  const IndexCoding coding = choose_index_coding(indices.data(), k);
-  const std::size_t section = index_section_size(coding, indices.data(), k);
+  std::size_t section = 0;
+  const IndexCoding coding = choose_index_coding(indices.data(), k, &section);
   ByteWriter w(kPayloadHeaderSize + 13 + 8 * segments.size() + section + (k + 7) / 8);
   write_header(w, CodecId::kAdaComp, kFormatVersion, static_cast<std::uint64_t>(n));
   w.u8(static_cast<std::uint8_t>(coding));
@@ -93,10 +126,18 @@ Bytes AdaCompCodec::encode(const torch::Tensor& grad) {
     w.u32(count);
     w.f32(scale);
   }
-  write_index_section(w, coding, indices.data(), k);
+  write_index_section(w, coding, indices.data(), k, section);
   std::uint8_t* bits = w.extend((k + 7) / 8);
   std::fill(bits, bits + (k + 7) / 8, std::uint8_t{0});
-  for (std::size_t j = 0; j < k; ++j) bits[j / 8] |= static_cast<std::uint8_t>(negative[j] << (j % 8));
+  std::size_t j = 0;
+  for (; j + 8 <= k; j += 8) {
+    // Eight 0/1 bytes (little-endian) to eight bits: the multiply moves byte b's bit to bit
+    // 56 + b, and no two partial products overlap below bit 64.
+    std::uint64_t word;
+    std::memcpy(&word, negative.data() + j, sizeof word);
+    bits[j / 8] = static_cast<std::uint8_t>((word * 0x0102040810204080ULL) >> 56);
+  }
+  for (; j < k; ++j) bits[j / 8] |= static_cast<std::uint8_t>(negative[j] << (j % 8));
   return w.take();
 }
 

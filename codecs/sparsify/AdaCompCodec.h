@@ -54,6 +54,10 @@ class AdaCompCodec : public Codec {
   std::uint64_t max_elements_;
   double last_density_ = 1.0;
   std::unique_ptr<torch::Tensor> residual_;
+  std::vector<std::uint32_t> indices_;  ///< scratch of encode: sent positions (grown, not shrunk)
+  std::vector<std::uint8_t> negative_;  ///< scratch of encode: their signs
+  std::vector<float> kept_;             ///< scratch of encode: G at the sent positions
+  std::vector<std::uint8_t> selected_;  ///< scratch of encode: one bin's test, 0/1 per element
 };
 
 }  // namespace gradwire

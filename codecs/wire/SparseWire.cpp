@@ -123,28 +123,46 @@ std::size_t index_section_size(IndexCoding coding, const std::uint32_t* idx, std
   throw std::logic_error("unknown index coding");
 }
 
-IndexCoding choose_index_coding(const std::uint32_t* idx, std::size_t k) {
-  IndexCoding best = IndexCoding::kPlain32;
-  std::size_t best_size = index_section_size(best, idx, k);
-  for (const IndexCoding c :
-       {IndexCoding::kVarintGaps, IndexCoding::kBitPackedGaps, IndexCoding::kVarintRuns}) {
-    const std::size_t s = index_section_size(c, idx, k);
-    if (s < best_size) {
-      best = c;
-      best_size = s;
+IndexCoding choose_index_coding(const std::uint32_t* idx, std::size_t k, std::size_t* section_size) {
+  // The sizes index_section_size gives for each coding, counted together in one pass.
+  std::size_t varint = 0;
+  std::size_t runs = 0;
+  std::uint32_t any_gap = 0;  // OR of the gaps after the first: the bit-packed width
+  for (std::size_t j = 0; j < k; ++j) {
+    const std::uint32_t gap = gap_at(idx, j);
+    const std::size_t len = varint_length(gap);
+    varint += len;
+    if (j > 0) any_gap |= gap;
+    // A run starts where the index does not follow its predecessor: (gap, length - 1).
+    if (j == 0 || gap != 0) {
+      std::size_t e = j + 1;
+      while (e < k && idx[e] == idx[e - 1] + 1) ++e;
+      runs += len + varint_length(static_cast<std::uint32_t>(e - j - 1));
     }
   }
-  return best;
+  const std::size_t sizes[4] = {
+      4 * k, varint,
+      k == 0 ? 1 : 5 + static_cast<std::size_t>(((k - 1) * static_cast<std::uint64_t>(bit_width(any_gap)) + 7) / 8),
+      runs};
+  std::size_t best = 0;
+  for (std::size_t c = 1; c < 4; ++c) {
+    if (sizes[c] < sizes[best]) best = c;
+  }
+  if (section_size != nullptr) *section_size = sizes[best];
+  return static_cast<IndexCoding>(best);
 }
 
 void write_index_section(ByteWriter& w, IndexCoding coding, const std::uint32_t* idx,
-                         std::size_t k) {
+                         std::size_t k, std::size_t section_size) {
+  const auto size = [&] {
+    return section_size != kUnknownSectionSize ? section_size : index_section_size(coding, idx, k);
+  };
   switch (coding) {
     case IndexCoding::kPlain32:
       w.u32_array(idx, k);
       return;
     case IndexCoding::kVarintGaps: {
-      std::uint8_t* p = w.extend(index_section_size(coding, idx, k));
+      std::uint8_t* p = w.extend(size());
       for (std::size_t j = 0; j < k; ++j) {
         std::uint32_t v = gap_at(idx, j);
         while (v >= 0x80) {
@@ -178,7 +196,7 @@ void write_index_section(ByteWriter& w, IndexCoding coding, const std::uint32_t*
       return;
     }
     case IndexCoding::kVarintRuns: {
-      std::uint8_t* p = w.extend(index_section_size(coding, idx, k));
+      std::uint8_t* p = w.extend(size());
       auto put = [&p](std::uint32_t v) {
         while (v >= 0x80) {
           *p++ = static_cast<std::uint8_t>(v | 0x80u);

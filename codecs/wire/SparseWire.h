@@ -44,11 +44,15 @@ inline float round_to_format(float v, ValueFormat f) {
 
 /// Exact size in bytes of the index section of `k` strictly ascending indices in `coding`.
 std::size_t index_section_size(IndexCoding coding, const std::uint32_t* indices, std::size_t k);
-/// The smallest coding for these indices (ties go to the lower id).
-IndexCoding choose_index_coding(const std::uint32_t* indices, std::size_t k);
-/// Appends the index section (coding already chosen).
+/// The smallest coding for these indices (ties go to the lower id), from one pass over them;
+/// `section_size` (optional) receives its index_section_size.
+IndexCoding choose_index_coding(const std::uint32_t* indices, std::size_t k,
+                                std::size_t* section_size = nullptr);
+/// Appends the index section (coding already chosen). `section_size`, when not
+/// kUnknownSectionSize, must be index_section_size(coding, indices, k) (saves recounting it).
+constexpr std::size_t kUnknownSectionSize = ~std::size_t{0};
 void write_index_section(ByteWriter& w, IndexCoding coding, const std::uint32_t* indices,
-                         std::size_t k);
+                         std::size_t k, std::size_t section_size = kUnknownSectionSize);
 /// Reads exactly `section_bytes` holding `k` indices in `coding`; validates that every index
 /// is < n and that the section is consumed exactly. Returns the ascending indices.
 std::vector<std::uint32_t> read_index_section(ByteReader& r, IndexCoding coding, std::size_t k,
