@@ -18,6 +18,8 @@ import sys
 # Evaluations before this fraction of the screening are left out of the fit: the first steps
 # of training do not follow the power law of the later ones.
 FIT_FROM = 0.25
+# The most of a screening a codec's warm-up may take for its curve to be projected.
+SETTLED_SHARE = 0.5
 # Fewest evaluations a curve is fitted to.
 MIN_POINTS = 3
 # A projection further than this many times the scenario's steps is not a projection.
@@ -104,30 +106,52 @@ def assess(run, plan, target, settled_after=0):
     for ev in run["evals"]:
         if ev["step"] % every == 0 and target.reached(ev):
             out.update(how="measured", time_to_target_s=ev["sim_time_s"], steps_to_target=ev["step"],
-                       within_scenario_steps=True)
+                       within_scenario_steps=True, time_range_s=[ev["sim_time_s"], ev["sim_time_s"]])
             return out
+    # A curve just out of a warm-up is still recovering from it: less than half a screening
+    # after the warm-up, its slope says little about where it is heading.
+    if settled_after > screened * SETTLED_SHARE:
+        out["reason"] = (f"its warm-up ({settled_after} steps) leaves less than half of the "
+                         "screening after it; give a larger --budget")
+        return out
     start = max(FIT_FROM * screened, settled_after)
     points = [(ev["step"], target.error_of(ev)) for ev in run["evals"] if ev["step"] > start]
     if len(points) < MIN_POINTS:
-        out["reason"] = (f"warm-up of {settled_after} steps leaves too few evaluations in the "
-                         "screening" if settled_after > FIT_FROM * screened else
-                         "too few evaluations to fit")
+        out["reason"] = "too few evaluations to fit"
         return out
     fit = fit_power_law(points)
     if fit is None or fit[1] <= 0:
         out["reason"] = "not improving over the screening's later evaluations"
         return out
     k, alpha = fit
-    out["fit"] = {"k": k, "alpha": alpha, "points": len(points)}
-    step = (k / target.error) ** (1.0 / alpha)
-    # The scenario notices the target at its next evaluation after the screening ended.
-    step = max(math.ceil(step / every), screened // every + 1) * every
-    if step > MAX_REACH * full:
+    # How far the evaluations scatter around the fitted curve (in error units): the target is
+    # as likely crossed where the curve is that much above or below it.
+    residuals = [e - k * s ** -alpha for s, e in points]
+    spread = math.sqrt(sum(r * r for r in residuals) / max(1, len(residuals) - 2))
+    out["fit"] = {"k": k, "alpha": alpha, "points": len(points), "spread": spread}
+
+    def crossing(error):
+        """The scenario's first evaluation after the screening at which the curve is below
+        `error`, or None when the curve never gets there."""
+        if error <= 0:
+            return None
+        step = (k / error) ** (1.0 / alpha)
+        return max(math.ceil(step / every), screened // every + 1) * every
+
+    step = crossing(target.error)
+    if step is None or step > MAX_REACH * full:
         out["reason"] = f"beyond {MAX_REACH} times the scenario's steps"
         return out
     last = max(run["steps"])
+    per_step = pace(run, screened, settled_after)
+
+    def time_at(s):
+        return None if s is None or s > MAX_REACH * full else run["steps"][last] + (s - last) * per_step
+
     out.update(how="projected", steps_to_target=step, within_scenario_steps=step <= full,
-               time_to_target_s=run["steps"][last] + (step - last) * pace(run, screened, settled_after))
+               time_to_target_s=time_at(step),
+               time_range_s=[time_at(crossing(target.error + spread)),
+                             time_at(crossing(target.error - spread))])
     return out
 
 
@@ -197,7 +221,8 @@ def answer(ranked, dense, target):
             closest = codecs[0]
             text += (f"; the closest, {closest['label']}, needs {seconds(closest['time_to_target_s'])} "
                      f"({1 / closest['speedup_vs_dense']:.2f}x as long)")
-        return text + ". Compression does not pay on this network and model."
+        return (text + ". Compression does not pay on this network and model."
+                + close_calls(ranked, best))
     cost = ""
     if best.get("quality_vs_dense") is not None and target.accuracy:
         cost = (f" Its accuracy after {best['screening_quality_step']} steps: "
@@ -205,7 +230,22 @@ def answer(ranked, dense, target):
                 f"({100 * best['quality_vs_dense']:+.1f} points).")
     return (f"Fastest: {best['label']} reaches {target.text} at {seconds(best['time_to_target_s'])} "
             f"({how}), {best['speedup_vs_dense']:.2f}x sooner than dense SGD "
-            f"({seconds(dense['time_to_target_s'])}, {dense['how']}).{cost}")
+            f"({seconds(dense['time_to_target_s'])}, {dense['how']}).{cost}{close_calls(ranked, best)}")
+
+
+def close_calls(ranked, best):
+    """A sentence naming the methods whose projected range reaches below the best's time: the
+    screening cannot tell them apart from it."""
+    high = (best.get("time_range_s") or [None, None])[1]
+    if high is None:
+        high = float("inf")
+    close = [e["label"] for e in ranked[1:]
+             if e.get("time_range_s") and e["time_range_s"][0] is not None and e["time_range_s"][0] < high
+             and e is not best]
+    if not close:
+        return ""
+    return (f" Within the projection's spread, {', '.join(close)} may be as fast; a larger --budget "
+            "measures more of the curves.")
 
 
 def markdown(plan, ranked, text, target, elapsed):
@@ -225,6 +265,9 @@ def markdown(plan, ranked, text, target, elapsed):
     lines.append("|---|---|---|---|---|---|---|---|---|")
     for i, e in enumerate(ranked, 1):
         when = seconds(e.get("time_to_target_s"))
+        low, high = (e.get("time_range_s") or [None, None])
+        if e.get("how") == "projected" and (low != high or high is None):
+            when += f" ({'%.3g' % low}-{'%.3g s' % high if high is not None else 'later'})"
         if e.get("within_scenario_steps") is False:
             when += f" (step {e['steps_to_target']}, after the scenario's {plan['full_steps']})"
         delta = e.get("quality_vs_dense")

@@ -98,12 +98,18 @@ class Advise(unittest.TestCase):
         self.assertEqual(by["topk"]["steps_to_target"], 400)
         self.assertAlmostEqual(by["topk"]["time_to_target_s"], 400 * 0.004)
         self.assertTrue(by["topk"]["within_scenario_steps"])
+        # Evaluations exactly on the curve: no spread, so the range is the projection itself.
+        self.assertAlmostEqual(by["topk"]["fit"]["spread"], 0.0, places=9)
+        self.assertAlmostEqual(by["topk"]["time_range_s"][0], 1.6)
+        self.assertAlmostEqual(by["topk"]["time_range_s"][1], 1.6)
+        self.assertEqual(by["dense"]["time_range_s"], [2.0, 2.0])  # measured: exact
         self.assertAlmostEqual(by["topk"]["speedup_vs_dense"], 2.0 / 1.6)
         self.assertAlmostEqual(by["topk"]["projected_final_accuracy"], 1 - k_topk / math.sqrt(FULL))
         self.assertAlmostEqual(by["topk"]["quality_vs_dense"],
                                k_dense / math.sqrt(200) - k_topk / math.sqrt(200))
         self.assertAlmostEqual(by["dense"]["bytes_per_step"], 8000)
-        # DGC's warm-up ends at 150: only two evaluations after it, too few to fit.
+        # DGC's warm-up ends at 150 of the screening's 200 steps: what follows it is too short
+        # a stretch of curve to extrapolate.
         self.assertEqual(by["dgc"]["how"], "not projected")
         self.assertIn("warm-up", by["dgc"]["reason"])
         self.assertEqual(by["flat"]["how"], "not projected")
@@ -118,6 +124,42 @@ class Advise(unittest.TestCase):
             md = f.read()
         self.assertIn(advice["answer"], md)
         self.assertEqual(md.count("\n| "), 1 + 5)  # header and one row per candidate
+
+    def test_a_warm_up_of_up_to_half_the_screening_is_left_out_of_the_fit(self):
+        # Before step 100 the curve is a warm-up's (flat); after it, a power law reaching the
+        # target at step 350. Fitting only after the warm-up recovers that law.
+        k = k_reaching(350)
+        write_run(self.screening, "dense", pace=0.01, accuracy=lambda s: 1 - k_reaching(150) / math.sqrt(s))
+        write_run(self.screening, "dgc", pace=0.004,
+                  accuracy=lambda s: 0.3 if s <= 100 else 1 - k / math.sqrt(s))
+        advice = self.run_advise([self.cand("dense", "none", "dense SGD"),
+                                  self.cand("dgc", "dgc", "DGC", settled_after=100)])
+        dgc = next(e for e in advice["ranking"] if e["run"] == "dgc")
+        self.assertEqual(dgc["how"], "projected")
+        self.assertAlmostEqual(dgc["fit"]["alpha"], 0.5, places=6)
+        self.assertEqual(dgc["steps_to_target"], 400)
+        # One step more of warm-up than half the screening: not projected.
+        advice = self.run_advise([self.cand("dense", "none", "dense SGD"),
+                                  self.cand("dgc", "dgc", "DGC", settled_after=101)])
+        dgc = next(e for e in advice["ranking"] if e["run"] == "dgc")
+        self.assertEqual(dgc["how"], "not projected")
+
+    def test_scattered_evaluations_widen_the_range_and_a_close_call_is_named(self):
+        k_dense, k_a, k_b = k_reaching(150), k_reaching(350), k_reaching(380)
+        wobble = lambda s: 0.03 * (1 if (s // SCREEN_EVERY) % 2 else -1)
+        write_run(self.screening, "dense", pace=0.01, accuracy=lambda s: 1 - k_dense / math.sqrt(s))
+        write_run(self.screening, "a", pace=0.003, accuracy=lambda s: 1 - k_a / math.sqrt(s) + wobble(s))
+        write_run(self.screening, "b", pace=0.003, accuracy=lambda s: 1 - k_b / math.sqrt(s) + wobble(s))
+        advice = self.run_advise([self.cand("dense", "none", "dense SGD"), self.cand("a", "topk", "A"),
+                                  self.cand("b", "qsgd", "B")])
+        a = next(e for e in advice["ranking"] if e["run"] == "a")
+        self.assertGreater(a["fit"]["spread"], 0.02)
+        low, high = a["time_range_s"]
+        self.assertLess(low, a["time_to_target_s"])
+        self.assertGreater(high, a["time_to_target_s"])
+        # A and B cross near 350 and 380: the screening cannot tell which is faster, and the
+        # answer says so.
+        self.assertIn("Within the projection's spread, B", advice["answer"])
 
     def test_says_plainly_when_no_codec_beats_dense(self):
         k_dense, k_topk = k_reaching(150), k_reaching(350)
