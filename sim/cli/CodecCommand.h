@@ -14,7 +14,6 @@
 #pragma once
 
 #include <cstdint>
-#include <exception>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -47,19 +46,5 @@ CLI::App* add_codec_command(CLI::App& app, CodecCommandOptions& options);
 
 /// Runs a parsed `codec` command. Returns the process exit code (0 ok, 2 bad input, 1 other).
 int run_codec_command(const CodecCommandOptions& options, std::ostream& out, std::ostream& err);
-
-/// Raised for malformed .npy files (exit code 2).
-struct NpyError : std::exception {
-  explicit NpyError(std::string m) : message(std::move(m)) {}
-  const char* what() const noexcept override { return message.c_str(); }
-  std::string message;
-};
-
-/// Reads a little-endian float32 .npy file (format 1.0-3.0, C order or 1-D). `shape` receives
-/// its dimensions. Throws NpyError naming the file and the problem.
-std::vector<float> read_npy_f32(const std::string& path, std::vector<std::int64_t>* shape = nullptr);
-/// Writes a float32 .npy file (format 1.0) of the given shape (product must equal size).
-void write_npy_f32(const std::string& path, const std::vector<float>& values,
-                   const std::vector<std::int64_t>& shape);
 
 }  // namespace gradwire

@@ -12,6 +12,7 @@
 #include "codecs/CodecRegistry.h"
 #include "sim/cli/Cli.h"
 #include "sim/cli/CodecCommand.h"
+#include "sim/cli/NpyFile.h"
 
 namespace gradwire {
 namespace {
