@@ -65,9 +65,13 @@ std::vector<float> parse_npy_f32(ByteSpan bytes, const std::string& where,
       throw NpyError(where + "bad dimension '" + t + "' in shape");
     }
     const std::int64_t d = std::stoll(t);
+    // Checked before multiplying: dimensions up to 10^12 each would otherwise wrap the product
+    // around (2^32 x 2^32 is 0) and pass for a small array.
+    if (d > 0 && count > kMaxNpyElements / static_cast<std::uint64_t>(d)) {
+      throw NpyError(where + "array is implausibly large");
+    }
     shape.push_back(d);
     count *= static_cast<std::uint64_t>(d);
-    if (count > kMaxNpyElements) throw NpyError(where + "array is implausibly large");
   }
   int non_trivial = 0;
   for (auto d : shape) non_trivial += d > 1 ? 1 : 0;

@@ -123,6 +123,22 @@ TEST_F(CodecCommand, TopKWithErrorFeedbackAndZstd) {
   EXPECT_EQ(read_npy_f32(path("d.npy")).size(), 5000u);
 }
 
+TEST(NpyFile, ShapesWhoseProductWrapsAroundAreRefused) {
+  // 2^32 x 2^32 elements is 0 modulo 2^64: it must not pass for the empty array it would match.
+  const Bytes empty = format_npy_f32({}, {0});
+  std::string text(empty.begin(), empty.end());
+  // Written over the header's padding, so its length (and the preamble) stays right.
+  const std::string shape_text = "(4294967296, 4294967296), }";
+  text.replace(text.find("(0, ), }"), shape_text.size(), shape_text);
+  ASSERT_EQ(text.size(), empty.size());
+  ASSERT_EQ(text.back(), '\n');
+  const Bytes wrapped(text.begin(), text.end());
+  EXPECT_THROW(parse_npy_f32(ByteSpan(wrapped), "wrapped: "), NpyError);
+  std::vector<std::int64_t> shape;
+  EXPECT_TRUE(parse_npy_f32(ByteSpan(empty), "empty: ", &shape).empty());
+  EXPECT_EQ(shape, std::vector<std::int64_t>{0});
+}
+
 TEST_F(CodecCommand, BadInputExitsWithTwoAndSaysWhy) {
   std::vector<float> g = random_values(100, 1);
   write_npy_f32(path("g.npy"), g, {100});
