@@ -55,6 +55,9 @@ nlohmann::json parse_json(std::string_view text, int max_depth) {
     value = nlohmann::json::parse(text, limit);
   } catch (const nlohmann::json::parse_error& e) {
     throw JsonSyntaxError(std::string("not valid JSON: ") + e.what());
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number no double holds (1e400) is valid JSON text that no reader of ours could use.
+    throw JsonSyntaxError(std::string("not valid JSON: ") + e.what());
   }
   if (too_deep) {
     throw JsonTooDeep("nests deeper than " + std::to_string(max_depth) +

@@ -74,8 +74,9 @@ class JsonTooDeep : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-/// Parses `text`; JsonSyntaxError ("not valid JSON: ...") or JsonTooDeep ("nests deeper than
-/// N levels ..."). Callers add where the text came from.
+/// Parses `text`; JsonSyntaxError ("not valid JSON: ...", also for a number beyond a double's
+/// range) or JsonTooDeep ("nests deeper than N levels ..."). Callers add where the text came
+/// from.
 nlohmann::json parse_json(std::string_view text, int max_depth = kMaxJsonDepth);
 
 }  // namespace gradwire

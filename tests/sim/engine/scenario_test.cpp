@@ -300,6 +300,20 @@ TEST(Scenario, DeeplyNestedInputIsAnErrorNotACrash) {
   }
   EXPECT_EQ(json_brief(nlohmann::json{{"a", {1, 2}}, {"b", "x"}}), "{\"a\":[1,2],\"b\":\"x\"}");
   EXPECT_EQ(json_brief(nlohmann::json(std::string(1000, 'z'))).size(), 60u);
+  // A number beyond a double's range is a syntax error of the file, not an exception of
+  // another kind escaping the loader.
+  {
+    std::ofstream out(file);
+    out << "{\"gradwire\": 1, \"name\": \"big\", \"seed\": 1e400}";
+  }
+  try {
+    read_scenario_file(file);
+    ADD_FAILURE() << "1e400 was read";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "(file)");
+    EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
+  }
+  std::remove(file.c_str());
   // Directories and endless devices are not scenarios.
   EXPECT_THROW(read_scenario_file(::testing::TempDir()), ConfigError);
   EXPECT_THROW(read_scenario_file("/dev/zero"), ConfigError);

@@ -391,6 +391,9 @@ TEST(Faults, MalformedOversizedAndOutOfOrderMessagesGetErrorsWhileOthersAreServe
   }
   rogue.send(nlohmann::json{{"v", "1"}, {"type", "hello"}});
   EXPECT_EQ(expect_error(rogue), "malformed");
+  // A number no double holds is the sender's malformed message, not the service's end.
+  rogue.socket().send(zmq::str_buffer("{\"v\": 1e400, \"type\": \"hello\"}"), zmq::send_flags::none);
+  EXPECT_EQ(expect_error(rogue), "malformed");
   // Nesting beyond the declared depth is refused before anything walks it.
   std::string deep = "{\"v\":1,\"type\":\"hello\",\"seq\":";
   for (int i = 0; i < 1000; ++i) deep += "[";
