@@ -1,10 +1,15 @@
 #include "nodes/transport/FrameReader.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 namespace gradwire {
 namespace {
+
+/// The most FrameReader reserves for a frame's announced payload; longer payloads grow the
+/// buffer as they arrive.
+constexpr std::uint64_t kReserveAhead = std::uint64_t{64} << 20;
 
 template <typename T>
 T load_le(const std::uint8_t* p) {
@@ -46,7 +51,10 @@ void FrameReader::feed(const std::uint8_t* data, std::size_t size,
                        " payload bytes");
     }
     if (buffer_.size() - start_ < kFrameHeaderBytes + length) {
-      buffer_.reserve(start_ + kFrameHeaderBytes + length);
+      // Room for the rest of the frame, but no more than kReserveAhead before the bytes
+      // arrive: the length is the sender's claim, and a corrupt header must not make the
+      // receiver allocate up to kMaxFramePayload for bytes that never come.
+      buffer_.reserve(start_ + kFrameHeaderBytes + std::min(length, kReserveAhead));
       break;
     }
     Message m;

@@ -1,5 +1,6 @@
 // Real bytes through ns-3: what one host sends is what the other receives, bit for bit, and
 // framing survives any split of the TCP byte stream.
+#include <cstring>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -56,6 +57,19 @@ TEST(FrameReader, RejectsCorruptStream) {
   frame[31] = 0x7F;
   FrameReader reader2;
   EXPECT_THROW(reader2.feed(frame.data(), frame.size(), [](Message&&) {}), FrameError);
+}
+
+TEST(FrameReader, AnnouncedLengthIsNotAllocatedBeforeTheBytesArrive) {
+  // A header claiming the largest payload allowed (64 GiB) is held as 32 pending bytes; the
+  // reader must not reserve the claim (more than this machine's memory: std::bad_alloc).
+  Message m;
+  std::vector<std::uint8_t> frame;
+  append_frame(m, frame);
+  const std::uint64_t claim = kMaxFramePayload;
+  std::memcpy(frame.data() + 24, &claim, sizeof claim);
+  FrameReader reader;
+  EXPECT_NO_THROW(reader.feed(frame.data(), frame.size(), [](Message&&) { ADD_FAILURE(); }));
+  EXPECT_EQ(reader.pending(), kFrameHeaderBytes);
 }
 
 class MessengerTest : public ::testing::TestWithParam<std::uint32_t> {};
