@@ -200,8 +200,12 @@ void GradiVeQCodec::accumulate(Bytes& acc, ByteSpan other) const {
   ByteReader b(other, kWhat);
   const Fields fa = read_fields(a);
   const Fields fb = read_fields(b);
-  if (fa.mode == kQuantizedCoefficients || fb.mode == kQuantizedCoefficients) {
+  if (coefficient_codec_) {
     throw std::logic_error("gradiveq: QSGD-coded coefficients are not summable");
+  }
+  // This codec never writes quantised coefficients, so a payload claiming them is corrupt.
+  if (fa.mode == kQuantizedCoefficients || fb.mode == kQuantizedCoefficients) {
+    throw DecodeError("gradiveq accumulate: quantised coefficients, but qsgd_levels is 0 here");
   }
   if (fa.header.numel != fb.header.numel || fa.mode != fb.mode || fa.first != fb.first ||
       fa.count != fb.count || fa.d != fb.d || fa.k != fb.k) {
@@ -270,7 +274,7 @@ void GradiVeQCodec::load_state(ByteSpan bytes) {
     throw DecodeError("gradiveq state: basis size");
   }
   if (moment.defined() && moment.numel() != d * d) throw DecodeError("gradiveq state: moment size");
-  step_ = static_cast<std::int64_t>(state.u64("step"));
+  step_ = state.counter("step");
   *basis_ = basis.defined() ? basis.view({d, options_.components}).clone() : at::Tensor();
   *moment_ = moment.defined() ? moment.view({d, d}).to(at::kDouble) : at::Tensor();
   if (coefficient_codec_) coefficient_codec_->load_state(state.bytes("qsgd"));

@@ -382,6 +382,13 @@ TEST(GradiVeQ, RejectsCorruptPayloads) {
   for (std::size_t cut = 0; cut < 29; ++cut) {
     EXPECT_THROW(codec.decode(Bytes(dense.begin(), dense.begin() + cut)), DecodeError) << cut;
   }
+  // A summand claiming QSGD-coded coefficients, which this codec never writes, is corrupt
+  // bytes from a peer (DecodeError), not a codec that cannot sum (std::logic_error).
+  Bytes quantized = dense;
+  quantized[12] = 2;
+  Bytes acc = dense;
+  EXPECT_THROW(codec.accumulate(acc, quantized), DecodeError);
+  EXPECT_THROW(codec.accumulate(quantized, dense), DecodeError);
 }
 
 TEST(GradiVeQ, RingFitsOneBasisEverywhereThenSumsCoefficients) {
