@@ -1,6 +1,7 @@
 #include "codecs/CodecState.h"
 
 #include <cstring>
+#include <limits>
 
 #include <torch/types.h>
 
@@ -49,6 +50,14 @@ torch::Tensor CodecState::tensor(const std::string& key) const {
 std::uint64_t CodecState::u64(const std::string& key, std::uint64_t fallback) const {
   const auto it = ints_.find(key);
   return it == ints_.end() ? fallback : it->second;
+}
+
+std::int64_t CodecState::counter(const std::string& key) const {
+  const std::uint64_t v = u64(key);
+  if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    throw DecodeError(codec_ + " state: " + key + " " + std::to_string(v) + " is out of range");
+  }
+  return static_cast<std::int64_t>(v);
 }
 
 void CodecState::put_bytes(const std::string& key, const Bytes& b) { blobs_[key] = b; }

@@ -30,6 +30,9 @@ class CodecState {
   /// An undefined tensor when absent.
   torch::Tensor tensor(const std::string& key) const;
   std::uint64_t u64(const std::string& key, std::uint64_t fallback = 0) const;
+  /// A u64 entry read as a signed count (a step counter), 0 when absent. DecodeError above
+  /// INT64_MAX, which a cast would turn negative.
+  std::int64_t counter(const std::string& key) const;
   bool has(const std::string& key) const;
 
   Bytes serialize() const;

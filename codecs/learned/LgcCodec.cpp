@@ -646,6 +646,7 @@ void LgcCodec::load_state(ByteSpan state) {
     return;
   }
   const CodecState st = CodecState::parse(state, name());
+  const std::int64_t step = st.counter("step");  // checked before anything is replaced
   const auto numel = static_cast<std::int64_t>(st.u64("numel"));
   if (numel < 0 || static_cast<std::uint64_t>(numel) > kMaxAddressable ||
       (numel_ > 0 && numel > 0 && numel != numel_)) {
@@ -676,7 +677,7 @@ void LgcCodec::load_state(ByteSpan state) {
   } else {
     ae_.reset();
   }
-  step_ = static_cast<std::int64_t>(st.u64("step"));
+  step_ = step;
   residual_ = residual;
   samples_ = std::move(samples);
   side_ = std::move(side);

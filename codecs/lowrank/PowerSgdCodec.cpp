@@ -317,7 +317,7 @@ void PowerSgdCodec::load_state(ByteSpan bytes) {
     if (t.numel() != matrices_[i].cols * matrices_[i].rank) throw DecodeError("powersgd state: Q size");
     q[i] = t.view({matrices_[i].cols, matrices_[i].rank}).clone();
   }
-  step_ = static_cast<std::int64_t>(state.u64("step"));
+  step_ = state.counter("step");
   error_ = error;
   q_ = std::move(q);
 }

@@ -230,7 +230,7 @@ void DgcCodec::load_state(ByteSpan state) {
   if (u.defined() != v.defined() || (u.defined() && u.numel() != v.numel())) {
     throw DecodeError("dgc state: momentum and velocity buffers disagree");
   }
-  step_ = static_cast<std::int64_t>(st.u64("step"));
+  step_ = st.counter("step");
   rng_ = SplitMix64(st.u64("rng", rng_.state()));
   *u_ = std::move(u);
   *v_ = std::move(v);

@@ -19,6 +19,7 @@
 
 #include "codecs/Codec.h"
 #include "codecs/CodecRegistry.h"
+#include "codecs/CodecState.h"
 #include "codecs/DenseCodec.h"
 #include "codecs/ErrorFeedback.h"
 #include "codecs/ExactEncoding.h"
@@ -732,6 +733,27 @@ TEST(ExactEncoding, PicksTheSmallerFormatAndRoundTripsBitExact) {
   EXPECT_EQ(z.size(), 16u);
   EXPECT_TRUE(bitwise_equal(decode_any(z), torch::zeros({n})));
   EXPECT_EQ(decode_any(encode_exact(torch::empty({0}))).numel(), 0);
+}
+
+// ------------------------------------------------------------------------------------------
+// Saved state (`gradwire codec encode --state FILE`) is untrusted bytes too
+
+TEST(CodecState, StepCountersBeyondInt64AreRejected) {
+  // Read back as a signed step, 2^63 would be negative: DGC's warm-up then indexed its table of
+  // densities at a negative stage. Every codec that keeps a step refuses it and keeps its state.
+  CodecContext ctx;
+  ctx.numel = 40;
+  ctx.layers = {LayerSlice{"fc.weight", 0, {4, 8}}, LayerSlice{"fc.bias", 32, {8}}};
+  for (const char* kind : {"dgc", "powersgd", "gradiveq", "lgc_ps", "lgc_ring"}) {
+    const CodecRegistry& registry = CodecRegistry::builtin();
+    auto codec = registry.create(registry.resolve(json{{"kind", kind}}, "codec"), ctx);
+    CodecState state(kind);
+    state.put_u64("step", std::uint64_t{1} << 63);
+    EXPECT_THROW(codec->load_state(ByteSpan(state.serialize())), DecodeError) << kind;
+    state.put_u64("step", 3);
+    EXPECT_NO_THROW(codec->load_state(ByteSpan(state.serialize()))) << kind;
+    EXPECT_EQ(codec->decode(ByteSpan(codec->encode(random_gradient(40, 5)))).numel(), 40) << kind;
+  }
 }
 
 }  // namespace
