@@ -737,15 +737,15 @@ nlohmann::json to_json(const Scenario& s) {
       if (s.compute.flops_per_sample > 0) compute["flops_per_sample"] = s.compute.flops_per_sample;
     }
   }
-  if (!s.compute.worker_scale.empty()) {
-    nlohmann::json slow = nlohmann::json::array();
-    for (std::size_t r = 0; r < s.compute.worker_scale.size(); ++r) {
-      if (s.compute.worker_scale[r] != 1.0) {
-        slow.push_back({{"rank", r}, {"scale", s.compute.worker_scale[r]}});
-      }
+  // Only the workers that are slow: a scale of 1 is the default, and an empty list would read
+  // back as no list at all, so the resolved form would not resolve to itself.
+  nlohmann::json slow = nlohmann::json::array();
+  for (std::size_t r = 0; r < s.compute.worker_scale.size(); ++r) {
+    if (s.compute.worker_scale[r] != 1.0) {
+      slow.push_back({{"rank", r}, {"scale", s.compute.worker_scale[r]}});
     }
-    compute["slow_workers"] = slow;
   }
+  if (!slow.empty()) compute["slow_workers"] = slow;
   compute["codec_time"] = s.compute.codec_time;
   if (s.compute.codec_time == "measured") compute["codec_scale"] = s.compute.codec_scale;
   if (s.compute.codec_time == "profile") compute["codec_device"] = s.compute.codec_device;

@@ -36,6 +36,21 @@ TEST(Scenario, MinimalResolvesWithDefaults) {
   EXPECT_EQ(load_scenario(s.resolved).resolved, s.resolved);
 }
 
+TEST(Scenario, SlowWorkersAtTheDefaultScaleResolveToThemselves) {
+  // Every listed worker at scale 1 resolved to "slow_workers": [], which loaded again as no
+  // list: the resolved form (a run folder's scenario.json) did not resolve to itself.
+  auto doc = minimal();
+  doc["compute"] = {{"mode", "fixed"}, {"slow_workers", {{{"rank", 0}, {"scale", 1.0}}}}};
+  const Scenario s = load_scenario(doc);
+  EXPECT_EQ(load_scenario(s.resolved).resolved, s.resolved);
+  EXPECT_FALSE(s.resolved["compute"].contains("slow_workers"));
+  doc["compute"]["slow_workers"] = {{{"rank", 0}, {"scale", 1.0}}, {{"rank", 1}, {"scale", 2.5}}};
+  const Scenario slow = load_scenario(doc);
+  EXPECT_EQ(load_scenario(slow.resolved).resolved, slow.resolved);
+  EXPECT_EQ(slow.resolved["compute"]["slow_workers"],
+            nlohmann::json::parse(R"([{"rank": 1, "scale": 2.5}])"));
+}
+
 TEST(Scenario, TopologyDefaultsComeFromTheSchemesDeclaration) {
   const SchemeRegistry& schemes = SchemeRegistry::builtin();
   for (const auto& info : schemes.list()) {
