@@ -66,6 +66,19 @@ nlohmann::json parse_json(std::string_view text, int max_depth) {
   return value;
 }
 
+namespace {
+
+/// The first `bytes` bytes of UTF-8 `text`, fewer when that would cut a character in two: a
+/// message must stay valid UTF-8, or putting it into JSON (nlohmann's dump, the service's error
+/// replies) throws.
+std::string utf8_prefix(const std::string& text, std::size_t bytes) {
+  if (text.size() <= bytes) return text;
+  while (bytes > 0 && (static_cast<unsigned char>(text[bytes]) & 0xC0) == 0x80) --bytes;
+  return text.substr(0, bytes);
+}
+
+}  // namespace
+
 std::string json_brief(const nlohmann::json& value) {
   // Written iteratively and only as far as the message shows: a value nested 100,000 deep
   // must not exhaust the stack (nlohmann's dump recurses) nor be rendered whole.
@@ -82,7 +95,7 @@ std::string json_brief(const nlohmann::json& value) {
       text += v.is_object() ? '{' : '[';
       open.push_back({&v, v.cbegin(), true});
     } else if (v.is_string() && v.get_ref<const std::string&>().size() > kShown) {
-      text += nlohmann::json(v.get_ref<const std::string&>().substr(0, kShown)).dump();
+      text += nlohmann::json(utf8_prefix(v.get_ref<const std::string&>(), kShown)).dump();
     } else {
       text += v.dump();
     }
@@ -102,7 +115,7 @@ std::string json_brief(const nlohmann::json& value) {
     ++o.next;
     write(child);  // may grow `open`: `o` is not used after this
   }
-  if (text.size() > kShown) text = text.substr(0, kShown - 3) + "...";
+  if (text.size() > kShown) text = utf8_prefix(text, kShown - 3) + "...";
   return text;
 }
 

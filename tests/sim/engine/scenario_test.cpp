@@ -315,6 +315,19 @@ TEST(Scenario, DeeplyNestedInputIsAnErrorNotACrash) {
   }
   EXPECT_EQ(json_brief(nlohmann::json{{"a", {1, 2}}, {"b", "x"}}), "{\"a\":[1,2],\"b\":\"x\"}");
   EXPECT_EQ(json_brief(nlohmann::json(std::string(1000, 'z'))).size(), 60u);
+  // Long strings are cut between characters, never inside one: a message that is not UTF-8
+  // cannot be put into JSON (nlohmann throws), and a wrongly typed value of 70 two-byte
+  // characters made loading throw that instead of a ConfigError.
+  std::string accents = "x";  // then two-byte characters: a cut at an even offset splits one
+  for (int i = 0; i < 70; ++i) accents += "\u00e9";
+  for (const nlohmann::json& long_value :
+       {nlohmann::json(accents), nlohmann::json::array({accents, accents})}) {
+    EXPECT_NO_THROW(nlohmann::json(json_brief(long_value)).dump()) << json_brief(long_value);
+    auto bad = minimal();
+    bad["training"]["workers"] = long_value;
+    EXPECT_THROW(load_scenario(bad), ConfigError);
+  }
+  EXPECT_THROW(load_scenario(nlohmann::json(accents)), ConfigError);
   // A number beyond a double's range is a syntax error of the file, not an exception of
   // another kind escaping the loader.
   {

@@ -391,6 +391,11 @@ TEST(Faults, MalformedOversizedAndOutOfOrderMessagesGetErrorsWhileOthersAreServe
   }
   rogue.send(nlohmann::json{{"v", "1"}, {"type", "hello"}});
   EXPECT_EQ(expect_error(rogue), "malformed");
+  // A long non-ASCII value is quoted in the error reply without cutting a character in two.
+  std::string accents = "x";  // then two-byte characters: a cut at an even offset splits one
+  for (int i = 0; i < 70; ++i) accents += "\u00e9";
+  rogue.send(nlohmann::json{{"v", accents}, {"type", "hello"}});
+  EXPECT_EQ(expect_error(rogue), "malformed");
   // A number no double holds is the sender's malformed message, not the service's end.
   rogue.socket().send(zmq::str_buffer("{\"v\": 1e400, \"type\": \"hello\"}"), zmq::send_flags::none);
   EXPECT_EQ(expect_error(rogue), "malformed");
