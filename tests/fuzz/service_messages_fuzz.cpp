@@ -6,7 +6,7 @@
 // header. What must hold: a message that breaks the protocol raises ProtocolError and nothing
 // else, and what parses stays within the scenario: sends go to another existing host, carry
 // the bytes they declare and no more than the size limit, and nothing is stamped before the
-// command's time.
+// command's time. An error's message goes into a JSON reply as the service sends it.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -74,7 +74,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const StepRecord& step : report.steps) {
       if (step.rank != static_cast<int>(kHost)) std::abort();
     }
-  } catch (const ProtocolError&) {
+  } catch (const ProtocolError& e) {
+    // The service sends the message back in a JSON error reply, which must be valid UTF-8.
+    nlohmann::json reply = make_header("error");
+    reply["code"] = e.code();
+    reply["message"] = e.what();
+    reply.dump();
   }
   return 0;
 }
