@@ -50,14 +50,21 @@ nlohmann::json parse_json(std::string_view text, int max_depth) {
         if (depth > max_depth) too_deep = true;
         return !too_deep;
       };
+  // nlohmann's message quotes the bytes it read last, which need not be UTF-8. The message
+  // must be, to travel in JSON (the service's error replies): invalid bytes become U+FFFD.
+  const auto syntax_error = [](const char* what) {
+    const std::string quoted = nlohmann::json(std::string("not valid JSON: ") + what)
+                                   .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return JsonSyntaxError(nlohmann::json::parse(quoted).get<std::string>());
+  };
   nlohmann::json value;
   try {
     value = nlohmann::json::parse(text, limit);
   } catch (const nlohmann::json::parse_error& e) {
-    throw JsonSyntaxError(std::string("not valid JSON: ") + e.what());
+    throw syntax_error(e.what());
   } catch (const nlohmann::json::out_of_range& e) {
     // A number no double holds (1e400) is valid JSON text that no reader of ours could use.
-    throw JsonSyntaxError(std::string("not valid JSON: ") + e.what());
+    throw syntax_error(e.what());
   }
   if (too_deep) {
     throw JsonTooDeep("nests deeper than " + std::to_string(max_depth) +
