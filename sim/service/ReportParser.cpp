@@ -1,5 +1,7 @@
 #include "sim/service/ReportParser.h"
 
+#include <algorithm>
+
 #include <limits>
 #include <string>
 
@@ -41,6 +43,15 @@ ParsedReport ReportParser::parse_report(ProtocolMessage& m, std::uint32_t h,
   const std::uint32_t hosts = layout_.hosts;
   ParsedReport r;
   const nlohmann::json& head = m.header;
+  // Size-only sends become that many bytes for ns-3 to carry. One per other host at the
+  // message limit is what any scheme sends in a step; more would let one short header make the
+  // service allocate without bound.
+  const std::uint64_t others = std::max<std::uint32_t>(1, hosts - 1);
+  const std::uint64_t materialise_limit =
+      max_message_bytes_ > std::numeric_limits<std::uint64_t>::max() / others
+          ? std::numeric_limits<std::uint64_t>::max()
+          : max_message_bytes_ * others;
+  std::uint64_t materialised = 0;
   for (const auto& s : get_array(head, "sends")) {
     if (!s.is_object()) throw ProtocolError("malformed", "each send must be an object");
     ParsedSend p;
@@ -74,6 +85,12 @@ ParsedReport ReportParser::parse_report(ProtocolMessage& m, std::uint32_t h,
                                              std::to_string(p.message.payload.size()));
       }
     } else {
+      materialised += size;
+      if (materialised > materialise_limit) {
+        throw ProtocolError("too_large", "the report's size-only sends add up to more than " +
+                                             std::to_string(materialise_limit) +
+                                             " bytes (the message limit for each other host)");
+      }
       p.message.payload.assign(size, 0);  // the network carries a size's worth of bytes
     }
     r.sends.push_back(std::move(p));

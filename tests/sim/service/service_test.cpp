@@ -455,13 +455,21 @@ TEST(Faults, MalformedOversizedAndOutOfOrderMessagesGetErrorsWhileOthersAreServe
   huge_size["sends"].push_back({{"to", 1}, {"kind", 0}, {"size", 1u << 30}, {"data", false}});
   a.send(huge_size);
   EXPECT_EQ(expect_error(a), "too_large");  // a size-only send is held to the limit too
+  // Many size-only sends, each within the limit, add up to more than one message per other
+  // host: refused before the service allocates them.
+  nlohmann::json many_sizes = report(seq, t + 10);
+  for (int i = 0; i < 3; ++i) {
+    many_sizes["sends"].push_back({{"to", 1}, {"kind", 0}, {"size", 4000}, {"data", false}});
+  }
+  a.send(many_sizes);
+  EXPECT_EQ(expect_error(a), "too_large");
 
   // The service kept serving: a valid answer goes through and the run completes.
   nlohmann::json ok = report(seq, std::nullopt, true);
   ok["sends"].push_back({{"to", 1}, {"kind", 3}, {"size", 100}, {"data", false}});
   a.send(ok);
   const ServiceResult& r = finish_run(service, a, b);
-  EXPECT_GE(r.summary["service"]["error_replies"].get<int>(), 12);
+  EXPECT_GE(r.summary["service"]["error_replies"].get<int>(), 13);
 }
 
 TEST(Faults, EveryFieldOfAWrongTypeIsAnErrorToItsSenderOnly) {
