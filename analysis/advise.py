@@ -240,8 +240,7 @@ def close_calls(ranked, best):
     if high is None:
         high = float("inf")
     close = [e["label"] for e in ranked[1:]
-             if e.get("time_range_s") and e["time_range_s"][0] is not None and e["time_range_s"][0] < high
-             and e is not best]
+             if e.get("time_range_s") and e["time_range_s"][0] is not None and e["time_range_s"][0] < high]
     if not close:
         return ""
     return (f" Within the projection's spread, {', '.join(close)} may be as fast; a larger --budget "

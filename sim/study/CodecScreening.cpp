@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "codecs/CodecRegistry.h"
 #include "common/ConfigError.h"
 
 namespace gradwire {
@@ -19,6 +20,18 @@ nlohmann::json sweep_of(const nlohmann::json& base, const std::string& name, std
           {"base", base},
           {"set", {{"training.steps", steps}, {"training.eval_every", eval_every}}},
           {"zip", {{"codec", codecs}}}};
+}
+
+// Steps a codec spends in its warm-up, from its resolved parameters (declared defaults
+// filled in): DGC's stages, one per warm-up density. A stage of 0 steps means one epoch, which
+// only the run knows; it counts as no warm-up.
+std::int64_t warmup_steps(const nlohmann::json& codec) {
+  if (codec.value("kind", "") != "dgc") return 0;
+  const nlohmann::json p = CodecRegistry::builtin().resolve(codec, "codec");
+  if (!p.at("warmup").get<bool>()) return 0;
+  const std::string densities = p.at("warmup_densities");
+  const auto stages = 1 + std::count(densities.begin(), densities.end(), ',');
+  return stages * p.at("warmup_stage_steps").get<std::int64_t>();
 }
 
 }  // namespace
@@ -49,8 +62,7 @@ CodecScreening::CodecScreening(nlohmann::json document, const Scenario& scenario
        {{"kind", "topk"}, {"ratio", 0.01}, {"error_feedback", true}}},
       {"sparsification with momentum correction",
        "DGC 0.1%, 4 warm-up stages of " + std::to_string(warmup_stage) + " steps",
-       {{"kind", "dgc"}, {"warmup_stage_steps", warmup_stage}},
-       4 * warmup_stage},
+       {{"kind", "dgc"}, {"warmup_stage_steps", warmup_stage}}},
       {"quantization", "QSGD 4-bit (7 levels)", {{"kind", "qsgd"}, {"levels", 7}}},
       {"low rank", "PowerSGD rank 2", {{"kind", "powersgd"}, {"rank", 2}}},
   };
@@ -59,15 +71,10 @@ CodecScreening::CodecScreening(nlohmann::json document, const Scenario& scenario
   const bool listed = std::any_of(candidates_.begin(), candidates_.end(),
                                   [&](const ScreeningCandidate& c) { return c.codec == mine; });
   if (!listed && mine.is_object() && mine.contains("kind")) {
-    std::int64_t settled = 0;
-    if (mine.at("kind") == "dgc" && mine.value("warmup", true)) {
-      const std::string densities = mine.value("warmup_densities", std::string("0.25,0.0625,0.015625,0.004"));
-      const auto stages = 1 + std::count(densities.begin(), densities.end(), ',');
-      settled = stages * mine.value("warmup_stage_steps", std::int64_t{0});
-    }
     candidates_.push_back(
-        {"the scenario's codec", "scenario's " + mine.at("kind").get<std::string>(), mine, settled});
+        {"the scenario's codec", "scenario's " + mine.at("kind").get<std::string>(), mine});
   }
+  for (auto& c : candidates_) c.settled_after = warmup_steps(c.codec);
 }
 
 std::int64_t CodecScreening::pilot_steps() const { return std::min<std::int64_t>(full_steps_, 30); }

@@ -66,6 +66,9 @@ TEST(CodecScreening, ScreensOneCodecPerFamilyAndTheScenariosOwn) {
   const auto with_own = screening_of(doc);
   ASSERT_EQ(with_own.candidates().size(), 7u);
   EXPECT_EQ(with_own.candidates().back().codec, doc["codec"]);
+  // The scenario's own DGC: its warm-up from its own stages and densities.
+  doc["codec"] = {{"kind", "dgc"}, {"warmup_stage_steps", 10}, {"warmup_densities", "0.25,0.0625"}};
+  EXPECT_EQ(screening_of(doc).candidates().back().settled_after, 20);
   doc["codec"] = {{"kind", "fp16"}};  // already screened: not twice
   EXPECT_EQ(screening_of(doc).candidates().size(), 6u);
 }
