@@ -24,6 +24,9 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import question  # noqa: E402  (analysis/question.py: a sweep's question and its answer)
+
 # The summary columns of results.csv, in the order SweepRunner::summary_columns() writes them
 # (sim/study/SweepRunner.cpp), so a report over loose runs writes the same columns as a sweep.
 # tests/analysis/report_test.py compares the two lists.
@@ -844,6 +847,48 @@ CROSSOVER_HEADER = ["method", "workers", "network", "stops paying at", "beats be
                     "speedup vs best dense by rate (x)"]
 
 
+def answer_html(text, rows):
+    """The answer to a sweep's question: one row per split, the verdict first. Cells carry
+    data-* attributes (as the headline table's do) so a script can read them."""
+    per = list(rows[0]["per"]) if rows else []
+    header = per + ["answer", "candidate: time to target (s)", "baseline: time to target (s)",
+                    "speedup (x)", "candidate: samples/s", "baseline: samples/s",
+                    "throughput ratio (x)", "candidate: final accuracy", "baseline: final accuracy"]
+    out = [f"<p><b>{html.escape(text)}</b></p>", '<table class="answer"><tr>'
+           + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
+
+    def time_text(side):
+        if side["time_to_target_s"] is None:
+            return "not reached"
+        shown = "%.4g" % side["time_to_target_s"]
+        if side["time_to_target_sd"] is not None:
+            shown += " ± %.2g" % side["time_to_target_sd"]
+        if side["reached"] < len(side["runs"]):
+            shown += f" ({side['reached']} of {len(side['runs'])} runs)"
+        return shown
+
+    def cell(column, value, shown):
+        attr = "" if value is None else repr(float(value))
+        return f'<td data-column="{column}" data-value="{attr}">{html.escape(shown)}</td>'
+
+    for row in rows:
+        c, b = row["candidate"], row["baseline"]
+        tds = [f"<td>{html.escape(fmt(v))}</td>" for v in row["per"].values()]
+        tds.append(f'<td data-column="verdict" data-value="{row["verdict"]}">'
+                   f'<b>{row["verdict"]}</b>: {html.escape(row["why"])}</td>')
+        tds += [cell("candidate_time_to_target_s", c["time_to_target_s"], time_text(c)),
+                cell("baseline_time_to_target_s", b["time_to_target_s"], time_text(b)),
+                cell("speedup", row["speedup"], speedup_text(row["speedup"])),
+                cell("candidate_throughput", c["throughput"], "%.4g" % c["throughput"] if c["throughput"] else "-"),
+                cell("baseline_throughput", b["throughput"], "%.4g" % b["throughput"] if b["throughput"] else "-"),
+                cell("throughput_ratio", row["throughput_ratio"], speedup_text(row["throughput_ratio"])),
+                cell("candidate_final_accuracy", c["final_accuracy"], fmt(c["final_accuracy"])),
+                cell("baseline_final_accuracy", b["final_accuracy"], fmt(b["final_accuracy"]))]
+        out.append("<tr>" + "".join(tds) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="report folder (created)")
@@ -891,6 +936,27 @@ def main(argv):
              f"<h1>gradwire report</h1><p>{len(runs)} runs from {html.escape(', '.join(args.dirs))}</p>"]
     seeded = any(len(row[0]) > 1 for row in head_rows)
     by_step_time = any(cell[5] for row in head_rows for cell in row[2])
+    answers = []
+    for sweep, q in question.load_questions(sweeps):
+        rows_q = question.answer(q, runs)
+        answers.append({"sweep": sweep, "question": q, "rows": rows_q})
+        parts.append("<h2>Answer</h2>")
+        if rows_q:
+            parts.append(answer_html(q["text"], rows_q))
+            parts.append("<p>Time to target: mean ± sample sd over seeds; speedup: the baseline's "
+                         "time to target over the candidate's; samples/s: workers × batch per "
+                         "mean simulated step. Candidate " + html.escape(json.dumps(q["candidate"]))
+                         + ", baseline " + html.escape(json.dumps(q["baseline"])) + ".</p>")
+        else:
+            parts.append(f"<p><b>{html.escape(q['text'])}</b></p><p class='missing'>Not answered: "
+                         + html.escape(question.unanswered_reason(q, runs)) + ".</p>")
+    if answers:
+        tmp = os.path.join(args.out, ".answer.json.tmp")
+        with open(tmp, "w") as f:
+            json.dump(answers, f, indent=1)
+        os.replace(tmp, os.path.join(args.out, "answer.json"))
+    elif os.path.exists(os.path.join(args.out, "answer.json")):
+        os.remove(os.path.join(args.out, "answer.json"))
     parts.append("<h2>Headline</h2><p>One row per configuration; within each network, the "
                  "fastest to its target first (definitions below)."
                  + (" Runs that differ only in their seed are one row: mean ± sample standard "

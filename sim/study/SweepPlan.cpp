@@ -51,6 +51,57 @@ void set_path(nlohmann::json& doc, const std::string& path, const nlohmann::json
   }
 }
 
+// The value at a dotted path of a resolved scenario, or null when the path is absent.
+const nlohmann::json* value_at(const nlohmann::json& doc, const std::string& path) {
+  const nlohmann::json* node = &doc;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    const std::string key = path.substr(start, dot == std::string::npos ? dot : dot - start);
+    if (!node->is_object() || !node->contains(key)) return nullptr;
+    node = &node->at(key);
+    if (dot == std::string::npos) return node;
+    start = dot + 1;
+  }
+}
+
+// A question names runs by scenario values; one that picks no run would be answered "not
+// answered" only after hours of running, so it is refused before anything starts.
+nlohmann::json read_question(const nlohmann::json& q, const std::vector<nlohmann::json>& runs) {
+  if (!q.is_object()) throw ConfigError("question", "expected an object with text, candidate, baseline and per");
+  JsonFields f(q, "question");
+  f.allow({"text", "candidate", "baseline", "per"});
+  f.required_string("text");
+  for (const char* side : {"candidate", "baseline"}) {
+    const std::string where = std::string("question.") + side;
+    if (!q.contains(side) || !q.at(side).is_object() || q.at(side).empty()) {
+      throw ConfigError(where, "expected an object of scenario keys and values, e.g. "
+                               "{\"codec.kind\": \"dgc\", \"network.rate\": \"1Gbps\"}");
+    }
+    const nlohmann::json& selector = q.at(side);
+    const bool any = std::any_of(runs.begin(), runs.end(), [&](const nlohmann::json& run) {
+      for (auto it = selector.begin(); it != selector.end(); ++it) {
+        const nlohmann::json* v = value_at(run, it.key());
+        if (v == nullptr || *v != it.value()) return false;
+      }
+      return true;
+    });
+    if (!any) throw ConfigError(where, "expected to match at least one run of the sweep; none has " + selector.dump());
+  }
+  if (q.contains("per")) {
+    const nlohmann::json& per = q.at("per");
+    if (!per.is_array()) throw ConfigError("question.per", "expected an array of scenario keys, e.g. [\"training.workers\"]");
+    for (std::size_t i = 0; i < per.size(); ++i) {
+      const std::string where = "question.per[" + std::to_string(i) + "]";
+      if (!per[i].is_string()) throw ConfigError(where, "expected a scenario key such as \"training.workers\"");
+      if (value_at(runs.front(), per[i].get<std::string>()) == nullptr) {
+        throw ConfigError(where, "expected a key of the runs' scenarios; they have no \"" + per[i].get<std::string>() + "\"");
+      }
+    }
+  }
+  return q;
+}
+
 struct Axis {
   std::string path;
   std::vector<nlohmann::json> values;
@@ -124,7 +175,7 @@ SweepPlan SweepPlan::load(const std::string& path) {
 SweepPlan SweepPlan::expand(const nlohmann::json& sweep, const std::string& base_dir) {
   JsonFields f(sweep, "");
   f.allow({"gradwire_sweep", "name", "description", "base", "set", "grid", "zip", "seeds",
-           "repetitions"});
+           "repetitions", "question"});
   if (!f.has("gradwire_sweep")) {
     throw ConfigError("gradwire_sweep", "missing; expected the sweep format version 1");
   }
@@ -258,15 +309,17 @@ SweepPlan SweepPlan::expand(const nlohmann::json& sweep, const std::string& base
     }
   }
   // Every run must be a valid scenario before anything starts.
+  std::vector<nlohmann::json> resolved;
   for (const auto& run : plan.runs) {
     try {
-      load_scenario(run.scenario);
+      resolved.push_back(load_scenario(run.scenario).resolved);
     } catch (const ConfigError& e) {
       const std::string what = e.what();
       const std::string message = what.substr(std::min(what.size(), e.path().size() + 2));
       throw ConfigError(e.path(), "in run " + run.name + ": " + message);
     }
   }
+  if (f.has("question")) plan.question = read_question(sweep.at("question"), resolved);
   return plan;
 }
 

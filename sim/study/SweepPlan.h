@@ -9,7 +9,11 @@
 //    "grid": {"network.rate": ["1Gbps", "10Gbps"], "training.workers": [4, 8]},  // cross product
 //    "zip":  {"codec": [{"kind": "none"}, {"kind": "topk"}],                     // aligned lists,
 //             "name_hint": ["dense", "topk"]},                                   // one axis
-//    "seeds": [1, 2]}                        // or "repetitions": 3 (seeds 1..3); default [base seed]
+//    "seeds": [1, 2],                        // or "repetitions": 3 (seeds 1..3); default [base seed]
+//    "question": {"text": "Does DGC over 1 Gbps reach the target before dense over 10 Gbps?",
+//                 "candidate": {"codec.kind": "dgc", "network.rate": "1Gbps"},
+//                 "baseline": {"codec.kind": "none", "network.rate": "10Gbps"},
+//                 "per": ["training.workers"]}}   // optional; answered by `gradwire report`
 // Axis values may be any JSON; objects are named by their "kind" and their other values
 // (numbers with their key: {"kind": "topk", "ratio": 0.01} -> "topk-ratio0.01",
 // {"kind": "ps", "mode": "async"} -> "ps-async").
@@ -40,6 +44,9 @@ struct SweepPlan {
   std::string name;
   std::vector<std::string> axes;  ///< axis paths in column order (grid, then zip), then "seed"
   std::vector<SweepRun> runs;
+  /// The sweep's question (null when it has none): selectors checked to match runs; written to
+  /// the sweep folder as question.json for analysis/question.py.
+  nlohmann::json question;
 
   /// Reads and expands a sweep file. ConfigError (JSON path + expected form) on bad input.
   static SweepPlan load(const std::string& path);

@@ -113,6 +113,12 @@ void SweepRunner::write_scenarios() const {
     write_file_atomically((fs::path(dir_) / "scenarios" / (run.name + ".json")).string(),
                           run.scenario.dump(2) + "\n");
   }
+  const fs::path question = fs::path(dir_) / "question.json";
+  if (!plan_.question.is_null()) {
+    write_file_atomically(question.string(), plan_.question.dump(2) + "\n");
+  } else {
+    fs::remove(question);
+  }
 }
 
 void SweepRunner::write_results() const {

@@ -7,6 +7,7 @@
 //   logs/<run>.log         its stdout + stderr
 //   <run>/                 its outputs (scenario.json, metrics.jsonl, summary.json)
 //   results.csv            one row per run: axis values, status, summary figures
+//   question.json          the sweep's question, when it has one (answered by the report)
 //   sweep.slurm            with --emit-slurm only
 //   locks/                 one flock per running run; results.lock while --collect writes
 #pragma once

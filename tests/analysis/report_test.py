@@ -485,5 +485,93 @@ class SeededReportTest(unittest.TestCase):
                          ["compute.seconds=0.01", "compute.seconds=0.02"])
 
 
+class QuestionReportTest(unittest.TestCase):
+    """A sweep folder with question.json: one verdict per worker count, computed here from the
+    times written into the runs."""
+
+    # workers -> {side: [time to target per seed, None = never reached]}
+    TIMES = {4: {"dgc-1g": [2.0, 2.2], "dense-10g": [3.0, 3.4]},
+             8: {"dgc-1g": [5.0, 5.5], "dense-10g": [4.0, 4.1]},
+             16: {"dgc-1g": [6.0, None], "dense-10g": [None, None]},
+             32: {"dgc-1g": [None, None], "dense-10g": [None, None]}}
+    SIDES = {"dgc-1g": ({"kind": "dgc"}, "1Gbps"), "dense-10g": ({"kind": "none"}, "10Gbps")}
+    QUESTION = {"text": "Does DGC over 1 Gbps reach the target before dense over 10 Gbps?",
+                "candidate": {"codec.kind": "dgc", "network.rate": "1Gbps"},
+                "baseline": {"codec.kind": "none", "network.rate": "10Gbps"},
+                "per": ["training.workers"]}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="gradwire-report-question-test-")
+        sweep = os.path.join(cls.tmp, "sweep")
+        for n, sides in cls.TIMES.items():
+            for side, times in sides.items():
+                codec, rate = cls.SIDES[side]
+                for seed, t in enumerate(times, start=1):
+                    # Dense over 10 Gbps steps faster: 60 ms against DGC's 80 ms.
+                    write_run(sweep, f"{side}-n{n}-seed{seed}", rate=rate, codec=codec, workers=n,
+                              ttt=t, seed=seed, comm_s=0.05 if side == "dense-10g" else 0.07)
+        # Another rate of dense: matched by neither side.
+        write_run(sweep, "dense-1g-n4-seed1", rate="1Gbps", codec={"kind": "none"}, ttt=1.0)
+        with open(os.path.join(sweep, "question.json"), "w") as f:
+            json.dump(cls.QUESTION, f)
+        with open(os.path.join(sweep, "results.csv"), "w") as f:
+            f.write("run,status\n")
+        cls.out = os.path.join(cls.tmp, "report")
+        assert report.main(["--out", cls.out, sweep]) == 0
+        with open(os.path.join(cls.out, "report.html")) as f:
+            cls.page = f.read()
+        with open(os.path.join(cls.out, "answer.json")) as f:
+            cls.answer = json.load(f)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def expected(self, n):
+        c = [t for t in self.TIMES[n]["dgc-1g"] if t is not None]
+        b = [t for t in self.TIMES[n]["dense-10g"] if t is not None]
+        if c and b:
+            return "yes" if statistics.mean(c) < statistics.mean(b) else "no"
+        return "yes" if c else "no" if b else "undecided"
+
+    def test_one_verdict_per_worker_count(self):
+        table = Tables(self.page).tables["answer"]
+        self.assertEqual([row[0] for row in table[1:]], ["4", "8", "16", "32"])
+        self.assertEqual([row[1].split(":")[0] for row in table[1:]],
+                         [self.expected(n) for n in (4, 8, 16, 32)])
+        self.assertLess(self.page.index("<h2>Answer</h2>"), self.page.index("<h2>Headline</h2>"))
+        self.assertIn(self.QUESTION["text"], self.page)
+
+    def test_times_speedups_and_throughput_are_seed_means(self):
+        rows = {row["per"]["training.workers"]: row for row in self.answer[0]["rows"]}
+        for n in (4, 8):
+            c, b = self.TIMES[n]["dgc-1g"], self.TIMES[n]["dense-10g"]
+            row = rows[n]
+            self.assertAlmostEqual(row["candidate"]["time_to_target_s"], statistics.mean(c))
+            self.assertAlmostEqual(row["candidate"]["time_to_target_sd"], statistics.stdev(c))
+            self.assertAlmostEqual(row["speedup"], statistics.mean(b) / statistics.mean(c))
+            # workers x batch 8 per simulated step of compute 10 ms + comm.
+            self.assertAlmostEqual(row["candidate"]["throughput"], n * 8 / 0.08)
+            self.assertAlmostEqual(row["baseline"]["throughput"], n * 8 / 0.06)
+            self.assertAlmostEqual(row["throughput_ratio"], 0.06 / 0.08)
+        self.assertEqual(rows[16]["candidate"]["reached"], 1)
+        self.assertIsNone(rows[16]["speedup"])
+        self.assertEqual(rows[32]["verdict"], "undecided")
+
+    def test_a_question_no_run_matches_is_said_not_answered(self):
+        sweep = os.path.join(self.tmp, "unmatched")
+        write_run(sweep, "only-dense", rate="1Gbps", codec={"kind": "none"}, ttt=1.0)
+        with open(os.path.join(sweep, "question.json"), "w") as f:
+            json.dump(self.QUESTION, f)
+        with open(os.path.join(sweep, "results.csv"), "w") as f:
+            f.write("run,status\n")
+        out = os.path.join(self.tmp, "unmatched-report")
+        self.assertEqual(report.main(["--out", out, sweep]), 0)
+        with open(os.path.join(out, "report.html")) as f:
+            page = f.read()
+        self.assertIn("Not answered: no finished run matches the candidate", page)
+
+
 if __name__ == "__main__":
     unittest.main()

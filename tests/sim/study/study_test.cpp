@@ -95,6 +95,30 @@ TEST(SweepPlan, RejectsBadSweepsWithPaths) {
   doc["grid"]["training.steps"] = hundred;
   doc["grid"]["training.batch"] = hundred;
   expect_path(doc, "grid");
+  // A question whose selectors pick no run, or that splits by a key the runs lack, is refused
+  // before anything runs.
+  const nlohmann::json question = {{"text", "Does top-k beat dense?"},
+                                   {"candidate", {{"codec.kind", "topk"}}},
+                                   {"baseline", {{"codec.kind", "none"}}},
+                                   {"per", {"network.rate"}}};
+  doc = sweep_doc();
+  doc["question"] = question;
+  EXPECT_EQ(SweepPlan::expand(doc, ".").question, question);
+  doc["question"]["candidate"] = {{"codec.kind", "dgc"}};
+  expect_path(doc, "question.candidate");
+  doc["question"] = question;
+  doc["question"]["baseline"] = nlohmann::json::object();
+  expect_path(doc, "question.baseline");
+  doc["question"] = question;
+  doc["question"]["per"] = {"network.colour"};
+  expect_path(doc, "question.per[0]");
+  doc["question"] = question;
+  doc["question"].erase("text");
+  expect_path(doc, "question.text");
+  // A selector may name a default the sweep never wrote: runs are matched once resolved.
+  doc["question"] = question;
+  doc["question"]["baseline"]["topology.kind"] = "ring";
+  EXPECT_NO_THROW(SweepPlan::expand(doc, "."));
 }
 
 using Result = gradwire::testing::CommandResult;
@@ -226,6 +250,10 @@ TEST_F(Study, ARunDiesWithItsSweepEvenWhenTheSweepIsKilledOutright) {
 TEST_F(Study, SweepRunsInParallelSurvivesAFailureResumesAndReports) {
   auto doc = sweep_doc();
   doc["seeds"] = {1};
+  doc["question"] = {{"text", "Does top-k beat dense?"},
+                     {"candidate", {{"codec.kind", "topk"}}},
+                     {"baseline", {{"codec.kind", "none"}, {"compute.device", "cpu"}}},
+                     {"per", {"network.rate"}}};
   // The third zip tuple asks for CUDA, which this build cannot give: that run fails at run
   // time (exit 2) and the others must still finish.
   doc["zip"]["codec"].push_back({{"kind", "none"}});
@@ -282,6 +310,16 @@ TEST_F(Study, SweepRunsInParallelSurvivesAFailureResumesAndReports) {
   const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(page.find("Time to target"), std::string::npos);  // definitions are printed
   EXPECT_EQ(html_table(page, "results"), read_csv(sweep / "results.csv"));
+
+  // The sweep's question travels to its folder and is answered once per rate.
+  std::ifstream q(sweep / "question.json");
+  EXPECT_EQ(nlohmann::json::parse(q), doc["question"]);
+  const auto answer = html_table(page, "answer");
+  ASSERT_EQ(answer.size(), 1u + 2u) << page;
+  EXPECT_EQ(answer[1][0], "100Mbps");
+  EXPECT_EQ(answer[2][0], "1Gbps");
+  std::ifstream a(dir_ / "report" / "answer.json");
+  EXPECT_EQ(nlohmann::json::parse(a)[0]["rows"].size(), 2u);
 }
 
 TEST_F(Study, EmitSlurmWritesAnArrayJobAndRunsNothing) {
