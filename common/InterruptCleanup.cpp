@@ -27,6 +27,10 @@ std::set<pid_t>& children() {
   static std::set<pid_t> c;
   return c;
 }
+std::function<void(int)>& diverted_to() {
+  static std::function<void(int)> handler;
+  return handler;
+}
 
 sigset_t interrupt_signals() {
   sigset_t set;
@@ -65,10 +69,17 @@ void InterruptCleanup::install() {
     const sigset_t set = interrupt_signals();
     ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
     std::thread([set] {
-      int signal = 0;
-      while (::sigwait(&set, &signal) != 0) {
+      for (;;) {
+        int signal = 0;
+        if (::sigwait(&set, &signal) != 0) continue;
+        std::function<void(int)> handler;
+        {
+          std::lock_guard<std::mutex> lock(registry_mutex());
+          handler = diverted_to();
+        }
+        if (!handler) clean_up_and_exit(signal);
+        handler(signal);
       }
-      clean_up_and_exit(signal);
     }).detach();
   });
 }
@@ -91,6 +102,11 @@ void InterruptCleanup::remember_child(pid_t pid) {
 void InterruptCleanup::forget_child(pid_t pid) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   children().erase(pid);
+}
+
+void InterruptCleanup::divert(std::function<void(int)> handler) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  diverted_to() = std::move(handler);
 }
 
 void InterruptCleanup::prepare_child() {

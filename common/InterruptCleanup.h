@@ -4,6 +4,7 @@
 // and exits with 128 + the signal (130 for SIGINT, 143 for SIGTERM).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <sys/types.h>
 
@@ -29,6 +30,12 @@ class InterruptCleanup {
     Lock lock;
     action();
   }
+
+  /// While a handler is set, an interruption calls it on the signal thread instead of the
+  /// clean-up above: for a command whose clean-up needs more than killing children and removing
+  /// folders (network namespaces, TAP devices). The command then exits 128 + the signal itself.
+  /// An empty function restores the default.
+  static void divert(std::function<void(int)> handler);
 
   /// In a forked child before exec: the signals back to their defaults and unblocked, and the
   /// child ends when this process dies (PR_SET_PDEATHSIG), however it dies.

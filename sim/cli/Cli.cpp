@@ -12,6 +12,7 @@
 #include "nodes/schemes/SchemeRegistry.h"
 #include "nodes/training/ModelRegistry.h"
 #include "sim/cli/CodecCommand.h"
+#include "sim/cli/EmulateCommand.h"
 #include "sim/cli/ServiceCommands.h"
 #include "sim/cli/AdviseCommand.h"
 #include "sim/cli/StudyCommands.h"
@@ -153,6 +154,15 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CLI::App* report_command = add_report_command(app, report_options);
   AdviseCommandOptions advise_options;
   CLI::App* advise_command = add_advise_command(app, advise_options);
+
+  // Listed here for --help; its arguments are read by run_emulate_command (commands carry
+  // options of their own, which CLI11 would take for gradwire's).
+  app.add_subcommand("emulate",
+                     "Run a program once per host in network namespaces over the scenario's "
+                     "network in real time (see gradwire emulate --help)");
+  if (argc >= 2 && std::string(argv[1]) == "emulate") {
+    return run_emulate_command(std::vector<std::string>(argv + 2, argv + argc), out, err);
+  }
 
   ServeCommandOptions serve_options;
   CLI::App* serve_command = add_serve_command(app, serve_options);

@@ -1,0 +1,61 @@
+#include "sim/emulate/NetworkNamespace.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include "sim/emulate/IpCommand.h"
+
+namespace gradwire {
+
+NetworkNamespace::NetworkNamespace(std::string name) : name_(std::move(name)) {
+  run_ip({"netns", "add", name_});
+  try {
+    ip({"link", "set", "lo", "up"});
+  } catch (...) {
+    try_ip({"netns", "del", name_});
+    throw;
+  }
+}
+
+NetworkNamespace::~NetworkNamespace() { try_ip({"netns", "del", name_}); }
+
+void NetworkNamespace::ip(const std::vector<std::string>& args) const {
+  std::vector<std::string> full{"-n", name_};
+  full.insert(full.end(), args.begin(), args.end());
+  run_ip(full);
+}
+
+void NetworkNamespace::sysctl(const std::string& key, const std::string& value) const {
+  // /proc/sys/net shows the namespace of the thread that opens it: a short-lived thread
+  // enters the namespace, writes, and ends, so no other thread changes namespace.
+  std::string problem;
+  std::thread writer([&] {
+    const std::string path = "/run/netns/" + name_;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      problem = path + ": " + std::strerror(errno);
+      return;
+    }
+    // A thread of its own file-system context, so setns does not touch the process's.
+    if (::unshare(CLONE_FS) != 0 || ::setns(fd, CLONE_NEWNET) != 0) {
+      problem = std::string("setns: ") + std::strerror(errno);
+      ::close(fd);
+      return;
+    }
+    ::close(fd);
+    std::ofstream file("/proc/sys/" + key);
+    file << value;
+    file.flush();
+    if (!file) problem = "cannot write /proc/sys/" + key;
+  });
+  writer.join();
+  if (!problem.empty()) throw EmulationError("namespace " + name_ + ": " + problem);
+}
+
+}  // namespace gradwire

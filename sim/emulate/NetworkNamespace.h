@@ -1,0 +1,30 @@
+// One Linux network namespace (`ip netns add`), named so that runs in parallel never collide,
+// removed (`ip netns del`) by the destructor on every exit path.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gradwire {
+
+class NetworkNamespace {
+ public:
+  /// Creates the namespace `name` with its loopback up; EmulationError when it cannot.
+  explicit NetworkNamespace(std::string name);
+  ~NetworkNamespace();
+  NetworkNamespace(const NetworkNamespace&) = delete;
+  NetworkNamespace& operator=(const NetworkNamespace&) = delete;
+
+  const std::string& name() const { return name_; }
+
+  /// `ip -n NAME ARGS...` (EmulationError on failure).
+  void ip(const std::vector<std::string>& args) const;
+
+  /// Writes a sysctl inside the namespace ("net/ipv6/conf/all/disable_ipv6" = "1").
+  void sysctl(const std::string& key, const std::string& value) const;
+
+ private:
+  std::string name_;
+};
+
+}  // namespace gradwire

@@ -1,0 +1,56 @@
+#include "sim/emulate/RealTimeMonitor.h"
+
+#include <algorithm>
+
+#include <ns3/simulator.h>
+
+namespace gradwire {
+
+RealTimeMonitor::RealTimeMonitor(double period_s, double max_lag_s,
+                                 std::function<void(double, double)> on_exceeded)
+    : period_s_(period_s), max_lag_s_(max_lag_s), on_exceeded_(std::move(on_exceeded)) {}
+
+void RealTimeMonitor::Start() {
+  ns3::Simulator::Schedule(ns3::Seconds(0), &RealTimeMonitor::Sample, this);
+}
+
+void RealTimeMonitor::Sample() {
+  const auto wall = std::chrono::steady_clock::now();
+  const double simulated = ns3::Simulator::Now().GetSeconds();
+  if (!started_) {
+    // The first sample runs as the simulation starts: its wall time is simulated zero.
+    origin_ = wall - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(simulated));
+    started_ = true;
+  }
+  const double lag = std::max(0.0, std::chrono::duration<double>(wall - origin_).count() - simulated);
+  lags_s_.push_back(static_cast<float>(lag));
+  sum_s_ += lag;
+  if (lag > max_s_) {
+    max_s_ = lag;
+    max_at_s_ = simulated;
+  }
+  if (lag > max_lag_s_ && !exceeded_) {
+    exceeded_ = true;
+    if (on_exceeded_) on_exceeded_(lag, simulated);
+    ns3::Simulator::Stop();
+    return;
+  }
+  ns3::Simulator::Schedule(ns3::Seconds(period_s_), &RealTimeMonitor::Sample, this);
+}
+
+LagStatistics RealTimeMonitor::statistics() const {
+  LagStatistics s;
+  s.samples = lags_s_.size();
+  if (s.samples == 0) return s;
+  s.max_s = max_s_;
+  s.max_at_s = max_at_s_;
+  s.mean_s = sum_s_ / static_cast<double>(s.samples);
+  std::vector<float> sorted(lags_s_);
+  const std::size_t rank = std::min(sorted.size() - 1, sorted.size() * 99 / 100);
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(rank), sorted.end());
+  s.p99_s = sorted[rank];
+  return s;
+}
+
+}  // namespace gradwire
