@@ -41,8 +41,9 @@ ParsedEmulate parse(const std::vector<std::string>& args) {
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") {
+      // Empty after a last --host command's `--`; check_emulation_commands says when a
+      // default command is needed.
       p.options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-      if (p.options.command.empty()) throw ConfigError("COMMAND", "expected a command after --");
       break;
     }
     if (a == "--help" || a == "-h") {

@@ -1,0 +1,396 @@
+// `gradwire emulate` end to end, as root: real programs in network namespaces over ns-3 in real
+// time. The emulated network is checked against the simulated one (the same scenario through
+// SimulatedWorld, as `gradwire run` builds it), and clean-up is checked after every way a run
+// can end. Skipped, with the reason, where namespaces or /dev/net/tun are not available.
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <ns3/core-module.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "RunGradwire.h"
+#include "codecs/CodecRegistry.h"
+#include "netmodels/Network.h"
+#include "nodes/schemes/RingAllReduce.h"
+#include "nodes/transport/Messenger.h"
+#include "sim/emulate/EmulationPrivileges.h"
+#include "sim/engine/ScenarioLoader.h"
+#include "sim/engine/SimulatedWorld.h"
+
+extern char** environ;
+
+namespace gradwire {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kPython = "/usr/bin/python3";
+const std::string kTools = std::string(GRADWIRE_SOURCE_DIR) + "/tests/sim/emulate/";
+
+std::string shell_output(const std::string& command) {
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+class Emulate : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string missing = missing_emulation_privileges();
+    if (!missing.empty()) GTEST_SKIP() << "cannot emulate here: " << missing;
+    if (::access(kPython.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << kPython;
+    dir_ = fs::temp_directory_path() / ("gradwire-emulate-test-" + std::to_string(::getpid()) +
+                                        "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    fs::permissions(dir_, fs::perms::all);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  /// Writes a scenario with `hosts` workers and `network`; returns its path.
+  std::string scenario(const std::string& name, int hosts, const nlohmann::json& network) {
+    nlohmann::json doc = {{"gradwire", 1},
+                          {"name", name},
+                          {"training", {{"workers", hosts}}},
+                          {"network", network},
+                          {"output", {{"dir", (dir_ / "runs").string()}}}};
+    const std::string path = (dir_ / (name + ".json")).string();
+    std::ofstream(path) << doc.dump(2);
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write |
+                              fs::perms::group_read | fs::perms::others_read);
+    return path;
+  }
+
+  nlohmann::json summary(const std::string& name) {
+    std::ifstream in(dir_ / "runs" / (name + "-emulate") / "summary.json");
+    EXPECT_TRUE(in.good()) << "no summary.json for " << name;
+    return in.good() ? nlohmann::json::parse(in) : nlohmann::json();
+  }
+
+  fs::path dir_;
+};
+
+/// The JSON line a host printed ("[hN] {...}") whose `key` is `value`.
+nlohmann::json line_with(const std::string& output, const std::string& key, const std::string& value) {
+  std::size_t at = 0;
+  while ((at = output.find("] {", at)) != std::string::npos) {
+    const std::size_t end = output.find('\n', at);
+    const std::string text = output.substr(at + 2, end - at - 2);
+    at = end;
+    const auto line = nlohmann::json::parse(text, nullptr, false);
+    if (!line.is_discarded() && line.contains(key) && line[key] == value) return line;
+  }
+  return nlohmann::json();
+}
+
+/// Whether process `pid` has ended: gone, or a zombie its new parent has not reaped yet (a
+/// command's orphaned children are reparented to init). Waits a little for that to settle.
+bool ended(pid_t pid) {
+  for (int i = 0; i < 40; ++i) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    bool zombie = false;
+    while (std::getline(status, line)) zombie = zombie || line.rfind("State:\tZ", 0) == 0;
+    if (!status.is_open() && ::kill(pid, 0) != 0) return true;
+    if (zombie) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+/// Nothing of emulator process `pid` is left: no namespace, no TAP, no listed process.
+void expect_nothing_left(pid_t pid, const std::vector<pid_t>& processes) {
+  const std::string netns = shell_output("ip netns list");
+  EXPECT_EQ(netns.find("gradwire-" + std::to_string(pid) + "-"), std::string::npos) << netns;
+  const std::string links = shell_output("ip -o link show");
+  EXPECT_EQ(links.find("gw" + std::to_string(pid) + "t"), std::string::npos) << links;
+  for (pid_t p : processes) EXPECT_TRUE(ended(p)) << "process " << p << " of the emulation still runs";
+}
+
+/// Seconds the scenario's network takes to deliver `bytes` from host 0 to host 1 in the
+/// simulator, over gradwire's own TCP transport (SimulatedWorld, as `gradwire run` builds it).
+double simulated_transfer_s(const std::string& scenario_path, std::size_t bytes) {
+  const Scenario sc = load_scenario(read_scenario_file(scenario_path));
+  SimulatedWorld world(sc, 2);
+  double arrived = -1;
+  world.messengers()[1]->SetHandler([&](Message&&) { arrived = ns3::Simulator::Now().GetSeconds(); });
+  const double start = world.network().ready_time_s();
+  ns3::Simulator::Schedule(ns3::Seconds(start), [&] {
+    Message m;
+    m.payload.assign(bytes, 0x5a);
+    world.messengers()[0]->Send(1, std::move(m));
+  });
+  ns3::Simulator::Stop(ns3::Seconds(120));
+  ns3::Simulator::Run();
+  return arrived - start;
+}
+
+std::string bulk_transfer_args(const std::string& path, std::size_t bytes) {
+  const std::string b = std::to_string(bytes);
+  return "emulate " + path + " --timeout 50 --host 1 -- " + kPython + " " + kTools +
+         "bulk_tcp.py server 5001 " + b + " -- " + kPython + " " + kTools +
+         "bulk_tcp.py client {peer} 5001 " + b;
+}
+
+TEST_F(Emulate, BulkTcpOverEthernetReachesTheSimulatedGoodput) {
+  const std::size_t bytes = 4000000;
+  const std::string path = scenario("eth10", 2, {{"family", "ethernet"}, {"rate", "10Mbps"}});
+  const double simulated_bps = 8.0 * static_cast<double>(bytes) / simulated_transfer_s(path, bytes);
+
+  std::string args = bulk_transfer_args(path, bytes);
+  args.replace(args.find("{peer}"), 6, "10.1.1.1");
+  const auto run = testing::run_gradwire(args);
+  ASSERT_EQ(run.code, 0) << run.output;
+  const auto client = line_with(run.output, "role", "client");
+  ASSERT_TRUE(client.is_object()) << run.output;
+  const double emulated_bps = client["goodput_bps"].get<double>();
+  const auto s = summary("eth10");
+  std::printf("10 Mbit/s Ethernet, %zu bytes: emulated %.3f Mbit/s, simulated %.3f Mbit/s "
+              "(ratio %.4f); lag max %.2f ms, p99 %.2f ms\n",
+              bytes, emulated_bps / 1e6, simulated_bps / 1e6, emulated_bps / simulated_bps,
+              s["lag"]["max_ms"].get<double>(), s["lag"]["p99_ms"].get<double>());
+  EXPECT_NEAR(emulated_bps / simulated_bps, 1.0, 0.05);
+  // The bytes crossed ns-3: host 1 received at least the payload from the network.
+  EXPECT_GE(s["hosts"][1]["received_bytes"].get<std::uint64_t>(), bytes);
+  EXPECT_GE(s["hosts"][0]["sent_bytes"].get<std::uint64_t>(), bytes);
+  EXPECT_EQ(s["outcome"], "ok");
+}
+
+TEST_F(Emulate, LossOnTheLinkCostsRetransmissionsAndGoodput) {
+  const std::size_t bytes = 3000000;
+  const std::string clean = scenario("eth10clean", 2, {{"family", "ethernet"}, {"rate", "10Mbps"}});
+  const double clean_bps = 8.0 * static_cast<double>(bytes) / simulated_transfer_s(clean, bytes);
+  const std::string path =
+      scenario("eth10loss", 2,
+               {{"family", "ethernet"},
+                {"rate", "10Mbps"},
+                {"impairments", {{"loss", {{"model", "uniform"}, {"rate", 0.02}}}}}});
+  std::string args = bulk_transfer_args(path, bytes);
+  args.replace(args.find("{peer}"), 6, "10.1.1.1");
+  const auto run = testing::run_gradwire(args);
+  ASSERT_EQ(run.code, 0) << run.output;
+  const auto client = line_with(run.output, "role", "client");
+  ASSERT_TRUE(client.is_object()) << run.output;
+  const double lossy_bps = client["goodput_bps"].get<double>();
+  std::printf("2%% loss: %lld retransmissions, %.3f Mbit/s (lossless simulated %.3f Mbit/s)\n",
+              client["retransmissions"].get<long long>(), lossy_bps / 1e6, clean_bps / 1e6);
+  EXPECT_GT(client["retransmissions"].get<long long>(), 0);
+  EXPECT_LT(lossy_bps, 0.99 * clean_bps);
+}
+
+TEST_F(Emulate, WifiCarriesTrafficBothWays) {
+  const std::size_t bytes = 1000000;
+  const std::string path = scenario("wifi2", 2, {{"family", "wifi"}});
+  const std::string b = std::to_string(bytes);
+  // Each host sends to the other at once: host 0 serves on 5001, host 1 on 5002.
+  const std::string both = "/bin/sh -c '" + kPython + " " + kTools + "bulk_tcp.py server {port} " +
+                           b + " & " + kPython + " " + kTools + "bulk_tcp.py client {peer} {peer_port} " +
+                           b + "; wait $!'";
+  std::string h0 = both, h1 = both;
+  for (auto [text, port, peer, peer_port] :
+       {std::tuple<std::string*, std::string, std::string, std::string>{&h0, "5001", "192.168.1.3", "5002"},
+        {&h1, "5002", "192.168.1.2", "5001"}}) {
+    text->replace(text->find("{port}"), 6, port);
+    text->replace(text->find("{peer}"), 6, peer);
+    text->replace(text->find("{peer_port}"), 11, peer_port);
+  }
+  const auto run = testing::run_gradwire("emulate " + path + " --timeout 50 --host 0 -- " + h0 +
+                                         " -- --host 1 -- " + h1 + " --");
+  ASSERT_EQ(run.code, 0) << run.output;
+  const auto s = summary("wifi2");
+  for (int h : {0, 1}) {
+    EXPECT_EQ(s["hosts"][h]["exit_code"], 0);
+    EXPECT_GE(s["hosts"][h]["sent_bytes"].get<std::uint64_t>(), bytes) << "host " << h;
+    EXPECT_GE(s["hosts"][h]["received_bytes"].get<std::uint64_t>(), bytes) << "host " << h;
+  }
+  std::printf("Wi-Fi both ways: lag max %.2f ms, p99 %.2f ms\n", s["lag"]["max_ms"].get<double>(),
+              s["lag"]["p99_ms"].get<double>());
+}
+
+TEST_F(Emulate, GlooAllReduceGivesTheSumAndTakesTheSimulatedTime) {
+  if (shell_output(kPython + " -c 'import torch.distributed as d; print(d.is_gloo_available())'")
+          .find("True") == std::string::npos) {
+    GTEST_SKIP() << kPython << " has no torch.distributed with gloo (Debian's python3-torch)";
+  }
+  const std::int64_t elements = 2500000;  // 10 MB of float32
+  const std::string path = scenario("eth100", 4, {{"family", "ethernet"}, {"rate", "100Mbps"}});
+  const auto run = testing::run_gradwire("emulate " + path + " --timeout 50 -- " + kPython + " " +
+                                         kTools + "gloo_allreduce.py " + std::to_string(elements));
+  ASSERT_EQ(run.code, 0) << run.output;
+  double emulated_s = 0;
+  std::size_t at = 0;
+  int ranks = 0;
+  while ((at = run.output.find("{\"rank\"", at)) != std::string::npos) {
+    const auto line = nlohmann::json::parse(run.output.substr(at, run.output.find('\n', at) - at));
+    at += 1;
+    ++ranks;
+    EXPECT_TRUE(line["correct"].get<bool>()) << line.dump();
+    EXPECT_EQ(line["sum"].get<double>(), 10.0);
+    emulated_s = std::max(emulated_s, line["seconds"].get<double>());
+  }
+  EXPECT_EQ(ranks, 4) << run.output;
+
+  // The same bytes through gradwire's ring all-reduce in the simulator.
+  const Scenario sc = load_scenario(read_scenario_file(path));
+  SimulatedWorld world(sc, 4);
+  std::vector<std::unique_ptr<Codec>> codecs;
+  std::vector<Codec*> raw;
+  std::vector<Endpoint*> endpoints;
+  const auto none = CodecRegistry::builtin().resolve({{"kind", "none"}}, "codec");
+  for (int r = 0; r < 4; ++r) {
+    codecs.push_back(CodecRegistry::builtin().create(none, CodecContext{r, 4, 1, elements, {}, 0}));
+    raw.push_back(codecs.back().get());
+    endpoints.push_back(ns3::PeekPointer(world.messengers()[r]));
+  }
+  RingAllReduce ring(endpoints, raw);
+  double simulated_s = 0;
+  for (int r = 0; r < 4; ++r) {
+    ns3::Simulator::Schedule(ns3::Seconds(0), [&, r] {
+      ring.contribute(r, 0, torch::full({elements}, static_cast<float>(r + 1)),
+                      [&](const at::Tensor&) {
+                        simulated_s = std::max(simulated_s, ns3::Simulator::Now().GetSeconds());
+                      });
+    });
+  }
+  ns3::Simulator::Run();
+  const auto s = summary("eth100");
+  std::printf("gloo all_reduce of %lld float32 over 4 hosts on 100 Mbit/s Ethernet: emulated "
+              "%.3f s, gradwire's simulated ring all-reduce %.3f s (ratio %.3f); lag max %.2f ms, "
+              "p99 %.2f ms\n",
+              static_cast<long long>(elements), emulated_s, simulated_s, emulated_s / simulated_s,
+              s["lag"]["max_ms"].get<double>(), s["lag"]["p99_ms"].get<double>());
+  // Both move 2 (n - 1) / n of the tensor through every host's link; gloo's own protocol and
+  // the processes' copying add some.
+  EXPECT_GT(emulated_s, 0.8 * simulated_s);
+  EXPECT_LT(emulated_s, 1.6 * simulated_s);
+}
+
+/// Starts `gradwire ARGS...` with its output in `log`; returns its pid.
+pid_t start_gradwire(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> words{GRADWIRE_BINARY};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = -1;
+  EXPECT_EQ(::posix_spawn(&pid, GRADWIRE_BINARY, &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+/// Waits for `pid` up to `seconds`; its exit status (128 + signal), or -1 on timeout.
+int wait_for(pid_t pid, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+/// Pids of the processes inside the emulation's namespaces, once every host runs one.
+std::vector<pid_t> processes_of(pid_t emulator, int hosts, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    std::vector<pid_t> pids;
+    int populated = 0;
+    for (int h = 0; h < hosts; ++h) {
+      const std::string out = shell_output("ip netns pids gradwire-" + std::to_string(emulator) +
+                                           "-h" + std::to_string(h));
+      std::size_t before = pids.size();
+      std::istringstream in(out);
+      for (pid_t p; in >> p;) pids.push_back(p);
+      populated += pids.size() > before ? 1 : 0;
+    }
+    if (populated == hosts) return pids;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return {};
+}
+
+TEST_F(Emulate, SigintRemovesNamespacesLinksAndProcesses) {
+  const std::string path = scenario("sigint", 2, {{"family", "ethernet"}, {"rate", "100Mbps"}});
+  const std::string log = (dir_ / "sigint.log").string();
+  const pid_t pid = start_gradwire({"emulate", path, "--", "/bin/sh", "-c", "sleep 60 & sleep 60; wait"}, log);
+  const std::vector<pid_t> inside = processes_of(pid, 2, 20);
+  ASSERT_GE(inside.size(), 4u) << shell_output("cat " + log);
+  ::kill(pid, SIGINT);
+  EXPECT_EQ(wait_for(pid, 20), 130) << shell_output("cat " + log);
+  expect_nothing_left(pid, inside);
+}
+
+TEST_F(Emulate, AKilledCommandStopsTheOthersAndLeavesNothing) {
+  const std::string path = scenario("killed", 2, {{"family", "ethernet"}, {"rate", "100Mbps"}});
+  const std::string log = (dir_ / "killed.log").string();
+  const pid_t pid = start_gradwire({"emulate", path, "--host", "1", "--", "/bin/sh", "-c",
+                                    "sleep 1; kill -9 $$", "--", "sleep", "60"},
+                                   log);
+  const std::vector<pid_t> inside = processes_of(pid, 2, 20);
+  ASSERT_GE(inside.size(), 2u) << shell_output("cat " + log);
+  EXPECT_EQ(wait_for(pid, 30), 137) << shell_output("cat " + log);
+  expect_nothing_left(pid, inside);
+  EXPECT_EQ(summary("killed")["outcome"], "command_failed");
+}
+
+TEST_F(Emulate, TimeoutAndLagStopTheRunAndLeaveNothing) {
+  const std::string path = scenario("stops", 2, {{"family", "ethernet"}, {"rate", "100Mbps"}});
+  const std::string log = (dir_ / "timeout.log").string();
+  pid_t pid = start_gradwire({"emulate", path, "--timeout", "1", "--", "sleep", "60"}, log);
+  std::vector<pid_t> inside = processes_of(pid, 2, 20);
+  EXPECT_EQ(wait_for(pid, 30), 124) << shell_output("cat " + log);
+  expect_nothing_left(pid, inside);
+  EXPECT_EQ(summary("stops")["outcome"], "timed_out");
+
+  // A limit no simulator can keep: the run is stopped with the reason.
+  pid = start_gradwire({"emulate", path, "--max-lag", "0.000001", "--", "sleep", "60"}, log);
+  EXPECT_EQ(wait_for(pid, 30), 3);
+  EXPECT_NE(shell_output("cat " + log).find("behind the wall clock"), std::string::npos)
+      << shell_output("cat " + log);
+  expect_nothing_left(pid, {});
+  EXPECT_EQ(summary("stops")["outcome"], "lagged");
+}
+
+TEST_F(Emulate, WithoutPrivilegesItRefusesAndMakesNothing) {
+  const std::string path = scenario("unprivileged", 2, {{"family", "ethernet"}});
+  if (shell_output("command -v setpriv").empty()) GTEST_SKIP() << "no setpriv (util-linux)";
+  const std::string before = shell_output("ip netns list");
+  const std::string out = shell_output("setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                                       std::string(GRADWIRE_BINARY) + " emulate " + path +
+                                       " -- true 2>&1; echo exit=$?");
+  EXPECT_NE(out.find("exit=2"), std::string::npos) << out;
+  EXPECT_NE(out.find("needs root"), std::string::npos) << out;
+  EXPECT_EQ(shell_output("ip netns list"), before);
+}
+
+}  // namespace
+}  // namespace gradwire
