@@ -1,5 +1,6 @@
 #include "sim/emulate/Emulation.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -8,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <ns3/core-module.h>
@@ -152,6 +155,25 @@ void configure_tap(const NetworkNamespace& ns, const TapDevice& tap, const HostP
     }
   }
 }
+
+/// ns-3 must keep up with the wall clock, and the commands (four Python processes importing
+/// torch, say) compete with it for the cores: the simulation thread, and the TAP readers it
+/// starts, run at a higher priority than the commands while the emulation lasts. The commands
+/// are started by a thread made before, so they keep the ordinary priority.
+struct SimulationPriority {
+  static constexpr int kNice = -10;
+  int before = 0;
+  bool changed = false;
+  SimulationPriority() {
+    const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
+    errno = 0;
+    before = ::getpriority(PRIO_PROCESS, tid);
+    changed = errno == 0 && ::setpriority(PRIO_PROCESS, tid, kNice) == 0;
+  }
+  ~SimulationPriority() {
+    if (changed) ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), before);
+  }
+};
 
 /// Restores the default interruption clean-up when the emulation ends, however it ends.
 struct DivertedInterrupts {
@@ -320,6 +342,7 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
     }
   } join_scope{supervisor, runner};
 
+  SimulationPriority priority;
   for (auto& l : links) l->Start();
   ns3::Simulator::Run();
   const double simulated_s = ns3::Simulator::Now().GetSeconds();
