@@ -29,7 +29,8 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 print(f"{sys.argv[2]:<22} goodput {float(sys.argv[3]) / 1e6:8.2f} Mbit/s   lag max "
       f"{s['lag']['max_ms']:8.2f} ms  p99 {s['lag']['p99_ms']:8.2f} ms  mean "
-      f"{s['lag']['mean_ms']:7.2f} ms  outcome {s['outcome']}")
+      f"{s['lag']['mean_ms']:7.2f} ms  behind {100 * s['lag']['behind_fraction']:5.1f} %  "
+      f"outcome {s['outcome']}")
 PY
 }
 

@@ -39,6 +39,8 @@ namespace gradwire {
 namespace {
 
 constexpr double kLagSamplePeriodS = 0.001;
+/// Behind the wall clock this often, ns-3 is the bottleneck (see LagStatistics).
+constexpr double kBehindWarning = 0.5;
 
 std::string to_string(ns3::Ipv4Address a) {
   std::ostringstream s;
@@ -409,6 +411,7 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
                {"mean_ms", lag.mean_s * 1e3},
                {"max_at_sim_s", lag.max_at_s},
                {"samples", lag.samples},
+               {"behind_fraction", lag.behind_fraction},
                {"limit_ms", options.max_lag_s * 1e3}}},
       {"hosts", host_entries}};
   write_file_atomically(directory.staging() + "/scenario.json", scenario.resolved.dump(2) + "\n");
@@ -418,6 +421,12 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
   if (!options.quiet) {
     err << "emulate: lag max " << lag.max_s * 1e3 << " ms, p99 " << lag.p99_s * 1e3
         << " ms over " << simulated_s << " simulated s; results: " << result.directory << "\n";
+  }
+  if (lag.behind_fraction > kBehindWarning && !monitor.exceeded()) {
+    err << "warning: ns-3 ran more than " << kBehindS * 1e3 << " ms behind the wall clock "
+        << static_cast<int>(lag.behind_fraction * 100 + 0.5)
+        << " % of the time: it was the bottleneck, so the rates the commands saw are this "
+           "machine's, not the simulated network's (docs/emulate.md)\n";
   }
   return result;
 }

@@ -44,6 +44,10 @@ LagStatistics RealTimeMonitor::statistics() const {
   s.max_s = max_s_;
   s.max_at_s = max_at_s_;
   s.mean_s = sum_s_ / static_cast<double>(s.samples);
+  s.behind_fraction =
+      static_cast<double>(std::count_if(lags_s_.begin(), lags_s_.end(),
+                                        [](float lag) { return lag > kBehindS; })) /
+      static_cast<double>(s.samples);
   std::vector<float> sorted(lags_s_);
   const std::size_t rank = std::min(sorted.size() - 1, sorted.size() * 99 / 100);
   std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(rank), sorted.end());

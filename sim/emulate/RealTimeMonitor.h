@@ -17,7 +17,15 @@ struct LagStatistics {
   double p99_s = 0;
   double mean_s = 0;
   double max_at_s = 0;  ///< simulated instant of the largest lag
+  /// Fraction of samples more than kBehindS late. A bounded lag can still mean that ns-3 is
+  /// the bottleneck: a TCP flow it cannot carry is clocked by it, so the lag settles at some
+  /// ms instead of growing. A network ns-3 sustains leaves it waiting for the wall clock
+  /// nearly always.
+  double behind_fraction = 0;
 };
+
+/// The lag above which a sample counts as "behind".
+constexpr double kBehindS = 0.001;
 
 class RealTimeMonitor {
  public:
