@@ -199,6 +199,53 @@ TEST_F(Emulate, LossOnTheLinkCostsRetransmissionsAndGoodput) {
   EXPECT_LT(lossy_bps, 0.99 * clean_bps);
 }
 
+TEST_F(Emulate, TheSendersUplinkImpairmentsApply) {
+  // Only host 0 is impaired: its data crosses its own uplink queue disc (which the TAP's
+  // frames reach through the host's traffic-control layer) and an unimpaired switch port.
+  const std::size_t bytes = 2000000;
+  const std::string path = scenario(
+      "cap", 2,
+      {{"family", "ethernet"}, {"rate", "100Mbps"},
+       {"impairments", {{"hosts", {0}}, {"rate_cap", "5Mbps"}}}});
+  const double simulated_bps = 8.0 * static_cast<double>(bytes) / simulated_transfer_s(path, bytes);
+  std::string args = bulk_transfer_args(path, bytes);
+  args.replace(args.find("{peer}"), 6, "10.1.1.1");
+  const auto run = testing::run_gradwire(args);
+  ASSERT_EQ(run.code, 0) << run.output;
+  const auto client = line_with(run.output, "role", "client");
+  ASSERT_TRUE(client.is_object()) << run.output;
+  const double emulated_bps = client["goodput_bps"].get<double>();
+  std::printf("5 Mbit/s cap on the sender's uplink of a 100 Mbit/s link: emulated %.3f Mbit/s, "
+              "simulated %.3f Mbit/s\n", emulated_bps / 1e6, simulated_bps / 1e6);
+  EXPECT_NEAR(emulated_bps / simulated_bps, 1.0, 0.05);
+}
+
+TEST(EmulateArguments, BadArgumentsAreExitTwoBeforeAnythingIsMade) {
+  const std::string dir = fs::temp_directory_path() / ("gradwire-emulate-args-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = dir + "/two.json";
+  std::ofstream(path) << R"({"gradwire": 1, "name": "two", "training": {"workers": 2},
+                             "network": {"family": "ethernet"}})";
+  const auto help = testing::run_gradwire("emulate --help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.output.find("--max-lag"), std::string::npos) << help.output;
+  struct Case {
+    std::string args, expected;
+  };
+  for (const Case& c : {Case{"emulate " + path, "COMMAND"},
+                        Case{"emulate " + path + " --host 2 -- true -- true", "--host"},
+                        Case{"emulate " + path + " --host 0 -- true --", "COMMAND"},
+                        Case{"emulate " + path + " --max-lag 0 -- true", "--max-lag"},
+                        Case{"emulate " + path + " --bogus -- true", "--bogus"},
+                        Case{"emulate " + dir + "/missing.json -- true", "missing.json"},
+                        Case{"emulate " + path + " --set training.workers=0 -- true", "training.workers"}}) {
+    const auto r = testing::run_gradwire(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.args << "\n" << r.output;
+  }
+  fs::remove_all(dir);
+}
+
 TEST_F(Emulate, WifiCarriesTrafficBothWays) {
   const std::size_t bytes = 1000000;
   // 802.11n at 20 MHz: light enough for ns-3 to stay in real time on a loaded 2-core machine
