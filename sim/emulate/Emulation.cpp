@@ -287,11 +287,12 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
     command.host = i;
     command.label = label;
     command.netns = namespaces.back()->name();
-    const std::map<std::string, std::string> values{
+    std::map<std::string, std::string> values{
         {"rank", std::to_string(i)},
         {"world", std::to_string(hosts)},
         {"addr", plans[i].address},
         {"master_addr", plans[0].address}};
+    for (std::size_t j = 0; j < hosts; ++j) values["addr:" + std::to_string(j)] = plans[j].address;
     const auto own = options.host_commands.find(i);
     command.argv = substitute_placeholders(
         own != options.host_commands.end() ? own->second : options.command, values);

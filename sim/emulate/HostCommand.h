@@ -17,8 +17,8 @@ struct HostCommand {
   std::vector<std::string> environment;  ///< "KEY=VALUE" added to (or replacing in) ours
 };
 
-/// Replaces every `{name}` of `values` in each word ({rank}, {world}, {addr}, {master_addr});
-/// other braces are left as they are.
+/// Replaces every `{name}` of `values` in each word ({rank}, {world}, {addr}, {master_addr},
+/// {addr:N}); other braces are left as they are.
 std::vector<std::string> substitute_placeholders(const std::vector<std::string>& words,
                                                  const std::map<std::string, std::string>& values);
 
