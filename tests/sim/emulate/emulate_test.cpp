@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -30,6 +31,7 @@
 #include "nodes/schemes/RingAllReduce.h"
 #include "nodes/transport/Messenger.h"
 #include "sim/emulate/EmulationPrivileges.h"
+#include "sim/emulate/HostCommand.h"
 #include "sim/engine/ScenarioLoader.h"
 #include "sim/engine/SimulatedWorld.h"
 
@@ -218,6 +220,17 @@ TEST_F(Emulate, TheSendersUplinkImpairmentsApply) {
   std::printf("5 Mbit/s cap on the sender's uplink of a 100 Mbit/s link: emulated %.3f Mbit/s, "
               "simulated %.3f Mbit/s\n", emulated_bps / 1e6, simulated_bps / 1e6);
   EXPECT_NEAR(emulated_bps / simulated_bps, 1.0, 0.05);
+}
+
+TEST(HostCommandPlaceholders, KnownNamesAreReplacedOthersKept) {
+  const std::map<std::string, std::string> values{
+      {"rank", "2"}, {"world", "4"}, {"addr", "10.1.2.1"}, {"master_addr", "10.1.0.1"},
+      {"addr:3", "10.1.3.1"}};
+  EXPECT_EQ(substitute_placeholders({"--rank={rank}/{world}", "{master_addr}:{addr:3}", "{addr}",
+                                     "{unknown}", "{", "a{rank", "{{rank}}", "{addr:9}"},
+                                    values),
+            (std::vector<std::string>{"--rank=2/4", "10.1.0.1:10.1.3.1", "10.1.2.1", "{unknown}",
+                                      "{", "a{rank", "{2}", "{addr:9}"}));
 }
 
 TEST(EmulateArguments, BadArgumentsAreExitTwoBeforeAnythingIsMade) {
