@@ -411,6 +411,16 @@ TEST_F(Emulate, SigintRemovesNamespacesLinksAndProcesses) {
   const pid_t pid = start_gradwire({"emulate", path, "--", "/bin/sh", "-c", "sleep 60 & sleep 60; wait"}, log);
   const std::vector<pid_t> inside = processes_of(pid, 2, 20);
   ASSERT_GE(inside.size(), 4u) << shell_output("cat " + log);
+  // While it runs: the TAPs live in the namespaces, each beside its loopback only, and the
+  // machine's own namespace has none of them (nothing is bridged to its interfaces).
+  EXPECT_EQ(shell_output("ip -o link show").find("gw" + std::to_string(pid) + "t"), std::string::npos);
+  for (int h = 0; h < 2; ++h) {
+    const std::string links = shell_output("ip -n gradwire-" + std::to_string(pid) + "-h" +
+                                           std::to_string(h) + " -o link show");
+    EXPECT_EQ(std::count(links.begin(), links.end(), '\n'), 2) << links;
+    EXPECT_NE(links.find("gw" + std::to_string(pid) + "t" + std::to_string(h)), std::string::npos)
+        << links;
+  }
   ::kill(pid, SIGINT);
   EXPECT_EQ(wait_for(pid, 20), 130) << shell_output("cat " + log);
   expect_nothing_left(pid, inside);
