@@ -7,7 +7,7 @@
 #include "sim/cli/Cli.h"
 #include "sim/emulate/Emulation.h"
 #include "sim/emulate/EmulationPrivileges.h"
-#include "sim/emulate/IpCommand.h"
+#include "sim/emulate/EmulationError.h"
 #include "sim/engine/ScenarioLoader.h"
 
 namespace gradwire {

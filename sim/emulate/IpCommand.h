@@ -3,17 +3,12 @@
 // the emulator sets up can be inspected and reproduced with the same commands.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-namespace gradwire {
+#include "sim/emulate/EmulationError.h"
 
-/// A setup step of the emulator failed (an `ip` command, a TAP device, a system call).
-class EmulationError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace gradwire {
 
 /// Runs `ip ARGS...`; EmulationError quoting the command and what `ip` printed when it fails.
 void run_ip(const std::vector<std::string>& args);
