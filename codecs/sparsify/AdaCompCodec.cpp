@@ -9,6 +9,7 @@
 
 #include "codecs/CodecState.h"
 #include "codecs/GradientChecks.h"
+#include "codecs/kernels/SparseKernels.h"
 #include "codecs/sparsify/LayerPlan.h"
 #include "codecs/sparsify/ThresholdSampling.h"
 #include "codecs/wire/SparseWire.h"
@@ -32,7 +33,10 @@ AdaCompCodec::AdaCompCodec(AdaCompOptions options, const CodecContext& ctx)
 
 AdaCompCodec::~AdaCompCodec() = default;
 
-const torch::Tensor& AdaCompCodec::residual() const { return *residual_; }
+const torch::Tensor& AdaCompCodec::residual() const {
+  settle_pending();
+  return *residual_;
+}
 
 Bytes AdaCompCodec::encode(const torch::Tensor& grad) {
   check_gradient(grad, "adacomp encode");
@@ -44,73 +48,54 @@ Bytes AdaCompCodec::encode(const torch::Tensor& grad) {
   float* r = residual_->data_ptr<float>();  // becomes G, then G - sent
   const float* g = grad.data_ptr<float>();
 
-  // Per bin (50 or 500 floats: in L1 for the second look): G = r + g and the bin's largest
-  // |G| in one vectorisable loop (as magnitude keys, NaN counted as 0 as std::max skips it),
-  // then the test |G + g| >= gmax with a branch-free append. Once the tensor's scale is known,
-  // the sent entries' signs are noted and the scale taken off their residual.
+  // One pass over the tensor, bin by bin (50 or 500 floats: in L1 for the second look): the
+  // previous encode's sends in the bin get their scale taken off (see pending_), G = r + g
+  // and the bin's largest |G|, then the test |G + g| >= gmax appends the position and G.
+  // The scale of this encode's sends is known only once their segment is done, so their
+  // residue keeps G until the next encode (or residual() / save_state()) passes by.
+  const std::vector<Segment> plan = plan_segments(layers_, n, false);
+  const bool have_pending = pending_bounds_.size() == plan.size() + 1;
+  const bool have_masks = have_pending && pending_masks_valid_;
+  std::size_t total_masks = 0;
+  for (const Segment& s : plan) total_masks += bin_scan_masks(s.length, s.dims == 4 ? options_.bin_conv : options_.bin_fc);
+  if (masks_.size() < total_masks) masks_.resize(total_masks);
+  std::size_t mask_at = 0;
+  bool masks_written = true;
   std::vector<std::uint32_t>& indices = indices_;
-  std::vector<std::uint8_t>& negative = negative_;
   std::size_t k = 0;
   std::vector<std::pair<std::uint32_t, float>> segments;  // (count, scale)
+  std::vector<std::size_t> bounds{0};
+  std::vector<float> scales;
   const std::int64_t longest_bin = std::min<std::int64_t>(std::max(options_.bin_conv, options_.bin_fc), n);
   selected_.assign(static_cast<std::size_t>((longest_bin + 63) / 64 * 64 + 64), 0);
-  for (const Segment& s : plan_segments(layers_, n, false)) {
+  for (std::size_t si = 0; si < plan.size(); ++si) {
+    const Segment& s = plan[si];
     const std::int64_t bin = s.dims == 4 ? options_.bin_conv : options_.bin_fc;
+    PendingSends pending;
+    if (have_pending) {
+      pending.indices = pending_indices_.data() + pending_bounds_[si];
+      pending.count = pending_bounds_[si + 1] - pending_bounds_[si];
+      pending.scale = pending_scales_[si];
+      if (have_masks) pending.masks = pending_masks_.data() + mask_at;
+    }
     const std::size_t first = k;
-    double gmax_sum = 0.0;
-    std::int64_t bins = 0;
-    for (std::int64_t b = s.offset; b < s.offset + s.length; b += bin) {
-      const std::int64_t e = std::min(b + bin, s.offset + s.length);
-      std::int32_t top = 0;
-      for (std::int64_t i = b; i < e; ++i) {
-        r[i] += g[i];
-        const auto key = static_cast<std::int32_t>(magnitude_key(r[i]));
-        top = std::max(top, key > 0x7f800000 ? 0 : key);
-      }
-      const float gmax = key_to_magnitude(static_cast<std::uint32_t>(top));
-      gmax_sum += gmax;
-      ++bins;
-      if (!(gmax > 0.0f)) continue;  // nothing accumulated in this bin
-      // The test as 0/1 bytes (vectorised), then the positions of the ones, 64 at a time
-      // from a bit mask: a tenth or so of a bin is sent, so walking its set bits is short.
-      const std::int64_t len = e - b;
-      std::uint8_t* sel = selected_.data();
-      for (std::int64_t j = 0; j < len; ++j) {
-        sel[j] = static_cast<std::uint8_t>((r[b + j] != 0.0f) & (std::fabs(r[b + j] + g[b + j]) >= gmax));
-      }
-      std::uint32_t* dst = room_for(indices, k, len);
-      if (kept_.size() < indices.size()) kept_.resize(indices.size());
-      float* kept = kept_.data();
-      std::size_t m = 0;
-      for (std::int64_t j = 0; j < len; j += 64) {
-        std::uint64_t mask = 0;
-        for (int q = 0; q < 8; ++q) {
-          std::uint64_t word;
-          std::memcpy(&word, sel + j + 8 * q, sizeof word);  // selected_ has 64 bytes of slack
-          mask |= ((word * 0x0102040810204080ULL) >> 56) << (8 * q);
-        }
-        if (len - j < 64) mask &= (std::uint64_t{1} << (len - j)) - 1;
-        while (mask != 0) {
-          const std::int64_t i = b + j + __builtin_ctzll(mask);
-          dst[m] = static_cast<std::uint32_t>(i);
-          kept[k + m++] = r[i];
-          mask &= mask - 1;
-        }
-      }
-      k += m;
+    // Room for the whole segment plus one vector of slack (the kernels store whole vectors).
+    room_for(indices, k, s.length + 16);
+    if (kept_.size() < indices.size()) kept_.resize(indices.size());
+    BinScan scan;
+    if (adacomp_scan_avx512(r, g, s.offset, s.offset + s.length, bin, pending, indices.data() + k,
+                            kept_.data() + k, masks_.data() + mask_at, scan)) {
+      k += scan.count;
+    } else {
+      scan_portable(r, g, s.offset, s.offset + s.length, bin, pending, k, scan);
+      masks_written = false;
     }
+    mask_at += bin_scan_masks(s.length, bin);
     const std::size_t count = k - first;
-    if (count == 0) continue;
-    const auto scale = static_cast<float>(gmax_sum / static_cast<double>(bins));
-    if (negative.size() < k) negative.resize(std::max(k, 2 * negative.size()));
-    // G of the sent entries was kept while their bin was in L1: no dependent loads here.
-    for (std::size_t j = first; j < k; ++j) {
-      const float x = kept_[j];
-      const bool neg = x < 0.0f;
-      negative[j] = neg ? 1 : 0;
-      r[indices[j]] = x - (neg ? -scale : scale);
-    }
-    segments.emplace_back(static_cast<std::uint32_t>(count), scale);
+    const auto scale = count == 0 ? 0.0f : static_cast<float>(scan.gmax_sum / static_cast<double>(scan.bins));
+    bounds.push_back(k);
+    scales.push_back(scale);
+    if (count != 0) segments.emplace_back(static_cast<std::uint32_t>(count), scale);
   }
   last_density_ = n > 0 ? static_cast<double>(k) / static_cast<double>(n) : 1.0;
 
@@ -127,18 +112,90 @@ Bytes AdaCompCodec::encode(const torch::Tensor& grad) {
     w.f32(scale);
   }
   write_index_section(w, coding, indices.data(), k, section);
+  // Signs: a sent G is neither zero nor NaN, so its sign bit is G < 0.
   std::uint8_t* bits = w.extend((k + 7) / 8);
-  std::fill(bits, bits + (k + 7) / 8, std::uint8_t{0});
+  const float* kept = kept_.data();
   std::size_t j = 0;
   for (; j + 8 <= k; j += 8) {
-    // Eight 0/1 bytes (little-endian) to eight bits: the multiply moves byte b's bit to bit
-    // 56 + b, and no two partial products overlap below bit 64.
-    std::uint64_t word;
-    std::memcpy(&word, negative.data() + j, sizeof word);
-    bits[j / 8] = static_cast<std::uint8_t>((word * 0x0102040810204080ULL) >> 56);
+    std::uint32_t byte = 0;
+    for (int q = 0; q < 8; ++q) byte |= static_cast<std::uint32_t>(kept[j + q] < 0.0f) << q;
+    bits[j / 8] = static_cast<std::uint8_t>(byte);
   }
-  for (; j < k; ++j) bits[j / 8] |= static_cast<std::uint8_t>(negative[j] << (j % 8));
+  if (j < k) {
+    std::uint32_t byte = 0;
+    for (std::size_t q = 0; j + q < k; ++q) byte |= static_cast<std::uint32_t>(kept[j + q] < 0.0f) << q;
+    bits[j / 8] = static_cast<std::uint8_t>(byte);
+  }
+  // This encode's sends become the pending ones.
+  std::swap(indices_, pending_indices_);
+  std::swap(masks_, pending_masks_);
+  pending_masks_valid_ = masks_written;
+  pending_bounds_ = std::move(bounds);
+  pending_scales_ = std::move(scales);
   return w.take();
+}
+
+void AdaCompCodec::scan_portable(float* r, const float* g, std::int64_t begin, std::int64_t end, std::int64_t bin,
+                                 const PendingSends& pending, std::size_t& k, BinScan& scan) {
+  // Per bin: G = r + g and the bin's largest |G| in one vectorisable loop (as magnitude keys,
+  // NaN counted as 0 as std::max skips it), then the test as 0/1 bytes (vectorised), then the
+  // positions of the ones, 64 at a time from a bit mask: a tenth or so of a bin is sent, so
+  // walking its set bits is short.
+  std::uint32_t* dst = indices_.data();
+  float* kept = kept_.data();
+  std::size_t p = 0;
+  for (std::int64_t b = begin; b < end; b += bin) {
+    const std::int64_t e = std::min(b + bin, end);
+    // The previous encode's sends in this bin: their lines are about to be read anyway.
+    std::size_t q = p;
+    while (q < pending.count && pending.indices[q] < static_cast<std::uint64_t>(e)) ++q;
+    apply_pending_sends(r, pending.indices + p, q - p, pending.scale);
+    p = q;
+    std::int32_t top = 0;
+    for (std::int64_t i = b; i < e; ++i) {
+      r[i] += g[i];
+      const auto key = static_cast<std::int32_t>(magnitude_key(r[i]));
+      top = std::max(top, key > 0x7f800000 ? 0 : key);
+    }
+    const float gmax = key_to_magnitude(static_cast<std::uint32_t>(top));
+    scan.gmax_sum += gmax;
+    ++scan.bins;
+    if (!(gmax > 0.0f)) continue;  // nothing accumulated in this bin
+    const std::int64_t len = e - b;
+    std::uint8_t* sel = selected_.data();
+    for (std::int64_t j = 0; j < len; ++j) {
+      sel[j] = static_cast<std::uint8_t>((r[b + j] != 0.0f) & (std::fabs(r[b + j] + g[b + j]) >= gmax));
+    }
+    for (std::int64_t j = 0; j < len; j += 64) {
+      std::uint64_t mask = 0;
+      for (int q8 = 0; q8 < 8; ++q8) {
+        std::uint64_t word;
+        std::memcpy(&word, sel + j + 8 * q8, sizeof word);  // selected_ has 64 bytes of slack
+        mask |= ((word * 0x0102040810204080ULL) >> 56) << (8 * q8);
+      }
+      if (len - j < 64) mask &= (std::uint64_t{1} << (len - j)) - 1;
+      while (mask != 0) {
+        const std::int64_t i = b + j + __builtin_ctzll(mask);
+        dst[k] = static_cast<std::uint32_t>(i);
+        kept[k++] = r[i];
+        mask &= mask - 1;
+      }
+    }
+  }
+  apply_pending_sends(r, pending.indices + p, pending.count - p, pending.scale);
+}
+
+void AdaCompCodec::settle_pending() const {
+  if (pending_bounds_.size() < 2 || !residual_->defined()) {
+    pending_bounds_.clear();
+    return;
+  }
+  float* r = residual_->data_ptr<float>();
+  for (std::size_t si = 0; si + 1 < pending_bounds_.size(); ++si) {
+    apply_pending_sends(r, pending_indices_.data() + pending_bounds_[si], pending_bounds_[si + 1] - pending_bounds_[si],
+                        pending_scales_[si]);
+  }
+  pending_bounds_.clear();
 }
 
 torch::Tensor AdaCompCodec::decode_payload(ByteSpan payload, std::uint64_t max_elements) {
@@ -200,6 +257,7 @@ torch::Tensor AdaCompCodec::decode(ByteSpan payload) const {
 }
 
 Bytes AdaCompCodec::save_state() const {
+  settle_pending();
   CodecState st(name());
   st.put_tensor("residual", *residual_);
   return st.serialize();
@@ -208,6 +266,7 @@ Bytes AdaCompCodec::save_state() const {
 void AdaCompCodec::load_state(ByteSpan state) {
   if (state.size == 0) return;
   *residual_ = CodecState::parse(state, name()).tensor("residual");
+  pending_bounds_.clear();
 }
 
 CodecWork AdaCompCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
@@ -216,7 +275,7 @@ CodecWork AdaCompCodec::work(CodecOp op, std::int64_t numel, std::uint64_t paylo
   const double k = last_density_ * n;
   if (op == CodecOp::kDecode) return CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, k);
   if (op != CodecOp::kEncode) return Codec::work(op, numel, payload_bytes);
-  return CodecWork::memory(24 * n + bytes) + CodecWork::compute(5 * n) + CodecWork::gather(n, k);
+  return CodecWork::memory(12 * n + 8 * k + bytes) + CodecWork::compute(6 * n);
 }
 
 }  // namespace gradwire

@@ -20,6 +20,7 @@
 
 #include "codecs/Codec.h"
 #include "codecs/CodecRegistry.h"
+#include "codecs/kernels/SparseKernels.h"
 
 namespace gradwire {
 
@@ -37,9 +38,10 @@ class AdaCompCodec : public Codec {
   std::string name() const override { return "adacomp"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
-  /// Encode: G = r + g (read 8n, write 4n), the bin maxima of |G| (4n bytes), the test
-  /// |G + g| >= bin max (read G and g: 8n bytes), the residual updated at the sent entries,
-  /// the payload written. Bin-local, so no selection. Decode: zero fill + scatter.
+  /// Encode: one pass, G = r + g (read 8n, write 4n) with the last sends settled and the bin
+  /// maxima of |G| in the same pass, the test |G + g| >= bin max from cache, the k sent
+  /// positions and values written (8k), the payload written; about 6 operations per element.
+  /// Bin-local, so no selection. Decode: zero fill + scatter.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   double last_density() const override { return last_density_; }
   Bytes save_state() const override;
@@ -49,15 +51,34 @@ class AdaCompCodec : public Codec {
   static torch::Tensor decode_payload(ByteSpan payload, std::uint64_t max_elements);
 
  private:
+  /// The bins of one segment without AVX-512: appends at indices_[k..] and kept_[k..].
+  void scan_portable(float* r, const float* g, std::int64_t begin, std::int64_t end, std::int64_t bin,
+                     const PendingSends& pending, std::size_t& k, BinScan& scan);
+  /// Takes the last encode's scales off its sent entries' residue (residual() and
+  /// save_state() show the residue as the algorithm defines it).
+  void settle_pending() const;
+
   AdaCompOptions options_;
   std::vector<LayerSlice> layers_;
   std::uint64_t max_elements_;
   double last_density_ = 1.0;
   std::unique_ptr<torch::Tensor> residual_;
   std::vector<std::uint32_t> indices_;  ///< scratch of encode: sent positions (grown, not shrunk)
-  std::vector<std::uint8_t> negative_;  ///< scratch of encode: their signs
   std::vector<float> kept_;             ///< scratch of encode: G at the sent positions
   std::vector<std::uint8_t> selected_;  ///< scratch of encode: one bin's test, 0/1 per element
+  // The last encode's sends, whose residue still holds G (not G - sign(G) * scale): the
+  // next encode settles them bin by bin while the bin is in cache, instead of a scattered
+  // pass over the whole residue now. Per plan segment j: positions pending_indices_[
+  // pending_bounds_[j] .. pending_bounds_[j+1]) with scale pending_scales_[j]; no bounds:
+  // nothing pending. Mutable: residual() and save_state() settle them first.
+  mutable std::vector<std::uint32_t> pending_indices_;
+  mutable std::vector<std::size_t> pending_bounds_;
+  mutable std::vector<float> pending_scales_;
+  // The same sends as the AVX-512 scan's test masks (one per 16 elements of a bin), which it
+  // settles lane-wise inside its pass; valid when the last scan was that kernel's.
+  std::vector<std::uint16_t> pending_masks_;
+  bool pending_masks_valid_ = false;
+  std::vector<std::uint16_t> masks_;  ///< scratch of encode: this scan's test masks
 };
 
 }  // namespace gradwire

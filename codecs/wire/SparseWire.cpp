@@ -7,6 +7,9 @@
 
 #include <torch/types.h>
 
+#include "codecs/kernels/SparseKernels.h"
+#include "codecs/kernels/VectorKernel.h"
+
 namespace gradwire {
 
 namespace {
@@ -123,27 +126,63 @@ std::size_t index_section_size(IndexCoding coding, const std::uint32_t* idx, std
   throw std::logic_error("unknown index coding");
 }
 
+namespace {
+
+inline std::uint32_t varint_length_branchless(std::uint32_t v) {
+  return 1u + (v >= (1u << 7)) + (v >= (1u << 14)) + (v >= (1u << 21)) + (v >= (1u << 28));
+}
+
+// The gap statistics of choose_index_coding (see count_gaps_avx512) without AVX-512.
+GapCounts count_gaps_portable(const std::uint32_t* idx, std::size_t k) {
+  GapCounts c;
+  for (std::size_t j = 1; j < k; ++j) {
+    const std::uint32_t gap = idx[j] - idx[j - 1] - 1;
+    const std::uint32_t len = varint_length_branchless(gap);
+    c.varint += len;
+    c.any_gap |= gap;
+    c.runs += gap != 0 ? len + 1 : 0;
+  }
+  return c;
+}
+
+// How many runs reach position `p` (p indices after their start): a run's length varint
+// needs an extra byte for each of 2^7, 2^14, 2^21, 2^28 that its length - 1 reaches. Position
+// p of a run is an index with idx[j] - idx[j - p] == p (all between consecutive: indices are
+// strictly ascending) whose idx[j - p] starts a run.
+GRADWIRE_VECTOR_KERNEL std::uint64_t count_run_positions(const std::uint32_t* idx, std::size_t k, std::size_t p) {
+  if (k <= p) return 0;
+  std::uint64_t count = idx[p] - idx[0] == p ? 1 : 0;
+  for (std::size_t j = p + 1; j < k; ++j) {
+    count += (idx[j] - idx[j - p] == p) & (idx[j - p] - idx[j - p - 1] != 1);
+  }
+  return count;
+}
+
+}  // namespace
+
 IndexCoding choose_index_coding(const std::uint32_t* idx, std::size_t k, std::size_t* section_size) {
-  // The sizes index_section_size gives for each coding, counted together in one pass.
+  // The sizes index_section_size gives for each coding, counted together without branches.
   std::size_t varint = 0;
   std::size_t runs = 0;
   std::uint32_t any_gap = 0;  // OR of the gaps after the first: the bit-packed width
-  for (std::size_t j = 0; j < k; ++j) {
-    const std::uint32_t gap = gap_at(idx, j);
-    const std::size_t len = varint_length(gap);
-    varint += len;
-    if (j > 0) any_gap |= gap;
-    // A run starts where the index does not follow its predecessor: (gap, length - 1).
-    if (j == 0 || gap != 0) {
-      std::size_t e = j + 1;
-      while (e < k && idx[e] == idx[e - 1] + 1) ++e;
-      runs += len + varint_length(static_cast<std::uint32_t>(e - j - 1));
+  if (k > 0) {
+    GapCounts c;
+    if (!count_gaps_avx512(idx, k, c)) c = count_gaps_portable(idx, k);
+    const std::size_t first = varint_length(idx[0]);
+    varint = first + static_cast<std::size_t>(c.varint);
+    runs = first + 1 + static_cast<std::size_t>(c.runs);
+    any_gap = c.any_gap;
+  }
+  const std::size_t bit_packed =
+      k == 0 ? 1 : 5 + static_cast<std::size_t>(((k - 1) * static_cast<std::uint64_t>(bit_width(any_gap)) + 7) / 8);
+  // Long runs' extra length bytes only matter when the run coding can still win (it loses
+  // ties, being the last), so they are counted only then.
+  if (runs < std::min({4 * k, varint, bit_packed})) {
+    for (const std::size_t p : {std::size_t{1} << 7, std::size_t{1} << 14, std::size_t{1} << 21, std::size_t{1} << 28}) {
+      runs += static_cast<std::size_t>(count_run_positions(idx, k, p));
     }
   }
-  const std::size_t sizes[4] = {
-      4 * k, varint,
-      k == 0 ? 1 : 5 + static_cast<std::size_t>(((k - 1) * static_cast<std::uint64_t>(bit_width(any_gap)) + 7) / 8),
-      runs};
+  const std::size_t sizes[4] = {4 * k, varint, bit_packed, runs};
   std::size_t best = 0;
   for (std::size_t c = 1; c < 4; ++c) {
     if (sizes[c] < sizes[best]) best = c;

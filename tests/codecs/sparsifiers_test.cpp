@@ -616,6 +616,38 @@ TEST(Wire, IndexCodingsRoundTripAndTheSmallestIsChosen) {
   EXPECT_EQ(choose_index_coding(run.data(), run.size()), IndexCoding::kVarintRuns);
 }
 
+// choose_index_coding counts all four sizes in one branch-free pass; it must agree with
+// index_section_size coding by coding, also for runs whose length needs a 2- or 3-byte
+// varint (lengths around 2^7 and 2^14) and gaps of every varint length.
+TEST(Wire, ChosenCodingIsTheSmallestSectionSize) {
+  std::mt19937 rng(11);
+  const std::size_t run_lengths[] = {1, 2, 127, 128, 129, 130, 16384, 16385, 16386, 20000};
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<std::uint32_t> idx;
+    std::uint64_t next = rng() % 3;
+    const int pieces = 1 + static_cast<int>(rng() % 12);
+    for (int piece = 0; piece < pieces && next < (std::uint64_t{1} << 31); ++piece) {
+      const std::size_t len = trial % 3 == 0 ? 1 + rng() % 5 : run_lengths[rng() % 10];
+      for (std::size_t i = 0; i < len; ++i) idx.push_back(static_cast<std::uint32_t>(next++));
+      next += std::uint64_t{1} + (rng() % 4 == 0 ? rng() % (1u << (7 * (1 + rng() % 4))) : rng() % 3);
+    }
+    const std::size_t k = idx.size();
+    std::size_t sizes[4];
+    for (int c = 0; c < 4; ++c) sizes[c] = index_section_size(static_cast<IndexCoding>(c), idx.data(), k);
+    const std::size_t best = static_cast<std::size_t>(std::min_element(sizes, sizes + 4) - sizes);
+    std::size_t section = 0;
+    EXPECT_EQ(static_cast<std::size_t>(choose_index_coding(idx.data(), k, &section)), best) << "trial " << trial;
+    EXPECT_EQ(section, sizes[best]) << "trial " << trial;
+    // The run coding's size is the one counted, whichever wins.
+    ByteWriter w;
+    write_index_section(w, IndexCoding::kVarintRuns, idx.data(), k);
+    EXPECT_EQ(w.take().size(), sizes[3]) << "trial " << trial;
+  }
+  std::size_t section = 7;
+  EXPECT_EQ(choose_index_coding(nullptr, 0, &section), IndexCoding::kPlain32);
+  EXPECT_EQ(section, 0u);
+}
+
 TEST(Wire, HalfPrecisionConversion) {
   for (float f : {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f, 1e-3f, 3.14159f}) {
     const float back = half_to_float(float_to_half(f));
