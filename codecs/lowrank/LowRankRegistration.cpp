@@ -48,16 +48,20 @@ void register_correlation_codecs(CodecRegistry& registry) {
 
   registry.add(CodecInfo{
       "gradiveq",
-      "GradiVeQ (Yu et al. 2018): slices of d elements sent as K coefficients in a PCA basis "
-      "fitted on aggregated uncompressed steps (no basis traffic); coefficients add around the "
-      "ring (summable) and are decoded once. Optional QSGD on the coefficients.",
+      "GradiVeQ (Yu et al. 2018): each layer's gradient cut into slices of d elements, sent as "
+      "K coefficients in that layer's PCA basis, fitted on aggregated uncompressed steps (no "
+      "basis traffic); coefficients add around the ring (summable) and are decoded once. "
+      "Optional QSGD on the coefficients.",
       {integer("slice", 64, 1, 1 << 16, "d: elements per slice"),
        integer("components", 8, 1, 1 << 16, "K: principal directions kept (ratio d/K)"),
        integer("warmup_steps", 50, 1, 1e12, "uncompressed steps before the first fit"),
        integer("refit_every", 500, 0, 1e12, "compressed steps between refits (0: never)"),
        integer("refit_steps", 10, 1, 1e12, "uncompressed steps collected for each refit"),
        integer("qsgd_levels", 0, 0, 65535, "QSGD levels on the coefficients (0: off; then not "
-               "summable)")},
+               "summable)"),
+       boolean("per_layer", true, "a basis per layer, fitted on that layer's slices (the "
+               "paper's slicing; layers with >= 2 dimensions and one whole slice; the others "
+               "travel dense); false: one basis for the whole flat gradient")},
       [](const json& p, const CodecContext& ctx) -> std::unique_ptr<Codec> {
         GradiVeQCodec::Options o;
         o.slice = p.at("slice").get<std::int64_t>();
@@ -70,9 +74,10 @@ void register_correlation_codecs(CodecRegistry& registry) {
         o.refit_every = p.at("refit_every").get<std::int64_t>();
         o.refit_steps = p.at("refit_steps").get<std::int64_t>();
         o.qsgd_levels = p.at("qsgd_levels").get<std::uint32_t>();
+        o.per_layer = p.at("per_layer").get<bool>();
         o.seed = ctx.seed;
         o.rank = ctx.rank;
-        return std::make_unique<GradiVeQCodec>(o);
+        return std::make_unique<GradiVeQCodec>(o, ctx.layers, ctx.numel);
       }});
 }
 

@@ -1,6 +1,7 @@
 // Codecs that exploit correlation (PowerSGD, GradiVeQ) and the multi-round exchange that
 // carries them through the simulated collectives.
 #include <limits>
+#include <random>
 #include <memory>
 
 #include <gtest/gtest.h>
@@ -340,8 +341,8 @@ TEST(GradiVeQ, SumOfCodesDecodesToTheCodeOfTheSum) {
   o.warmup_steps = 1;
   o.refit_every = 0;
   GradiVeQCodec codec(o);
+  codec.observe_aggregate(torch::zeros({1000}));  // past the warm-up (its fit is replaced below)
   codec.set_basis(orthonormal(16, 4, 1));
-  codec.observe_aggregate(torch::zeros({5}));  // past the warm-up (shorter than a slice: no fit)
   ASSERT_TRUE(codec.compressing());
   torch::manual_seed(2);
   const at::Tensor a = torch::randn({1000}), b = torch::randn({1000});  // 1000 = 62.5 slices
@@ -356,8 +357,8 @@ TEST(GradiVeQ, SumOfCodesDecodesToTheCodeOfTheSum) {
   padded.narrow(0, 0, 1000).copy_(a);
   const at::Tensor projected = padded.view({63, 16}).mm(u).mm(u.t()).reshape({-1}).narrow(0, 0, 1000);
   EXPECT_TRUE(torch::allclose(codec.decode(codec.encode(a)), projected, 1e-4, 1e-5));
-  EXPECT_EQ(codec.encode(a).size(), 12u + 17u + 4u * 63u * 4u);
-  EXPECT_DOUBLE_EQ(codec.last_density(), 0.25);
+  EXPECT_EQ(codec.encode(a).size(), 12u + 21u + 4u * 63u * 4u);
+  EXPECT_DOUBLE_EQ(codec.last_density(), 63.0 * 4.0 / 1000.0);  // code floats per element
 }
 
 TEST(GradiVeQ, RejectsCorruptPayloads) {
@@ -379,7 +380,7 @@ TEST(GradiVeQ, RejectsCorruptPayloads) {
   Bytes coefficients = dense;
   coefficients[12] = 1;  // claims coefficients, but no basis has been fitted
   EXPECT_THROW(codec.decode(coefficients), DecodeError);
-  for (std::size_t cut = 0; cut < 29; ++cut) {
+  for (std::size_t cut = 0; cut < 33; ++cut) {
     EXPECT_THROW(codec.decode(Bytes(dense.begin(), dense.begin() + cut)), DecodeError) << cut;
   }
   // A summand claiming QSGD-coded coefficients, which this codec never writes, is corrupt
@@ -428,6 +429,192 @@ TEST(GradiVeQ, RingFitsOneBasisEverywhereThenSumsCoefficients) {
   const Bytes a = codecs[0]->encode(grads[4][0]);
   const Bytes b = codecs[3]->encode(grads[4][0]);
   EXPECT_EQ(a, b) << "workers fitted different bases";
+}
+
+// A conv kernel, its bias and a weight matrix whose gradient slices live in different
+// 2-dimensional subspaces of slice space (16 elements per slice): the paper's reason for a
+// basis per layer.
+struct TwoSubspaces {
+  static constexpr std::int64_t kD = 16, kK = 2;
+  std::vector<LayerSlice> layers = {LayerSlice{"conv.weight", 0, {8, 4, 3, 3}},   // 288: 18 slices
+                                    LayerSlice{"conv.bias", 288, {8}},
+                                    LayerSlice{"fc.weight", 296, {10, 40}}};       // 400: 25 slices
+  std::int64_t numel = 696;
+  at::Tensor conv_basis = orthonormal(kD, kK, 21);
+  at::Tensor fc_basis = orthonormal(kD, kK, 22);
+
+  /// A gradient with every conv slice in span(conv_basis), every fc slice in span(fc_basis).
+  at::Tensor gradient(std::uint64_t seed) const {
+    torch::manual_seed(seed);
+    at::Tensor g = torch::empty({numel});
+    g.narrow(0, 0, 288).copy_(torch::randn({18, kK}).mm(conv_basis.t()).reshape({-1}));
+    g.narrow(0, 288, 8).copy_(torch::randn({8}));
+    g.narrow(0, 296, 400).copy_(torch::randn({25, kK}).mm(fc_basis.t()).reshape({-1}));
+    return g;
+  }
+};
+
+std::unique_ptr<GradiVeQCodec> fitted_on(const TwoSubspaces& w, bool per_layer) {
+  GradiVeQCodec::Options o;
+  o.slice = TwoSubspaces::kD;
+  o.components = TwoSubspaces::kK;
+  o.warmup_steps = 3;
+  o.refit_every = 0;
+  o.per_layer = per_layer;
+  auto codec = std::make_unique<GradiVeQCodec>(o, w.layers, w.numel);
+  for (int step = 0; step < 3; ++step) codec->observe_aggregate(w.gradient(100 + step));
+  return codec;
+}
+
+TEST(GradiVeQ, PerLayerBasesReconstructLayersInDifferentSubspacesExactly) {
+  const TwoSubspaces w;
+  const auto per_layer_owner = fitted_on(w, true);
+  GradiVeQCodec& per_layer = *per_layer_owner;
+  ASSERT_TRUE(per_layer.compressing());
+  // The weights get bases; the bias travels as its 8 elements.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> compressed{{0, 288}, {296, 400}};
+  EXPECT_EQ(per_layer.compressed_layers(w.numel), compressed);
+  // Each fitted basis spans its layer's subspace: U U^T is the projector onto it.
+  const at::Tensor conv_projector = w.conv_basis.mm(w.conv_basis.t());
+  EXPECT_TRUE(torch::allclose(per_layer.basis(0).mm(per_layer.basis(0).t()), conv_projector, 1e-4, 1e-5));
+  EXPECT_FALSE(torch::allclose(per_layer.basis(1).mm(per_layer.basis(1).t()), conv_projector, 1e-2, 1e-2));
+
+  const at::Tensor g = w.gradient(7);
+  const Bytes payload = per_layer.encode(g);
+  EXPECT_TRUE(torch::allclose(per_layer.decode(payload), g, 1e-4, 1e-5));
+  // Header, prefix, 18 + 25 slices of 2 coefficients and the bias's 8 floats.
+  EXPECT_EQ(payload.size(), 12u + 21u + 4u * ((18 + 25) * 2 + 8));
+  EXPECT_DOUBLE_EQ(per_layer.last_density(), (43.0 * 2 + 8) / 696.0);
+
+  // One basis for the flat gradient cannot hold two 2-dimensional subspaces in 2 directions.
+  const auto global_owner = fitted_on(w, false);
+  GradiVeQCodec& global = *global_owner;
+  ASSERT_TRUE(global.compressing());
+  EXPECT_EQ(global.compressed_layers(w.numel).size(), 1u);
+  const at::Tensor error = global.decode(global.encode(g)) - g;
+  EXPECT_GT(error.norm().item<double>(), 0.3 * g.norm().item<double>());
+  // A peer with the other plan is refused, both ways.
+  EXPECT_THROW(global.decode(payload), DecodeError);
+  EXPECT_THROW(per_layer.decode(global.encode(g)), DecodeError);
+}
+
+TEST(GradiVeQ, PerLayerCodesAddInTheCompressedDomainAcrossChunks) {
+  const TwoSubspaces w;
+  const auto a_owner = fitted_on(w, true);
+  GradiVeQCodec& a = *a_owner;
+  const auto b_owner = fitted_on(w, true);
+  GradiVeQCodec& b = *b_owner;
+  torch::manual_seed(30);
+  const at::Tensor x = torch::randn({w.numel}), y = torch::randn({w.numel});  // not in the subspaces
+  // Ring chunks: whole slices, consecutive, covering the gradient; summed chunk by chunk.
+  for (const std::vector<std::int64_t>& bounds :
+       {std::vector<std::int64_t>{0, w.numel}, {0, 232, 464, w.numel}, {0, 100, 200, 300, 400, 500, 600, w.numel}}) {
+    std::vector<Bytes> sums = a.encode_chunks(x, bounds);
+    const std::vector<Bytes> others = b.encode_chunks(y, bounds);
+    ASSERT_EQ(sums.size(), bounds.size() - 1);
+    std::vector<at::Tensor> parts;
+    for (std::size_t c = 0; c < sums.size(); ++c) {
+      a.accumulate(sums[c], ByteSpan(others[c]));
+      parts.push_back(b.decode(sums[c]));
+    }
+    const at::Tensor decoded_sum = at::cat(parts);
+    ASSERT_EQ(decoded_sum.numel(), w.numel);
+    // The code is linear: the sum of codes decodes to the projection of the sum, layer by
+    // layer (the bias exactly).
+    const at::Tensor of_sum = a.decode(a.encode(x + y));
+    EXPECT_TRUE(torch::allclose(decoded_sum, of_sum, 1e-4, 1e-5)) << bounds.size() - 1 << " chunks";
+    at::Tensor expected = (x + y).clone();
+    expected.narrow(0, 0, 288).copy_((x + y).narrow(0, 0, 288).view({18, 16}).mm(a.basis(0)).mm(a.basis(0).t()).reshape({-1}));
+    expected.narrow(0, 296, 400).copy_((x + y).narrow(0, 296, 400).view({25, 16}).mm(a.basis(1)).mm(a.basis(1).t()).reshape({-1}));
+    EXPECT_TRUE(torch::allclose(decoded_sum, expected, 1e-4, 1e-5));
+    if (bounds.size() == 4) {
+      // Balanced by code size: no chunk carries more than its share plus one slice's code.
+      for (const Bytes& c : a.encode_chunks(x, bounds)) EXPECT_LE(c.size(), 33u + 4u * (94 / 3 + 16)) << c.size();
+    }
+  }
+}
+
+TEST(GradiVeQ, RingSumsPerLayerCoefficientsHopByHop) {
+  const TwoSubspaces w;
+  const int n = 4;
+  auto codecs = make({{"kind", "gradiveq"}, {"slice", 16}, {"components", 2}, {"warmup_steps", 3},
+                      {"refit_every", 0}},
+                     n, w.numel, w.layers);
+  std::vector<std::vector<at::Tensor>> grads(5);
+  for (std::size_t s = 0; s < grads.size(); ++s) {
+    for (int r = 0; r < n; ++r) grads[s].push_back(w.gradient(1000 + 10 * s + static_cast<std::uint64_t>(r)));
+  }
+  std::vector<std::uint64_t> payload;
+  const auto updates = run_steps("ring", codecs, grads, &payload);
+  for (std::size_t s = 0; s < grads.size(); ++s) {
+    at::Tensor mean = torch::zeros({w.numel});
+    for (int r = 0; r < n; ++r) mean += grads[s][r];
+    mean /= n;
+    for (int r = 0; r < n; ++r) {
+      EXPECT_TRUE(torch::allclose(updates[s][r], mean, 1e-3, 1e-4)) << "step " << s << " worker " << r;
+    }
+  }
+  // Steps 0-2 dense, then 94 floats instead of 696 (plus the chunks' prefixes).
+  EXPECT_GT(payload[0], 5 * payload[3]);
+}
+
+TEST(GradiVeQ, PerLayerPayloadsRejectCorruptBytes) {
+  const TwoSubspaces w;
+  const auto codec_owner = fitted_on(w, true);
+  GradiVeQCodec& codec = *codec_owner;
+  const Bytes good = codec.encode(w.gradient(8));
+  for (std::size_t cut = 0; cut < good.size(); cut += (cut < 40 ? 1 : 37)) {
+    EXPECT_THROW(codec.decode(Bytes(good.begin(), good.begin() + cut)), DecodeError) << cut;
+  }
+  Bytes layout = good;
+  layout[29] ^= 0x40;  // the layout checksum
+  EXPECT_THROW(codec.decode(layout), DecodeError);
+  Bytes slice_length = good;
+  slice_length[21] = 17;  // d
+  EXPECT_THROW(codec.decode(slice_length), DecodeError);
+  Bytes numel = good;
+  numel[4] ^= 0x01;  // another element count: another plan, and no basis for it
+  EXPECT_THROW(codec.decode(numel), DecodeError);
+  Bytes huge = good;
+  huge[10] = 0x7f;  // 2^50-odd elements
+  EXPECT_THROW(codec.decode(huge), DecodeError);
+  Bytes longer = good;
+  longer.push_back(0);
+  EXPECT_THROW(codec.decode(longer), DecodeError);
+  Bytes acc = good;
+  EXPECT_THROW(codec.accumulate(acc, ByteSpan(layout)), DecodeError);
+  EXPECT_THROW(codec.accumulate(acc, ByteSpan(longer)), DecodeError);
+  // Random byte flips: a decode error or a tensor of the gradient's length, never a crash.
+  std::mt19937 rng(4);
+  for (int trial = 0; trial < 500; ++trial) {
+    Bytes m = good;
+    for (int f = 0; f < 3; ++f) m[rng() % m.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
+    try {
+      EXPECT_LE(codec.decode(m).numel(), w.numel);
+    } catch (const DecodeError&) {
+    }
+  }
+}
+
+TEST(GradiVeQ, PerLayerStateRoundTrips) {
+  const TwoSubspaces w;
+  const auto codec_owner = fitted_on(w, true);
+  GradiVeQCodec& codec = *codec_owner;
+  GradiVeQCodec::Options o;
+  o.slice = TwoSubspaces::kD;
+  o.components = TwoSubspaces::kK;
+  o.warmup_steps = 3;
+  o.refit_every = 0;
+  GradiVeQCodec twin(o, w.layers, w.numel);
+  twin.load_state(codec.save_state());
+  EXPECT_TRUE(twin.compressing());
+  const at::Tensor g = w.gradient(9);
+  EXPECT_EQ(twin.encode(g), codec.encode(g));
+  GradiVeQCodec other_length(o, w.layers, 700);
+  EXPECT_THROW(other_length.load_state(codec.save_state()), DecodeError);
+  // Without the layers the same length is one layer with one basis: another plan, refused.
+  GradiVeQCodec unknown_layout(o);
+  EXPECT_THROW(unknown_layout.load_state(codec.save_state()), DecodeError);
 }
 
 nlohmann::json run_doc(const nlohmann::json& codec, const std::string& topology) {
