@@ -7,6 +7,7 @@
 #include <ns3/ipv4-global-routing-helper.h>
 #include <ns3/point-to-point-helper.h>
 #include <ns3/queue-size.h>
+#include <ns3/net-device-queue-interface.h>
 #include <ns3/nstime.h>
 #include <ns3/string.h>
 #include <ns3/traffic-control-helper.h>
@@ -17,6 +18,8 @@
 #include "common/Units.h"
 #include "common/DeclaredFields.h"
 #include "netmodels/NetworkParams.h"
+#include "netmodels/OffloadChannel.h"
+#include "netmodels/OffloadNetDevice.h"
 #include "netmodels/TcpDefaults.h"
 
 namespace gradwire {
@@ -35,6 +38,7 @@ EthernetConfig EthernetConfig::from_json(const nlohmann::json& object, const std
   c.queue_packets = static_cast<std::uint32_t>(declared_integer(fields, spec("queue")));
   c.tcp_buffer_bytes = static_cast<std::uint32_t>(declared_integer(fields, spec("tcp_buffer")));
   c.framing = declared_string(fields, spec("framing"));
+  c.offload = fields.boolean("offload", spec("offload").default_value.get<bool>());
   c.impairments = ImpairmentsConfig::from_json(fields.object_at("impairments"),
                                                fields.path_of("impairments"), false);
   return c;
@@ -45,12 +49,55 @@ nlohmann::json EthernetConfig::to_json() const {
           {"delay", format_duration(delay_s)},
           {"mtu", mtu},            {"queue", queue_packets},
           {"tcp_buffer", tcp_buffer_bytes}, {"framing", framing},
+          {"offload", offload},
           {"impairments", impairments.to_json(false)}};
 }
 
+std::uint32_t EthernetConfig::segment_frames() const {
+  std::uint32_t frames = offload_frames;
+  while (frames > 1 && (kInitialWindowFrames % frames != 0 ||
+                        static_cast<std::uint64_t>(frames) * (mtu - kTcpIpHeaderBytes) +
+                                kTcpIpHeaderBytes > 65535)) {
+    --frames;
+  }
+  return frames;
+}
+
+namespace {
+
+// One host <-> switch link of offloading devices; the switch's end forwards cut-through.
+ns3::NetDeviceContainer install_offload_link(const EthernetConfig& config, ns3::Ptr<ns3::Node> host,
+                                             ns3::Ptr<ns3::Node> port_owner) {
+  const bool ethernet = config.framing == "ethernet";
+  auto channel = ns3::CreateObject<OffloadChannel>();
+  channel->SetDelay(ns3::Seconds(config.delay_s));
+  ns3::NetDeviceContainer devices;
+  for (const auto& node : {host, port_owner}) {
+    auto device = ns3::CreateObject<OffloadNetDevice>();
+    device->Configure(ns3::DataRate(static_cast<std::uint64_t>(config.rate_bps)), config.mtu,
+                      ethernet ? kEthernetFramingBytes : kPppFramingBytes,
+                      ethernet ? kEthernetFrameBytesBeforeArrival : kPppFramingBytes,
+                      config.queue_packets);
+    device->SetMtu(static_cast<std::uint16_t>(
+        config.segment_frames() * (config.mtu - kTcpIpHeaderBytes) + kTcpIpHeaderBytes));
+    device->SetCutThrough(node == port_owner);
+    // Traffic control expects a device queue interface (to remove the default queue disc
+    // below); the device never stops it: its own queue drops what does not fit.
+    device->AggregateObject(ns3::CreateObject<ns3::NetDeviceQueueInterface>());
+    node->AddDevice(device);
+    device->Attach(channel);
+    devices.Add(device);
+  }
+  return devices;
+}
+
+}  // namespace
+
 EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts)
     : config_(config) {
-  apply_tcp_defaults(config_.mtu, config_.tcp_buffer_bytes);
+  const bool offload = config_.offload_active();
+  apply_tcp_defaults(config_.mtu, config_.tcp_buffer_bytes,
+                     offload ? config_.segment_frames() : 1);
 
   // Background-traffic sources are extra hosts on the switch, after the application hosts.
   const std::size_t extra = config_.impairments.background.size();
@@ -85,7 +132,8 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
   ns3::Ipv4AddressHelper ip;
   std::vector<HostAttachment> attachments;
   for (std::uint32_t i = 0; i < all.GetN(); ++i) {
-    ns3::NetDeviceContainer devices = link.Install(all.Get(i), switch_);
+    ns3::NetDeviceContainer devices =
+        offload ? install_offload_link(config_, all.Get(i), switch_) : link.Install(all.Get(i), switch_);
     // One /24 per port: 10.(i/250+1).(i%250).0 keeps addresses valid for large clusters.
     std::ostringstream subnet;
     subnet << "10." << (i / 250 + 1) << "." << (i % 250) << ".0";
@@ -135,6 +183,9 @@ std::string EthernetNetwork::describe() const {
       << " Gbps, " << config_.delay_s * 1e6 << " us per link, MTU " << config_.mtu << " ("
       << config_.framing << " framing), queue "
       << config_.queue_packets << " packets";
+  if (config_.offload_active()) {
+    out << ", segment offload (" << config_.segment_frames() << " frames)";
+  }
   if (config_.impairments.shapes_packets()) out << ", impaired";
   if (!config_.impairments.background.empty()) {
     out << ", " << config_.impairments.background.size() << " background flows";

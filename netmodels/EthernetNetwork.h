@@ -35,12 +35,26 @@ struct EthernetConfig {
   std::uint32_t tcp_buffer_bytes = 4 << 20;  ///< socket send/receive buffers
   /// What a frame costs on the wire beyond its IP packet: "ethernet" (38 bytes) or "ppp" (2).
   std::string framing = "ethernet";
+  /// Segment offload: TCP segments of `offload_frames` frames' payload, serialised as those
+  /// frames (OffloadNetDevice), cut-through at the switch.
+  bool offload = false;
+  /// Frames per offloaded TCP segment. Not a scenario key: 10 keeps TCP's initial window (10
+  /// frames) in bytes, which the accuracy bound depends on.
+  std::uint32_t offload_frames = 10;
   ImpairmentsConfig impairments;  ///< applied to both directions of each impaired host's link
 
   /// Reads a resolved or partial `network` object (family "ethernet"); missing keys take the
   /// declared defaults (ethernet_params()). Throws ConfigError naming `path`.key for bad values.
   static EthernetConfig from_json(const nlohmann::json& object, const std::string& path);
   nlohmann::json to_json() const;
+  /// Whether the links offload: asked for and no impairment shapes packets (netem delays,
+  /// drops and rate-limits whole packets, which must then be frames).
+  bool offload_active() const {
+    return offload && segment_frames() > 1 && !impairments.shapes_packets();
+  }
+  /// Frames per TCP segment when offloading: `offload_frames`, or the largest divisor of TCP's
+  /// 10-frame initial window below it whose segment fits an IP packet (65535 bytes).
+  std::uint32_t segment_frames() const;
 };
 
 class EthernetNetwork : public Network {

@@ -6,6 +6,7 @@
 #include "netmodels/AlphaBetaModel.h"
 #include "netmodels/EthernetNetwork.h"
 #include "netmodels/NetworkFactory.h"
+#include "netmodels/OffloadNetDevice.h"
 
 namespace gradwire {
 namespace {
@@ -65,6 +66,46 @@ TEST(EthernetConfig, DefaultsAndErrors) {
   expect_error({{"delay", "5 parsecs"}}, "network.delay");
   expect_error({{"family", "carrier-pigeon"}}, "network.family");
   expect_error({{"bandwidth", "1Gbps"}}, "network.bandwidth");
+  expect_error({{"offload", "yes"}}, "network.offload");
+}
+
+TEST(EthernetConfig, OffloadIsOptInAndOffOnShapedLinks) {
+  EXPECT_FALSE(EthernetConfig::from_json(nlohmann::json::object(), "network").offload_active());
+  const auto on = EthernetConfig::from_json({{"offload", true}}, "network");
+  EXPECT_TRUE(on.offload_active());
+  EXPECT_EQ(on.segment_frames(), 10u);
+  EXPECT_EQ(on.to_json()["offload"], true);
+  // Jumbo frames: 10 x 8948 bytes exceed an IP packet; 5 (a divisor of TCP's 10-frame
+  // initial window) fit.
+  EXPECT_EQ(EthernetConfig::from_json({{"offload", true}, {"mtu", 9000}}, "network").segment_frames(),
+            5u);
+  // netem drops and delays whole packets: a lossy link simulates frames.
+  const auto lossy = EthernetConfig::from_json(
+      {{"offload", true}, {"impairments", {{"loss", {{"model", "uniform"}, {"rate", 0.01}}}}}},
+      "network");
+  EXPECT_FALSE(lossy.offload_active());
+}
+
+TEST(OffloadNetDevice, SegmentCostsItsFramesOnTheWire) {
+  // IPv4 header of 20 bytes, TCP with timestamps (data offset 8 words = 32 bytes).
+  std::uint8_t head[60] = {};
+  head[0] = 0x45;
+  head[9] = 6;
+  head[20 + 12] = 8 << 4;
+  // A 10-frame segment: 10 x 1448 payload, each frame 52 header bytes + 38 framing.
+  const WireFrames ten = OffloadNetDevice::frames_of(head, sizeof head, 52 + 14480, 1500, 38);
+  EXPECT_EQ(ten.frames, 10u);
+  EXPECT_DOUBLE_EQ(ten.bytes, 14480 + 10 * (52 + 38));
+  EXPECT_DOUBLE_EQ(ten.first_bytes, 1500 + 38);
+  // A remainder makes a short last frame.
+  const WireFrames odd = OffloadNetDevice::frames_of(head, sizeof head, 52 + 2000, 1500, 38);
+  EXPECT_EQ(odd.frames, 2u);
+  EXPECT_DOUBLE_EQ(odd.bytes, 2000 + 2 * (52 + 38));
+  // Up to the MTU a packet is one frame, whatever it carries.
+  const WireFrames one = OffloadNetDevice::frames_of(nullptr, 0, 1500, 1500, 2);
+  EXPECT_EQ(one.frames, 1u);
+  EXPECT_DOUBLE_EQ(one.bytes, 1502);
+  EXPECT_DOUBLE_EQ(one.first_bytes, 1502);
 }
 
 }  // namespace

@@ -1,0 +1,165 @@
+#include "netmodels/OffloadNetDevice.h"
+
+#include <algorithm>
+
+#include <ns3/node.h>
+#include <ns3/simulator.h>
+
+#include "netmodels/OffloadChannel.h"
+
+namespace gradwire {
+
+NS_OBJECT_ENSURE_REGISTERED(OffloadNetDevice);
+
+ns3::TypeId OffloadNetDevice::GetTypeId() {
+  static ns3::TypeId tid = ns3::TypeId("gradwire::OffloadNetDevice")
+                               .SetParent<ns3::NetDevice>()
+                               .SetGroupName("gradwire")
+                               .AddConstructor<OffloadNetDevice>();
+  return tid;
+}
+
+OffloadNetDevice::OffloadNetDevice() : address_(ns3::Mac48Address::Allocate()) {}
+
+WireFrames OffloadNetDevice::frames_of(const std::uint8_t* head, std::uint32_t head_len,
+                                       std::uint32_t ip_bytes, std::uint32_t frame_mtu,
+                                       double framing_bytes) {
+  WireFrames w;
+  if (ip_bytes <= frame_mtu) {
+    w.bytes = w.first_bytes = ip_bytes + framing_bytes;
+    return w;
+  }
+  // Every frame repeats the IP header and the transport header (options included), as TSO
+  // does; only the payload is cut.
+  std::uint32_t header = 20;
+  if (head_len >= 1) header = static_cast<std::uint32_t>(head[0] & 0x0f) * 4;
+  if (head_len >= 10 && head[9] == 6 && head_len >= header + 13) {
+    header += static_cast<std::uint32_t>(head[header + 12] >> 4) * 4;
+  } else if (head_len >= 10 && head[9] == 17) {
+    header += 8;
+  }
+  header = std::min(header, frame_mtu - 1);
+  const std::uint32_t payload = ip_bytes - header;
+  const std::uint32_t per_frame = frame_mtu - header;
+  w.frames = (payload + per_frame - 1) / per_frame;
+  w.bytes = payload + w.frames * (header + framing_bytes);
+  w.first_bytes = frame_mtu + framing_bytes;
+  return w;
+}
+
+void OffloadNetDevice::Configure(ns3::DataRate rate, std::uint32_t frame_mtu,
+                                 double framing_bytes, double bytes_before_arrival,
+                                 std::uint32_t queue_frames) {
+  rate_ = rate;
+  frame_mtu_ = frame_mtu;
+  framing_bytes_ = framing_bytes;
+  bytes_before_arrival_ = bytes_before_arrival;
+  queue_limit_frames_ = queue_frames;
+}
+
+void OffloadNetDevice::Attach(ns3::Ptr<OffloadChannel> channel) {
+  channel_ = channel;
+  channel_->Attach(this);
+  link_change_();
+}
+
+ns3::Ptr<ns3::Channel> OffloadNetDevice::GetChannel() const { return channel_; }
+
+void OffloadNetDevice::SetAddress(ns3::Address address) {
+  address_ = ns3::Mac48Address::ConvertFrom(address);
+}
+
+bool OffloadNetDevice::SetMtu(const std::uint16_t mtu) {
+  mtu_ = mtu;
+  return true;
+}
+
+void OffloadNetDevice::AddLinkChangeCallback(ns3::Callback<void> callback) {
+  link_change_.ConnectWithoutContext(callback);
+}
+
+ns3::Address OffloadNetDevice::GetBroadcast() const {
+  return ns3::Mac48Address("ff:ff:ff:ff:ff:ff");
+}
+
+ns3::Address OffloadNetDevice::GetMulticast(ns3::Ipv4Address) const {
+  return ns3::Mac48Address("01:00:5e:00:00:00");
+}
+
+ns3::Address OffloadNetDevice::GetMulticast(ns3::Ipv6Address) const {
+  return ns3::Mac48Address("33:33:00:00:00:00");
+}
+
+WireFrames OffloadNetDevice::FramesOf(const ns3::Packet& packet) const {
+  const std::uint32_t size = packet.GetSize();
+  if (size <= frame_mtu_) return frames_of(nullptr, 0, size, frame_mtu_, framing_bytes_);
+  std::uint8_t head[128];
+  const std::uint32_t len = packet.CopyData(head, sizeof head);
+  return frames_of(head, len, size, frame_mtu_, framing_bytes_);
+}
+
+bool OffloadNetDevice::Send(ns3::Ptr<ns3::Packet> packet, const ns3::Address&,
+                            std::uint16_t protocol) {
+  if (!channel_) return false;
+  if (!busy_) {
+    TransmitStart(packet, protocol);
+    return true;
+  }
+  // Drop-tail on frames, as the per-frame link's packet-counted queue would be.
+  const std::uint32_t frames = FramesOf(*packet).frames;
+  if (queued_frames_ + frames > queue_limit_frames_) {
+    ++dropped_;
+    return false;
+  }
+  queued_frames_ += frames;
+  queue_.push_back(Queued{packet, protocol, frames});
+  return true;
+}
+
+void OffloadNetDevice::TransmitStart(ns3::Ptr<ns3::Packet> packet, std::uint16_t protocol) {
+  busy_ = true;
+  const WireFrames w = FramesOf(*packet);
+  const double byte_s = 8.0 / static_cast<double>(rate_.GetBitRate());
+  // The inter-frame gap follows each frame's last bit.
+  const double gap = framing_bytes_ - bytes_before_arrival_;
+  ns3::Simulator::Schedule(ns3::Seconds(w.bytes * byte_s), &OffloadNetDevice::TransmitComplete,
+                           this);
+  channel_->TransmitStart(packet, protocol, this, ns3::Seconds((w.first_bytes - gap) * byte_s),
+                          ns3::Seconds((w.bytes - gap) * byte_s));
+}
+
+void OffloadNetDevice::TransmitComplete() {
+  busy_ = false;
+  if (queue_.empty()) return;
+  Queued next = std::move(queue_.front());
+  queue_.pop_front();
+  queued_frames_ -= next.frames;
+  TransmitStart(next.packet, next.protocol);
+}
+
+ns3::Address OffloadNetDevice::Remote() const {
+  for (std::size_t i = 0; i < channel_->GetNDevices(); ++i) {
+    const auto device = channel_->GetDevice(i);
+    if (ns3::PeekPointer(device) != this) return device->GetAddress();
+  }
+  return ns3::Address();
+}
+
+void OffloadNetDevice::Receive(ns3::Ptr<ns3::Packet> packet, std::uint16_t protocol) {
+  const ns3::Address remote = Remote();
+  if (!promisc_rx_.IsNull()) {
+    promisc_rx_(this, packet, protocol, remote, address_, ns3::NetDevice::PACKET_HOST);
+  }
+  rx_(this, packet, protocol, remote);
+}
+
+void OffloadNetDevice::DoDispose() {
+  node_ = nullptr;
+  channel_ = nullptr;
+  queue_.clear();
+  rx_ = ns3::NetDevice::ReceiveCallback();
+  promisc_rx_ = ns3::NetDevice::PromiscReceiveCallback();
+  ns3::NetDevice::DoDispose();
+}
+
+}  // namespace gradwire

@@ -1,0 +1,125 @@
+// Wall time per simulated training step at scale, with and without segment offload: dense
+// ring all-reduce of an MLP sized to each gradient, compute fixed at 10 ms (the real forward
+// and backward still run, batch 1), buckets off, 1500-byte MTU, through `gradwire run`.
+//
+//   scale_bench [--gradwire PATH] [--workers 4,16,64] [--mb 0.25,7.45,45,100] [--gbps 1,10]
+//               [--steps 3] [--offload off,on] [--topology ring] [--keep DIR]
+// prints one row per run: workers, gradient MB, Gbps, offload, simulated seconds per step,
+// wall seconds per step, wall / simulated, ns-3's share of the wall time. A run that fails
+// (e.g. not enough memory: each worker holds ~20 bytes per parameter) prints its exit code.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(item);
+  return out;
+}
+
+std::vector<double> numbers(const std::string& text) {
+  std::vector<double> out;
+  for (const auto& item : split(text)) out.push_back(std::stod(item));
+  return out;
+}
+
+// One hidden layer over 32 synthetic features and 10 classes: (32 + 1 + 10) * h + 10
+// parameters, 4 bytes each.
+std::int64_t hidden_for(double megabytes) {
+  const double parameters = megabytes * 1e6 / 4;
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>((parameters - 10) / 43 + 0.5));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string gradwire = GRADWIRE_BINARY;
+  std::vector<double> workers = {4, 16, 64};
+  std::vector<double> megabytes = {0.25, 7.45, 45, 100};
+  std::vector<double> gbps = {1, 10};
+  std::vector<std::string> offload = {"off", "on"};
+  std::string topology = "ring";
+  std::string keep;
+  int steps = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const std::string value = argv[i + 1];
+    if (flag == "--gradwire") gradwire = value;
+    else if (flag == "--workers") workers = numbers(value);
+    else if (flag == "--mb") megabytes = numbers(value);
+    else if (flag == "--gbps") gbps = numbers(value);
+    else if (flag == "--steps") steps = std::stoi(value);
+    else if (flag == "--offload") offload = split(value);
+    else if (flag == "--topology") topology = value;
+    else if (flag == "--keep") keep = value;
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  char dir_template[] = "/tmp/scale_bench.XXXXXX";
+  const std::string dir = keep.empty() ? std::string(::mkdtemp(dir_template)) : keep;
+  std::printf("%7s %8s %5s %7s %10s %10s %9s %9s\n", "workers", "grad_MB", "Gbps", "offload",
+              "sim_s/st", "wall_s/st", "wall/sim", "ns3_share");
+  std::fflush(stdout);
+  for (const double n : workers) {
+    for (const double mb : megabytes) {
+      for (const double rate : gbps) {
+        for (const auto& mode : offload) {
+          std::ostringstream name;
+          name << "scale-" << n << "w-" << mb << "mb-" << rate << "g-" << mode;
+          const nlohmann::json scenario = {
+              {"gradwire", 1},
+              {"name", name.str()},
+              {"seed", 1},
+              {"model", {{"kind", "mlp"}, {"hidden", {hidden_for(mb)}}}},
+              {"dataset",
+               {{"kind", "synthetic"}, {"features", 32}, {"train_samples", 256},
+                {"test_samples", 16}}},
+              {"training",
+               {{"workers", static_cast<int>(n)}, {"steps", steps}, {"batch", 1},
+                {"eval_every", steps}, {"eval_samples", 16}, {"buckets", "none"}}},
+              {"compute", {{"mode", "fixed"}, {"seconds", 0.01}}},
+              {"codec", {{"kind", "none"}}},
+              {"topology", {{"kind", topology}}},
+              {"network",
+               {{"family", "ethernet"}, {"rate", std::to_string(rate) + "Gbps"},
+                {"offload", mode == "on"}}},
+          };
+          const std::string file = dir + "/" + name.str() + ".json";
+          std::ofstream(file) << scenario.dump(2);
+          const std::string cmd =
+              gradwire + " run " + file + " --out " + dir + " -q > " + dir + "/log.txt 2>&1";
+          const int status = std::system(cmd.c_str());
+          std::ifstream summary_file(dir + "/" + name.str() + "/summary.json");
+          if (status != 0 || !summary_file) {
+            std::printf("%7.0f %8.2f %5.0f %7s   failed (status %d, see %s/log.txt)\n", n, mb,
+                        rate, mode.c_str(), status, dir.c_str());
+            std::fflush(stdout);
+            continue;
+          }
+          nlohmann::json summary;
+          summary_file >> summary;
+          const double recorded = summary.at("steps").get<double>();
+          const double sim = summary.at("sim_time_s").get<double>() / recorded;
+          const double wall = summary.at("wall_time_s").get<double>() / recorded;
+          const double ns3 = summary.at("ns3_wall_time_s").get<double>();
+          std::printf("%7.0f %8.2f %5.0f %7s %10.4f %10.3f %9.1f %8.0f%%\n", n, mb, rate,
+                      mode.c_str(), sim, wall, wall / sim,
+                      100 * ns3 / summary.at("wall_time_s").get<double>());
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,77 @@
+// Segment offload (`network.offload`) keeps the simulated timeline of per-frame simulation
+// where its documented bound says so (netmodels/README.md: messages within TCP's initial
+// window, saturated bottlenecks, bulk transfers at 1 Gb/s) while ns-3 handles ~10x fewer
+// packets. tests/bench/offload_accuracy prints the whole grid.
+#include <cmath>
+
+#include <gtest/gtest.h>
+#include <ns3/config.h>
+#include <ns3/ipv4-l3-protocol.h>
+#include <ns3/packet.h>
+
+#include "CollectiveTiming.h"
+
+namespace gradwire {
+namespace {
+
+double relative_error(const std::string& kind, int workers, std::int64_t bytes, double rate_bps) {
+  EthernetConfig config;
+  config.rate_bps = rate_bps;
+  config.offload = false;
+  const double per_frame = testing::time_collective(kind, workers, bytes, config).simulated_s;
+  config.offload = true;
+  const double offload = testing::time_collective(kind, workers, bytes, config).simulated_s;
+  EXPECT_GT(per_frame, 0);
+  return (offload - per_frame) / per_frame;
+}
+
+TEST(Offload, MessagesWithinTheInitialWindowKeepPerFrameTiming) {
+  // Latency, framing and cut-through forwarding: one segment's frames take the per-frame
+  // path's time to the nanosecond scale.
+  for (const double rate : {1e9, 1e10, 2.5e10}) {
+    for (const std::int64_t bytes : {1000, 10000}) {
+      EXPECT_LT(std::fabs(relative_error("transfer", 2, bytes, rate)), 1e-4)
+          << bytes << " B at " << rate / 1e9 << " Gb/s";
+    }
+    EXPECT_LT(std::fabs(relative_error("ring", 8, 4000, rate)), 0.01) << rate / 1e9 << " Gb/s";
+    EXPECT_LT(std::fabs(relative_error("ps", 8, 1000, rate)), 0.01) << rate / 1e9 << " Gb/s";
+  }
+}
+
+TEST(Offload, SaturatedBottlenecksKeepPerFrameTiming) {
+  // Incast at the server's port and bulk ring hops at 1 Gb/s: the link, not TCP's window,
+  // decides, and the link carries the same frames.
+  EXPECT_LT(std::fabs(relative_error("ps", 16, 1000000, 1e9)), 0.01);
+  EXPECT_LT(std::fabs(relative_error("ring", 4, 10000000, 1e9)), 0.01);
+  EXPECT_LT(std::fabs(relative_error("transfer", 2, 10000000, 1e9)), 0.02);
+}
+
+TEST(Offload, HostsSendAboutTenTimesFewerPackets) {
+  std::uint64_t sent = 0;
+  const auto count = [&](ns3::Ptr<const ns3::Packet>, ns3::Ptr<ns3::Ipv4>, std::uint32_t) {
+    ++sent;
+  };
+  std::uint64_t packets[2] = {0, 0};
+  for (const bool offload : {false, true}) {
+    EthernetConfig config;
+    config.offload = offload;
+    testing::StarWithMessengers star(config, 2);
+    sent = 0;
+    star.network->host(0)->GetObject<ns3::Ipv4L3Protocol>()->TraceConnectWithoutContext(
+        "Tx", ns3::Callback<void, ns3::Ptr<const ns3::Packet>, ns3::Ptr<ns3::Ipv4>,
+                            std::uint32_t>(count));
+    bool arrived = false;
+    star.messengers[1]->SetHandler([&](Message&&) { arrived = true; });
+    Message m;
+    m.payload.assign(2'000'000, 1);
+    ns3::Simulator::Schedule(ns3::Seconds(0), [&] { star.messengers[0]->Send(1, m); });
+    ns3::Simulator::Run();
+    EXPECT_TRUE(arrived);
+    packets[offload ? 1 : 0] = sent;
+  }
+  EXPECT_GT(packets[0], 1381u);  // 2 MB in 1448-byte segments
+  EXPECT_LT(packets[1] * 8, packets[0]) << packets[1] << " vs " << packets[0];
+}
+
+}  // namespace
+}  // namespace gradwire
