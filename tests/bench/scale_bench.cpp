@@ -5,11 +5,16 @@
 //   scale_bench [--gradwire PATH] [--workers 4,16,64] [--mb 0.25,7.45,45,100] [--gbps 1,10]
 //               [--steps 3] [--offload off,on] [--topology ring] [--keep DIR]
 // prints one row per run: workers, gradient MB, Gbps, offload, simulated seconds per step,
-// wall seconds per step, wall / simulated, ns-3's share of the wall time. A run that fails
-// (e.g. not enough memory: each worker holds ~20 bytes per parameter) prints its exit code.
+// wall seconds per step (start-up included), wall / simulated, ns-3's wall seconds per step and
+// its share of the wall time, and the run's CPU seconds per step (user + system: on a machine
+// that other work loads, the column to compare). Runs that would need more than half of this machine's memory
+// (every worker and the evaluation model hold ~20 bytes per parameter) are skipped and say so;
+// a run that fails prints its exit code.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -68,12 +73,22 @@ int main(int argc, char** argv) {
   }
   char dir_template[] = "/tmp/scale_bench.XXXXXX";
   const std::string dir = keep.empty() ? std::string(::mkdtemp(dir_template)) : keep;
-  std::printf("%7s %8s %5s %7s %10s %10s %9s %9s\n", "workers", "grad_MB", "Gbps", "offload",
-              "sim_s/st", "wall_s/st", "wall/sim", "ns3_share");
+  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
+                        static_cast<double>(::sysconf(_SC_PAGESIZE));
+  std::printf("%7s %8s %5s %7s %10s %10s %9s %10s %9s %10s\n", "workers", "grad_MB", "Gbps",
+              "offload", "sim_s/st", "wall_s/st", "wall/sim", "ns3_s/st", "ns3_share",
+              "cpu_s/st");
   std::fflush(stdout);
   for (const double n : workers) {
     for (const double mb : megabytes) {
       for (const double rate : gbps) {
+        const double needs = 20.0 * mb / 4 * 1e6 * (n + 1);
+        if (needs > memory / 2) {
+          std::printf("%7.0f %8.2f %5.0f   skipped (needs ~%.0f GB of memory)\n", n, mb, rate,
+                      needs / 1e9);
+          std::fflush(stdout);
+          continue;
+        }
         for (const auto& mode : offload) {
           std::ostringstream name;
           name << "scale-" << n << "w-" << mb << "mb-" << rate << "g-" << mode;
@@ -99,7 +114,15 @@ int main(int argc, char** argv) {
           std::ofstream(file) << scenario.dump(2);
           const std::string cmd =
               gradwire + " run " + file + " --out " + dir + " -q > " + dir + "/log.txt 2>&1";
+          const auto cpu_seconds = [] {
+            rusage usage{};
+            ::getrusage(RUSAGE_CHILDREN, &usage);
+            return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                   1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+          };
+          const double cpu_before = cpu_seconds();
           const int status = std::system(cmd.c_str());
+          const double cpu = cpu_seconds() - cpu_before;
           std::ifstream summary_file(dir + "/" + name.str() + "/summary.json");
           if (status != 0 || !summary_file) {
             std::printf("%7.0f %8.2f %5.0f %7s   failed (status %d, see %s/log.txt)\n", n, mb,
@@ -113,9 +136,9 @@ int main(int argc, char** argv) {
           const double sim = summary.at("sim_time_s").get<double>() / recorded;
           const double wall = summary.at("wall_time_s").get<double>() / recorded;
           const double ns3 = summary.at("ns3_wall_time_s").get<double>();
-          std::printf("%7.0f %8.2f %5.0f %7s %10.4f %10.3f %9.1f %8.0f%%\n", n, mb, rate,
-                      mode.c_str(), sim, wall, wall / sim,
-                      100 * ns3 / summary.at("wall_time_s").get<double>());
+          std::printf("%7.0f %8.2f %5.0f %7s %10.4f %10.3f %9.1f %10.3f %8.0f%% %10.3f\n", n,
+                      mb, rate, mode.c_str(), sim, wall, wall / sim, ns3 / recorded,
+                      100 * ns3 / summary.at("wall_time_s").get<double>(), cpu / recorded);
           std::fflush(stdout);
         }
       }

@@ -1,7 +1,7 @@
 // Segment offload (`network.offload`) keeps the simulated timeline of per-frame simulation
 // where its documented bound says so (netmodels/README.md: messages within TCP's initial
 // window, saturated bottlenecks, bulk transfers at 1 Gb/s) while ns-3 handles ~10x fewer
-// packets. tests/bench/offload_accuracy prints the whole grid.
+// packets. tests/bench/offload_accuracy_bench prints the whole grid.
 #include <cmath>
 
 #include <gtest/gtest.h>

@@ -2,9 +2,9 @@
 // the simulated time with `network.offload` off and on, their difference, and the wall time
 // each took. The accuracy bound in netmodels/README.md is this table's worst row.
 //
-//   offload_accuracy [--kinds transfer,ring,ps] [--workers 2,8,16,64]
-//                    [--bytes 1e3,1e4,1e5,1e6,1e7,1e8] [--rates 1e9,1e10,2.5e10]
-//                    [--frames 10] [--max-frame-bytes 2e9]
+//   offload_accuracy_bench [--kinds transfer,ring,ps] [--workers 2,8,16,64]
+//                          [--bytes 1e3,1e4,1e5,1e6,1e7,1e8] [--rates 1e9,1e10,2.5e10]
+//                          [--frames 10] [--max-frame-bytes 2e9]
 // Rows whose per-frame run would move more than --max-frame-bytes in total are skipped (the
 // per-frame simulation of 64 workers x 100 MB takes many minutes).
 #include <cmath>
