@@ -1,13 +1,15 @@
 // Wall time per simulated training step at scale, with and without segment offload: dense
 // ring all-reduce of an MLP sized to each gradient, compute fixed at 10 ms (the real forward
-// and backward still run, batch 1), buckets off, 1500-byte MTU, through `gradwire run`.
+// and backward still run, batch 1, on one LibTorch thread: with more, OpenMP's idle threads
+// spin and take CPU from the simulation), buckets off, 1500-byte MTU, through `gradwire run`.
 //
 //   scale_bench [--gradwire PATH] [--workers 4,16,64] [--mb 0.25,7.45,45,100] [--gbps 1,10]
 //               [--steps 3] [--offload off,on] [--topology ring] [--keep DIR]
 // prints one row per run: workers, gradient MB, Gbps, offload, simulated seconds per step,
-// wall seconds per step (start-up included), wall / simulated, ns-3's wall seconds per step and
-// its share of the wall time, and the run's CPU seconds per step (user + system: on a machine
-// that other work loads, the column to compare). Runs that would need more than half of this machine's memory
+// wall seconds per step after the first (start-up left out) and that over the simulated step,
+// ns-3's wall seconds per step and its share of the run's wall time, and the run's CPU
+// seconds per step (user + system, start-up included: on a machine that other work loads,
+// the column to compare). Runs that would need more than half of this machine's memory
 // (every worker and the evaluation model hold ~20 bytes per parameter) are skipped and say so;
 // a run that fails prints its exit code.
 #include <cstdio>
@@ -103,7 +105,7 @@ int main(int argc, char** argv) {
               {"training",
                {{"workers", static_cast<int>(n)}, {"steps", steps}, {"batch", 1},
                 {"eval_every", steps}, {"eval_samples", 16}, {"buckets", "none"}}},
-              {"compute", {{"mode", "fixed"}, {"seconds", 0.01}}},
+              {"compute", {{"mode", "fixed"}, {"seconds", 0.01}, {"threads", 1}}},
               {"codec", {{"kind", "none"}}},
               {"topology", {{"kind", topology}}},
               {"network",
@@ -135,9 +137,22 @@ int main(int argc, char** argv) {
           const double recorded = summary.at("steps").get<double>();
           const double sim = summary.at("sim_time_s").get<double>() / recorded;
           const double wall = summary.at("wall_time_s").get<double>() / recorded;
+          // Steady state: wall time between the first and the last step's end (start-up,
+          // connection set-up and the first step left out).
+          double first_end = -1, last_end = -1;
+          int step_lines = 0;
+          std::ifstream metrics(dir + "/" + name.str() + "/metrics.jsonl");
+          for (std::string line; std::getline(metrics, line);) {
+            const auto m = nlohmann::json::parse(line, nullptr, false);
+            if (m.is_discarded() || m.value("type", "") != "step") continue;
+            const double at = m.value("wall_time_s", 0.0);
+            if (step_lines++ == 0) first_end = at;
+            last_end = at;
+          }
+          const double steady = step_lines > 1 ? (last_end - first_end) / (step_lines - 1) : wall;
           const double ns3 = summary.at("ns3_wall_time_s").get<double>();
           std::printf("%7.0f %8.2f %5.0f %7s %10.4f %10.3f %9.1f %10.3f %8.0f%% %10.3f\n", n,
-                      mb, rate, mode.c_str(), sim, wall, wall / sim, ns3 / recorded,
+                      mb, rate, mode.c_str(), sim, steady, steady / sim, ns3 / recorded,
                       100 * ns3 / summary.at("wall_time_s").get<double>(), cpu / recorded);
           std::fflush(stdout);
         }
