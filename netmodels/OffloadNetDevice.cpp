@@ -101,24 +101,24 @@ WireFrames OffloadNetDevice::FramesOf(const ns3::Packet& packet) const {
 bool OffloadNetDevice::Send(ns3::Ptr<ns3::Packet> packet, const ns3::Address&,
                             std::uint16_t protocol) {
   if (!channel_) return false;
+  const WireFrames wire = FramesOf(*packet);
   if (!busy_) {
-    TransmitStart(packet, protocol);
+    TransmitStart(packet, protocol, wire);
     return true;
   }
   // Drop-tail on frames, as the per-frame link's packet-counted queue would be.
-  const std::uint32_t frames = FramesOf(*packet).frames;
-  if (queued_frames_ + frames > queue_limit_frames_) {
+  if (queued_frames_ + wire.frames > queue_limit_frames_) {
     ++dropped_;
     return false;
   }
-  queued_frames_ += frames;
-  queue_.push_back(Queued{packet, protocol, frames});
+  queued_frames_ += wire.frames;
+  queue_.push_back(Queued{packet, protocol, wire});
   return true;
 }
 
-void OffloadNetDevice::TransmitStart(ns3::Ptr<ns3::Packet> packet, std::uint16_t protocol) {
+void OffloadNetDevice::TransmitStart(ns3::Ptr<ns3::Packet> packet, std::uint16_t protocol,
+                                     const WireFrames& w) {
   busy_ = true;
-  const WireFrames w = FramesOf(*packet);
   const double byte_s = 8.0 / static_cast<double>(rate_.GetBitRate());
   // The inter-frame gap follows each frame's last bit.
   const double gap = framing_bytes_ - bytes_before_arrival_;
@@ -133,8 +133,8 @@ void OffloadNetDevice::TransmitComplete() {
   if (queue_.empty()) return;
   Queued next = std::move(queue_.front());
   queue_.pop_front();
-  queued_frames_ -= next.frames;
-  TransmitStart(next.packet, next.protocol);
+  queued_frames_ -= next.wire.frames;
+  TransmitStart(next.packet, next.protocol, next.wire);
 }
 
 ns3::Address OffloadNetDevice::Remote() const {

@@ -96,7 +96,7 @@ class OffloadNetDevice : public ns3::NetDevice {
   void DoDispose() override;
 
  private:
-  void TransmitStart(ns3::Ptr<ns3::Packet> packet, std::uint16_t protocol);
+  void TransmitStart(ns3::Ptr<ns3::Packet> packet, std::uint16_t protocol, const WireFrames& wire);
   void TransmitComplete();
   WireFrames FramesOf(const ns3::Packet& packet) const;
   ns3::Address Remote() const;
@@ -117,7 +117,7 @@ class OffloadNetDevice : public ns3::NetDevice {
   struct Queued {
     ns3::Ptr<ns3::Packet> packet;
     std::uint16_t protocol;
-    std::uint32_t frames;
+    WireFrames wire;
   };
   std::deque<Queued> queue_;
   std::uint32_t queued_frames_ = 0;

@@ -1,11 +1,16 @@
 // Units, the analytic model and the Ethernet builder's validation.
+#include <vector>
+
 #include <gtest/gtest.h>
+#include <ns3/node.h>
+#include <ns3/simulator.h>
 
 #include "common/ConfigError.h"
 #include "common/Units.h"
 #include "netmodels/AlphaBetaModel.h"
 #include "netmodels/EthernetNetwork.h"
 #include "netmodels/NetworkFactory.h"
+#include "netmodels/OffloadChannel.h"
 #include "netmodels/OffloadNetDevice.h"
 
 namespace gradwire {
@@ -106,6 +111,40 @@ TEST(OffloadNetDevice, SegmentCostsItsFramesOnTheWire) {
   EXPECT_EQ(one.frames, 1u);
   EXPECT_DOUBLE_EQ(one.bytes, 1502);
   EXPECT_DOUBLE_EQ(one.first_bytes, 1502);
+}
+
+TEST(OffloadNetDevice, DropTailQueueCountsFrames) {
+  ns3::Simulator::Destroy();
+  auto channel = ns3::CreateObject<OffloadChannel>();
+  std::vector<ns3::Ptr<OffloadNetDevice>> ends;
+  for (int i = 0; i < 2; ++i) {
+    auto node = ns3::CreateObject<ns3::Node>();
+    auto device = ns3::CreateObject<OffloadNetDevice>();
+    // 1 Gb/s, 1500-byte frames, Ethernet framing, room for 15 waiting frames.
+    device->Configure(ns3::DataRate(1000000000), 1500, 38, 26, 15);
+    node->AddDevice(device);
+    device->Attach(channel);
+    ends.push_back(device);
+  }
+  std::vector<double> arrivals;
+  ends[1]->SetReceiveCallback(ns3::NetDevice::ReceiveCallback(
+      [&](ns3::Ptr<ns3::NetDevice>, ns3::Ptr<const ns3::Packet>, std::uint16_t,
+          const ns3::Address&) {
+        arrivals.push_back(ns3::Simulator::Now().GetSeconds());
+        return true;
+      }));
+  // Three 10-frame segments at once: one goes on the wire, one waits, the third does not fit.
+  for (int i = 0; i < 3; ++i) {
+    ends[0]->Send(ns3::Create<ns3::Packet>(15000), ends[1]->GetAddress(), 0x0800);
+  }
+  EXPECT_EQ(ends[0]->queued_frames(), 10u);
+  EXPECT_EQ(ends[0]->dropped_packets(), 1u);
+  ns3::Simulator::Run();
+  ASSERT_EQ(arrivals.size(), 2u);
+  // Back to back: the second segment's last bit arrives one segment's wire time later
+  // (10 frames of 1500 bytes plus 38 of framing each).
+  EXPECT_NEAR(arrivals[1] - arrivals[0], 10 * 1538 * 8 / 1e9, 1e-9);
+  ns3::Simulator::Destroy();
 }
 
 }  // namespace
