@@ -66,7 +66,8 @@ std::uint32_t EthernetConfig::segment_frames() const {
 namespace {
 
 // One host <-> switch link of offloading devices; the switch's end forwards cut-through.
-ns3::NetDeviceContainer install_offload_link(const EthernetConfig& config, ns3::Ptr<ns3::Node> host,
+ns3::NetDeviceContainer install_offload_link(const EthernetConfig& config,
+                                             ns3::Ptr<ns3::Node> host,
                                              ns3::Ptr<ns3::Node> port_owner) {
   const bool ethernet = config.framing == "ethernet";
   auto channel = ns3::CreateObject<OffloadChannel>();
@@ -132,8 +133,8 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
   ns3::Ipv4AddressHelper ip;
   std::vector<HostAttachment> attachments;
   for (std::uint32_t i = 0; i < all.GetN(); ++i) {
-    ns3::NetDeviceContainer devices =
-        offload ? install_offload_link(config_, all.Get(i), switch_) : link.Install(all.Get(i), switch_);
+    ns3::NetDeviceContainer devices = offload ? install_offload_link(config_, all.Get(i), switch_)
+                                              : link.Install(all.Get(i), switch_);
     // One /24 per port: 10.(i/250+1).(i%250).0 keeps addresses valid for large clusters.
     std::ostringstream subnet;
     subnet << "10." << (i / 250 + 1) << "." << (i % 250) << ".0";

@@ -82,8 +82,8 @@ TEST(EthernetConfig, OffloadIsOptInAndOffOnShapedLinks) {
   EXPECT_EQ(on.to_json()["offload"], true);
   // Jumbo frames: 10 x 8948 bytes exceed an IP packet; 5 (a divisor of TCP's 10-frame
   // initial window) fit.
-  EXPECT_EQ(EthernetConfig::from_json({{"offload", true}, {"mtu", 9000}}, "network").segment_frames(),
-            5u);
+  const auto jumbo = EthernetConfig::from_json({{"offload", true}, {"mtu", 9000}}, "network");
+  EXPECT_EQ(jumbo.segment_frames(), 5u);
   // netem drops and delays whole packets: a lossy link simulates frames.
   const auto lossy = EthernetConfig::from_json(
       {{"offload", true}, {"impairments", {{"loss", {{"model", "uniform"}, {"rate", 0.01}}}}}},

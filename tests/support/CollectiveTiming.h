@@ -57,7 +57,8 @@ inline CollectiveTiming time_collective(const std::string& kind, int workers, st
           ns3::PeekPointer(star.messengers[static_cast<std::size_t>(workers)]), raw,
           codecs.back().get());
     } else {
-      collective = std::make_unique<RingAllReduce>(star.raw(0, static_cast<std::size_t>(workers)), raw);
+      collective =
+          std::make_unique<RingAllReduce>(star.raw(0, static_cast<std::size_t>(workers)), raw);
     }
     const at::Tensor grad = torch::ones({numel});
     for (int r = 0; r < workers; ++r) {
