@@ -31,6 +31,12 @@ std::vector<CodecParam> lgc_params() {
                       "autoencoder trains on"),
       params::integer("ae_train_iters", 200, 0, 100000,
                       "Adam iterations (mini-batches of 32 vectors) training the autoencoder at the start of phase 2"),
+      params::integer("ae_finetune_every", 100, 0, 1e9,
+                      "phase 2: every this many steps after its first, rank 0 fine-tunes the "
+                      "autoencoder on the vectors it saw since the last training and broadcasts "
+                      "the weights again (0: trained once)"),
+      params::integer("ae_finetune_iters", 50, 0, 100000,
+                      "Adam iterations (mini-batches of 32 vectors) of each fine-tune"),
       params::number("ae_lr", 1e-3, 0.0, 1.0, "Adam learning rate of the autoencoder", true),
       params::integer("downsample_layers", 3, 1, 8,
                       "stride-2 convolutions in the encoder: the code is 2^layers shorter per channel"),
@@ -49,6 +55,8 @@ LgcCodec::Options options_from(const json& p, LgcCodec::Variant variant, const C
   o.warmup_steps = p.at("warmup_steps").get<std::int64_t>();
   o.phase1_steps = p.at("phase1_steps").get<std::int64_t>();
   o.ae_train_iters = p.at("ae_train_iters").get<int>();
+  o.ae_finetune_every = p.at("ae_finetune_every").get<std::int64_t>();
+  o.ae_finetune_iters = p.at("ae_finetune_iters").get<int>();
   o.ae_lr = p.at("ae_lr").get<double>();
   o.downsample_layers = p.at("downsample_layers").get<int>();
   o.code_channels = p.at("code_channels").get<int>();

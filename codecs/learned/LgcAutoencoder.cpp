@@ -129,6 +129,45 @@ std::int64_t LgcAutoencoder::parameter_count() const {
   return total;
 }
 
+double LgcAutoencoder::encode_flops() const {
+  const double h = config_.hidden_channels;
+  const double c = config_.code_channels;
+  double flops = 0;
+  double length = static_cast<double>(padded_length());
+  for (int i = 0; i < config_.layers; ++i) {
+    length /= 2;  // a stride-2 convolution's output positions
+    const double in = i == 0 ? 1.0 : h;
+    const double out = i == config_.layers - 1 ? c : h;
+    flops += 2.0 * in * out * kKernel * length;
+  }
+  return flops;
+}
+
+double LgcAutoencoder::decode_flops() const {
+  const double h = config_.hidden_channels;
+  const double c = config_.code_channels;
+  const double padded = static_cast<double>(padded_length());
+  double flops = 0;
+  double length = padded / static_cast<double>(std::int64_t{1} << config_.layers);
+  for (int i = 0; i < config_.layers; ++i) {
+    const double in = i == 0 ? c : h;
+    flops += 2.0 * in * h * kKernel * length;  // each input position scatters its kernel
+    length *= 2;
+    flops += h * length;  // LeakyReLU
+  }
+  const double head_in = h + (config_.side_information ? 1.0 : 0.0);
+  flops += 2.0 * head_in * h * padded + h * padded + 2.0 * h * padded;
+  return flops;
+}
+
+double LgcAutoencoder::training_flops(std::int64_t rows, int iterations) const {
+  if (rows <= 0 || iterations <= 0) return 0.0;
+  const double batch = static_cast<double>(std::min(rows, kBatch));
+  const double per_row = 3.0 * (encode_flops() + decode_flops());
+  return static_cast<double>(iterations) *
+         (batch * per_row + 12.0 * static_cast<double>(parameter_count()));
+}
+
 namespace {
 
 /// [k] or [N, k] -> [N, 1, K] zero-padded; `batched` says which form came in.

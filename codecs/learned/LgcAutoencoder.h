@@ -69,6 +69,15 @@ class LgcAutoencoder {
   std::int64_t code_length() const;
   /// Floats in all weights (what travels when the model is broadcast).
   std::int64_t parameter_count() const;
+  /// Arithmetic of one vector through the encoder: 2 operations per multiply-add, every
+  /// kernel weight at every output position of its layer (codec time, CodecWork.h).
+  double encode_flops() const;
+  /// The same through the decoder and head, activations included (side channel for lgc_ps).
+  double decode_flops() const;
+  /// One call of train(): per iteration each of min(rows, kBatch) rows goes forward through
+  /// encoder and decoder and back (backward = twice forward: gradients of the inputs and of
+  /// the weights), then Adam updates every weight (about 12 operations each).
+  double training_flops(std::int64_t rows, int iterations) const;
 
   /// values: [k] or [N, k] float32 -> codes [code_length] or [N, code_length]. Linear.
   at::Tensor encode(const at::Tensor& values) const;

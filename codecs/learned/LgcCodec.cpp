@@ -140,7 +140,8 @@ LgcCodec::LgcCodec(const Options& options, int rank, int workers, std::int64_t n
   if (!(options.ratio > 0.0 && options.ratio <= 1.0)) {
     throw std::invalid_argument("lgc: ratio must be in (0, 1], got " + std::to_string(options.ratio));
   }
-  if (options.warmup_steps < 0 || options.phase1_steps < 0 || options.ae_train_iters < 0) {
+  if (options.warmup_steps < 0 || options.phase1_steps < 0 || options.ae_train_iters < 0 ||
+      options.ae_finetune_every < 0 || options.ae_finetune_iters < 0) {
     throw std::invalid_argument("lgc: step counts must be >= 0");
   }
   if (numel < 0 || static_cast<std::uint64_t>(numel) > kMaxAddressable) {
@@ -153,6 +154,13 @@ LgcCodec::~LgcCodec() = default;
 
 std::string LgcCodec::name() const {
   return options_.variant == Variant::kRing ? "lgc_ring" : "lgc_ps";
+}
+
+bool LgcCodec::weights_step(std::int64_t step) const {
+  const std::int64_t start = options_.warmup_steps + options_.phase1_steps;
+  if (step < start) return false;
+  if (step == start) return true;
+  return options_.ae_finetune_every > 0 && (step - start) % options_.ae_finetune_every == 0;
 }
 
 std::int64_t LgcCodec::k_for(std::int64_t n) const {
@@ -356,9 +364,10 @@ Round LgcCodec::begin_exchange(const at::Tensor& grad) {
     stages_ = {Stage::kDense};
     last_density_ = 1.0;
   } else {
-    // The weights travel on the first phase-2 step; a codec restored into phase 2 without
-    // them (state saved before training) fetches them again rather than failing.
-    if (step_ >= phase2_start && !ae_) stages_.push_back(Stage::kWeights);
+    // The weights travel on the first phase-2 step and after every fine-tune; a codec
+    // restored into phase 2 without them (state saved before training) fetches them again
+    // rather than failing.
+    if (step_ >= phase2_start && (!ae_ || weights_step(step_))) stages_.push_back(Stage::kWeights);
     stages_.push_back(Stage::kIndices);
     stages_.push_back(step_ >= phase2_start ? Stage::kCodes : Stage::kValues);
     last_density_ = static_cast<double>(k_) / static_cast<double>(numel_);
@@ -367,15 +376,35 @@ Round LgcCodec::begin_exchange(const at::Tensor& grad) {
 }
 
 void LgcCodec::train_autoencoder() {
-  ae_ = make_autoencoder();
+  // The first training starts from the seeded initialisation; later ones fine-tune the model
+  // every worker holds, which is what the weights that travelled last describe.
+  const bool fine_tune = ae_ != nullptr;
+  if (!fine_tune) ae_ = make_autoencoder();
+  const int iterations = fine_tune ? options_.ae_finetune_iters : options_.ae_train_iters;
   training_losses_.clear();
-  if (!samples_.empty() && options_.ae_train_iters > 0) {
+  training_rows_ = static_cast<std::int64_t>(samples_.size());
+  training_flops_ = 0;
+  if (!samples_.empty() && iterations > 0) {
     const torch::Tensor x = torch::stack(samples_);
     const torch::Tensor s = side_.empty() ? torch::Tensor() : torch::stack(side_);
-    training_losses_ = ae_->train(x, s, options_.ae_train_iters, options_.ae_lr);
+    training_losses_ = ae_->train(x, s, iterations, options_.ae_lr);
+    training_flops_ = ae_->training_flops(training_rows_, iterations);
   }
+  ++trainings_;
   samples_.clear();
   side_.clear();
+}
+
+void LgcCodec::collect_sample(const at::Tensor& mean) {
+  // lgc_ring decodes the workers' mean code, so the mean is a sample too (phase 1, where it
+  // is exact); lgc_ps decodes one worker's values given the leader's.
+  if (options_.variant == Variant::kRing) {
+    samples_.push_back(own_values_.clone());
+    if (mean.defined() && workers_ > 1) samples_.push_back(mean.clone());
+  } else if (leader_ != 0 || workers_ == 1) {
+    samples_.push_back(own_values_.clone());
+    side_.push_back(leader_values_.clone());
+  }
 }
 
 Round LgcCodec::next_round() {
@@ -485,22 +514,15 @@ std::optional<Round> LgcCodec::continue_exchange(int round, RoundOutcome&& outco
     }
     case Stage::kValues: {
       const torch::Tensor mean = expect_sum(k_) / n;
-      if (rank_ == 0) {
-        // Training data for phase 2 (the paper trains on the gradients of the first stages).
-        // lgc_ring decodes the workers' mean code, so the mean is a sample too; lgc_ps decodes
-        // one worker's values given the leader's.
-        if (ring) {
-          samples_.push_back(own_values_.clone());
-          if (workers_ > 1) samples_.push_back(mean.clone());
-        } else if (leader_ != 0 || workers_ == 1) {
-          samples_.push_back(own_values_.clone());
-          side_.push_back(leader_values_.clone());
-        }
-      }
+      // Training data for phase 2 (the paper trains on the gradients of the first stages).
+      if (rank_ == 0) collect_sample(mean);
       finish_step(scatter(mean), scatter(own_values_));
       break;
     }
     case Stage::kCodes: {
+      // Fine-tuning data: in phase 2 rank 0 knows its own values (and, for lgc_ps, the
+      // leader's) exactly; the mean only through the autoencoder, so it is not used.
+      if (rank_ == 0 && options_.ae_finetune_every > 0) collect_sample(torch::Tensor());
       if (ring) {
         const torch::Tensor mean_code = expect_sum(ae_->code_length()) / n;
         const torch::Tensor own = ae_->decode(ae_->encode(own_values_));
@@ -683,14 +705,6 @@ void LgcCodec::load_state(ByteSpan state) {
   side_ = std::move(side);
 }
 
-namespace {
-/// One vector through the autoencoder's encoder and decoder, at its upper bound.
-double autoencoder_forward_flops(const LgcAutoencoder* ae) {
-  if (ae == nullptr) return 0.0;
-  return 2.0 * static_cast<double>(ae->parameter_count()) * static_cast<double>(ae->padded_length());
-}
-}  // namespace
-
 CodecWork LgcCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
   const double n = static_cast<double>(numel);
   const double k = static_cast<double>(k_for(numel));
@@ -708,7 +722,8 @@ CodecWork LgcCodec::round_work(int call, std::int64_t numel) const {
   const double n = static_cast<double>(numel);
   const double k = static_cast<double>(k_);
   const bool ring = options_.variant == Variant::kRing;
-  const double forward = autoencoder_forward_flops(ae_.get());
+  const double encode = ae_ ? ae_->encode_flops() : 0.0;
+  const double decode = ae_ ? ae_->decode_flops() : 0.0;
   const double params = ae_ ? static_cast<double>(ae_->parameter_count()) : 0.0;
   // Scatter of the mean (and of the own reconstruction) into dense vectors, residual update.
   const CodecWork finish = CodecWork::memory(8 * n + 12 * n) + CodecWork::compute(n);
@@ -722,8 +737,14 @@ CodecWork LgcCodec::round_work(int call, std::int64_t numel) const {
       case Stage::kIndices: w += CodecWork::gather(n, k); break;
       case Stage::kValues: w += CodecWork::compute(k) + finish; break;
       case Stage::kCodes:
-        // ring: decode the mean code, and this worker's own reconstruction (encode + decode).
-        w += CodecWork::compute(ring ? 1.5 * forward : 0.5 * forward) + finish;
+        // ring: decode the mean code, and this worker's own reconstruction (encode + decode);
+        // ps: a non-leader's own reconstruction (its code was encoded for the round).
+        if (ring) {
+          w += CodecWork::compute(encode + 2 * decode);
+        } else if (rank_ != leader_) {
+          w += CodecWork::compute(decode);
+        }
+        w += finish;
         break;
     }
   }
@@ -732,8 +753,10 @@ CodecWork LgcCodec::round_work(int call, std::int64_t numel) const {
       case Stage::kDense: break;
       case Stage::kWeights:
         if (rank_ == 0) {
-          const double samples = static_cast<double>(options_.phase1_steps);
-          w += CodecWork::compute(3 * forward * samples * options_.ae_train_iters);
+          // The training this call ran: the rows stacked, normalised and padded (three passes
+          // over N x k floats), then the iterations; and the weights written out.
+          const double rows = static_cast<double>(training_rows_);
+          w += CodecWork::memory(3 * 4 * rows * k) + CodecWork::compute(training_flops_);
           w += CodecWork::memory(4 * params);
         }
         break;
@@ -742,7 +765,7 @@ CodecWork LgcCodec::round_work(int call, std::int64_t numel) const {
         break;
       case Stage::kValues: w += CodecWork::memory(4 * k); break;
       case Stage::kCodes:
-        if (ring || rank_ != leader_) w += CodecWork::compute(0.5 * forward + 2 * k);
+        if (ring || rank_ != leader_) w += CodecWork::compute(encode + 2 * k);
         break;
     }
   }
@@ -757,7 +780,7 @@ CodecWork LgcCodec::reduce_work(int /*round*/, std::int64_t numel, std::size_t p
                 CodecWork::compute(k * count);
   // Phase 2: each code decoded with the leader's values as side information.
   if (ae_ && step_ >= options_.warmup_steps + options_.phase1_steps) {
-    w += CodecWork::compute(0.5 * autoencoder_forward_flops(ae_.get()) * count);
+    w += CodecWork::compute(ae_->decode_flops() * count);
   }
   return w;
 }

@@ -11,10 +11,13 @@
 //               lgc_ps:   kReduce: the non-leaders' values (the leader's already travelled);
 //       rank 0 keeps the value vectors it sees as training data for the autoencoder.
 //   phase 2 (the rest)                the autoencoder replaces the values by latent codes:
-//       first phase-2 step only: round 0 kBroadcast(root 0) of the autoencoder's weights,
-//               which rank 0 trained (LgcAutoencoder.h) on its phase-1 vectors; every worker
-//               (and a parameter server's instance, through observe_broadcast) loads them, so
-//               the model's bytes cross the network and are counted;
+//       first phase-2 step: round 0 kBroadcast(root 0) of the autoencoder's weights, which
+//               rank 0 trained (LgcAutoencoder.h) on its phase-1 vectors; every worker (and
+//               a parameter server's instance, through observe_broadcast) loads them, so the
+//               model's bytes cross the network and are counted;
+//       every `ae_finetune_every` steps after it: the same round, after rank 0 fine-tuned
+//               the model on the vectors it saw since the last training (its own values;
+//               lgc_ps: paired with the leader's), so the code follows the gradients;
 //       then the leader's indices as in phase 1, and
 //       lgc_ring: kSum of the codes encoder(values); the encoder is linear, so the sum is the
 //               code of the summed values; every worker decodes sum / n once;
@@ -22,6 +25,10 @@
 //               decodes each with the leader's values as side information and adds them to
 //               the leader's values.
 //   The update is the mean scattered into a dense zero vector at the shared indices.
+//
+// The training is codec work on rank 0's device: measured as the wall time of the call that
+// trains, or declared (round_work) as the arithmetic LgcAutoencoder::training_flops states,
+// so it delays the weights broadcast, and with it the step, in simulated time.
 //
 // Error feedback (on by default, `error_feedback`): each worker keeps the residual of what its
 // contribution did not carry: everything outside the shared indices and, in phase 2, its
@@ -71,6 +78,10 @@ class LgcCodec : public MultiRoundCodec {
     std::int64_t warmup_steps = 0; ///< dense steps first
     std::int64_t phase1_steps = 100;
     int ae_train_iters = 200;
+    /// Phase 2: every this many steps after its first, rank 0 fine-tunes the autoencoder on
+    /// the vectors it saw since the last training and broadcasts the weights again (0: never).
+    std::int64_t ae_finetune_every = 100;
+    int ae_finetune_iters = 50;
     double ae_lr = 1e-3;
     int downsample_layers = 3;
     int hidden_channels = 8;
@@ -93,10 +104,10 @@ class LgcCodec : public MultiRoundCodec {
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   /// Per call of the exchange (0: begin_exchange, c: continue_exchange(c - 1)): call 0 adds
   /// the compensation pass; call c consumes stage c - 1's outcome and produces stage c's
-  /// round. The leader's top-k is a selection of k of n; the autoencoder is declared at its
-  /// upper bound, every weight applied at every position (2 parameter_count padded_length
-  /// operations for encoder + decoder on one vector, half each), and rank 0's training as
-  /// 3 x forward per sample and iteration, with phase1_steps samples.
+  /// round. The leader's top-k is a selection of k of n; the autoencoder is declared by its
+  /// layers (LgcAutoencoder::encode_flops, decode_flops), and rank 0's training, on the step
+  /// whose weights round it produces, as LgcAutoencoder::training_flops of the rows and
+  /// iterations it ran plus the passes that normalise and pad the rows.
   CodecWork round_work(int call, std::int64_t numel) const override;
   /// lgc_ps kReduce: every payload read; codes decoded by the autoencoder; the values added.
   CodecWork reduce_work(int round, std::int64_t numel, std::size_t payloads,
@@ -121,6 +132,11 @@ class LgcCodec : public MultiRoundCodec {
   std::int64_t k_for(std::int64_t n) const;
   /// The training loss curve of the last autoencoder training (rank 0 only).
   const std::vector<double>& training_losses() const { return training_losses_; }
+  /// Trainings rank 0 ran: the first at the start of phase 2, then one per fine-tune.
+  int trainings() const { return trainings_; }
+  /// Whether step `step` begins with a broadcast of the autoencoder's weights: the first
+  /// phase-2 step and every `ae_finetune_every` steps after it (the same on every worker).
+  bool weights_step(std::int64_t step) const;
 
   // --- Declared payload sizes (exact; the tests hold every round to them) --------------------
   /// kIndices / kIndicesValues: header, kind, u32 leader, u32 k, u8 coding, u32 section bytes,
@@ -148,7 +164,11 @@ class LgcCodec : public MultiRoundCodec {
   /// Parses a kIndices / kIndicesValues payload into the shared-index state.
   void take_indices(ByteSpan payload, bool expect_values, const char* what);
   Round next_round();
+  /// Rank 0: a fresh model trained on the phase-1 vectors (ae_train_iters), or the current
+  /// one fine-tuned on the vectors since the last training (ae_finetune_iters).
   void train_autoencoder();
+  /// Rank 0: keeps this step's value vectors as training data (and the leader's for lgc_ps).
+  void collect_sample(const at::Tensor& mean);
   at::Tensor scatter(const at::Tensor& values_k) const;
   void finish_step(const at::Tensor& update, const at::Tensor& own_reconstruction);
 
@@ -177,6 +197,10 @@ class LgcCodec : public MultiRoundCodec {
   std::vector<at::Tensor> samples_;      ///< rank 0, phase 1: value vectors [k]
   std::vector<at::Tensor> side_;         ///< lgc_ps: the leader's values paired with them
   std::vector<double> training_losses_;
+  int trainings_ = 0;
+  /// The training this step's weights round carries (rank 0), for its declared work.
+  double training_flops_ = 0;
+  std::int64_t training_rows_ = 0;
 };
 
 }  // namespace gradwire

@@ -386,6 +386,81 @@ TEST(CodecTimeProfile, SlowerDeviceCostsMore) {
   }
 }
 
+/// LGC's steps on 3 workers, every worker's codec in profile timing: the seconds charged to
+/// each rank in each step (begin_exchange, every continue_exchange and reduce_round).
+std::vector<std::vector<double>> lgc_step_charges(const std::string& kind, int train_iters,
+                                                  int steps) {
+  constexpr int kWorkers = 3;
+  constexpr std::int64_t n = 3000;
+  const json object{{"kind", kind},
+                    {"ratio", 0.05},
+                    {"phase1_steps", 4},
+                    {"ae_train_iters", train_iters},
+                    {"ae_finetune_every", 3},
+                    {"ae_finetune_iters", train_iters / 2}};
+  std::vector<std::unique_ptr<Codec>> inner;
+  std::vector<std::unique_ptr<Codec>> timed;
+  std::vector<RecordingTimer> timers(kWorkers);
+  std::vector<MultiRoundCodec*> rounds;
+  for (int rank = 0; rank < kWorkers; ++rank) {
+    inner.push_back(build(object, context(rank, kWorkers, n, {})));
+    timed.push_back(time_codec(*inner.back(), timers[static_cast<std::size_t>(rank)], profile()));
+    rounds.push_back(dynamic_cast<MultiRoundCodec*>(timed.back().get()));
+  }
+  std::vector<std::vector<double>> charged(kWorkers);
+  for (int step = 0; step < steps; ++step) {
+    std::vector<std::size_t> before;
+    for (const RecordingTimer& t : timers) before.push_back(t.charges.size());
+    std::vector<torch::Tensor> grads;
+    for (int rank = 0; rank < kWorkers; ++rank) grads.push_back(gradient(n, 10 * step + rank));
+    testing::run_exchange(rounds, grads);
+    for (std::size_t r = 0; r < timers.size(); ++r) {
+      double seconds = 0;  // this step's charges alone, summed in order
+      for (std::size_t c = before[r]; c < timers[r].charges.size(); ++c) {
+        seconds += timers[r].charges[c].seconds;
+      }
+      charged[r].push_back(seconds);
+    }
+  }
+  return charged;
+}
+
+TEST(CodecTimeProfile, LgcAutoencoderTrainingIsChargedToRankZeroAndGrowsWithIterations) {
+  // Phase 2 starts at step 4 (the first training, ae_train_iters); fine-tunes at 7 and 10
+  // (ae_finetune_iters = half). Without iterations the same steps carry no training.
+  constexpr int kSteps = 11;
+  for (const char* kind : {"lgc_ring", "lgc_ps"}) {
+    SCOPED_TRACE(kind);
+    const auto none = lgc_step_charges(kind, 0, kSteps);
+    const auto some = lgc_step_charges(kind, 40, kSteps);
+    const auto more = lgc_step_charges(kind, 160, kSteps);
+    for (int step = 0; step < kSteps; ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      const auto s = static_cast<std::size_t>(step);
+      const double extra = some[0][s] - none[0][s];
+      const double extra_more = more[0][s] - none[0][s];
+      if (step == 4 || step == 7 || step == 10) {
+        // Rank 0 trained: charged, and in proportion to the iterations it ran.
+        EXPECT_GT(extra, 0.0);
+        EXPECT_NEAR(extra_more / extra, 4.0, 1e-6);
+        // More than the rest of that worker's codec work in an ordinary phase-2 step.
+        EXPECT_GT(extra, none[0][5]);
+      } else {
+        EXPECT_DOUBLE_EQ(some[0][s], none[0][s]);
+        EXPECT_DOUBLE_EQ(more[0][s], none[0][s]);
+      }
+      // The other ranks only load the weights: no training on their devices.
+      for (std::size_t r = 1; r < none.size(); ++r) {
+        EXPECT_DOUBLE_EQ(some[r][s], none[r][s]) << "rank " << r;
+        EXPECT_DOUBLE_EQ(more[r][s], none[r][s]) << "rank " << r;
+      }
+    }
+    // The fine-tunes run half the iterations of the first training, on fewer rows (the vectors
+    // of 3 steps; the first training had 4 steps' worth): each costs less than the first.
+    EXPECT_LT(some[0][7] - none[0][7], some[0][4] - none[0][4]);
+  }
+}
+
 // --- Measured mode ------------------------------------------------------------------------------
 
 /// Dense, but every encode takes at least 20 ms of wall time.

@@ -524,6 +524,131 @@ TEST(LgcCodec, StateRoundTripsResidualStepAndWeights) {
   EXPECT_EQ(h.lgc(1).autoencoder(), nullptr);
 }
 
+/// Whether round 0 of a step carried the autoencoder's weights from rank 0.
+bool carried_weights(const ExchangeTrace& t, const LgcAutoencoder& ae) {
+  return !t.rounds.empty() && t.rounds[0].op == RoundOp::kBroadcast && t.rounds[0].root == 0 &&
+         static_cast<std::size_t>(t.rounds[0].sizes[0]) ==
+             LgcCodec::weights_payload_size(ae.parameter_count());
+}
+
+TEST(LgcExchange, FineTunesOnScheduleAndEveryWorkerLoadsTheNewWeights) {
+  const std::int64_t n = 2000;
+  const int workers = 3;
+  for (const std::string kind : {"lgc_ring", "lgc_ps"}) {
+    SCOPED_TRACE(kind);
+    const bool ps = kind == "lgc_ps";
+    const json params = {{"ratio", 0.05}, {"phase1_steps", 4}, {"ae_train_iters", 20},
+                         {"ae_finetune_every", 3}, {"ae_finetune_iters", 10}};
+    Group g(kind, workers, n, params);
+    // Phase 2 starts at step 4; fine-tunes at 7 and 10; nothing in between.
+    std::vector<float> before;
+    for (int step = 0; step < 12; ++step) {
+      const ExchangeTrace t = run_exchange(
+          g.workers, gradients(workers, n, 900 + static_cast<std::uint64_t>(step)),
+          ps ? g.server : nullptr);
+      const bool scheduled = step == 4 || step == 7 || step == 10;
+      EXPECT_EQ(g.lgc(1).weights_step(step), scheduled) << "step " << step;
+      if (step < 4) {
+        EXPECT_EQ(g.lgc(0).autoencoder(), nullptr);
+        continue;
+      }
+      const LgcAutoencoder* ae = g.lgc(0).autoencoder();
+      ASSERT_NE(ae, nullptr);
+      EXPECT_EQ(carried_weights(t, *ae), scheduled) << "step " << step;
+      EXPECT_EQ(t.rounds.size(), scheduled ? 3u : 2u) << "step " << step;
+      const std::vector<float> now = ae->weights();
+      if (step > 4) {
+        // The weights change exactly when they travel.
+        EXPECT_EQ(now != before, scheduled) << "step " << step;
+      }
+      if (scheduled) {
+        // The first training runs ae_train_iters iterations, each fine-tune ae_finetune_iters
+        // on the vectors rank 0 kept since the last one.
+        EXPECT_EQ(g.lgc(0).training_losses().size(), step == 4 ? 20u : 10u);
+      }
+      for (int r = 1; r < workers; ++r) {
+        ASSERT_NE(g.lgc(r).autoencoder(), nullptr);
+        EXPECT_EQ(g.lgc(r).autoencoder()->weights(), now) << "rank " << r << " step " << step;
+      }
+      if (ps) {
+        ASSERT_NE(g.lgc_server().autoencoder(), nullptr);
+        EXPECT_EQ(g.lgc_server().autoencoder()->weights(), now) << "server, step " << step;
+      }
+      before = now;
+    }
+    EXPECT_EQ(g.lgc(0).trainings(), 3);
+    EXPECT_EQ(g.lgc(1).trainings(), 0);  // only rank 0 trains
+
+    // ae_finetune_every 0: the model is trained once and never changes.
+    json once = params;
+    once["ae_finetune_every"] = 0;
+    Group h(kind, workers, n, once);
+    run_steps(h, 5, n, 900, ps);
+    const std::vector<float> first = h.lgc(0).autoencoder()->weights();
+    for (int step = 5; step < 12; ++step) {
+      const ExchangeTrace t = run_steps(h, 1, n, 900 + static_cast<std::uint64_t>(step), ps);
+      EXPECT_FALSE(carried_weights(t, *h.lgc(0).autoencoder())) << "step " << step;
+    }
+    EXPECT_EQ(h.lgc(0).autoencoder()->weights(), first);
+    EXPECT_EQ(h.lgc(0).trainings(), 1);
+  }
+}
+
+TEST(LgcExchange, FineTunedWeightsBroadcastRejectsCorruption) {
+  const std::int64_t n = 1200;
+  const int workers = 3;
+  const json params = {{"ratio", 0.05}, {"phase1_steps", 2}, {"ae_train_iters", 5},
+                       {"ae_finetune_every", 2}, {"ae_finetune_iters", 5}};
+  for (const std::string kind : {"lgc_ring", "lgc_ps"}) {
+    SCOPED_TRACE(kind);
+    const bool ps = kind == "lgc_ps";
+    Group g(kind, workers, n, params);
+    run_steps(g, 4, n, 40, ps);  // phase 2 from step 2
+    const ExchangeTrace t = run_steps(g, 1, n, 50, ps);  // step 4: the first fine-tune
+    ASSERT_TRUE(carried_weights(t, *g.lgc(0).autoencoder()));
+    const Bytes weights = t.rounds[0].payloads.at(0);
+    Group fresh(kind, workers, n, params);
+    expect_only_decode_errors(weights, [&](const Bytes& b) { fresh.server->observe_broadcast(0, b); },
+                              1500, 21, "fine-tuned weights");
+    // A worker receiving them in its weights round (step 6, the next fine-tune) as well.
+    run_steps(g, 1, n, 60, ps);
+    const Round round = g.workers[1]->begin_exchange(smooth_gradient(n, 61));
+    ASSERT_EQ(round.op, RoundOp::kBroadcast);
+    RoundOutcome cut;
+    cut.broadcast.assign(weights.begin(), weights.end() - 1);
+    EXPECT_THROW(g.workers[1]->continue_exchange(0, std::move(cut)), DecodeError);
+  }
+}
+
+TEST(LgcCodec, StateKeepsThePhaseTwoVectorsAFineTuneNeeds) {
+  const std::int64_t n = 900;
+  const json params = {{"ratio", 0.05}, {"phase1_steps", 2}, {"ae_train_iters", 5},
+                       {"ae_finetune_every", 4}, {"ae_finetune_iters", 5}};
+  for (const std::string kind : {"lgc_ring", "lgc_ps"}) {
+    SCOPED_TRACE(kind);
+    const bool ps = kind == "lgc_ps";
+    Group g(kind, 2, n, params);
+    run_steps(g, 4, n, 70, ps);  // phase 2 from step 2; steps 2 and 3 collected
+    // Every worker restored from its state goes on exactly as the original.
+    Group h(kind, 2, n, params);
+    for (int r = 0; r < 2; ++r) h.lgc(r).load_state(g.lgc(r).save_state());
+    if (ps) h.lgc_server().load_state(g.lgc_server().save_state());
+    for (int step = 4; step < 7; ++step) {
+      const auto grads = gradients(2, n, 80 + static_cast<std::uint64_t>(step));
+      const ExchangeTrace a = run_exchange(g.workers, grads, ps ? g.server : nullptr);
+      const ExchangeTrace b = run_exchange(h.workers, grads, ps ? h.server : nullptr);
+      ASSERT_EQ(a.rounds.size(), b.rounds.size()) << "step " << step;
+      EXPECT_EQ(a.rounds.size(), step == 6 ? 3u : 2u) << "step " << step;
+      for (int r = 0; r < 2; ++r) {
+        EXPECT_TRUE(torch::equal(a.results[static_cast<std::size_t>(r)],
+                                 b.results[static_cast<std::size_t>(r)]))
+            << "step " << step;
+      }
+    }
+    EXPECT_EQ(h.lgc(0).autoencoder()->weights(), g.lgc(0).autoencoder()->weights());
+  }
+}
+
 // --------------------------------------------------------------------------------------------
 // End to end: data-parallel SGD on a synthetic Gaussian mixture, LGC against exact averaging.
 
