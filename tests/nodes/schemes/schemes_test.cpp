@@ -193,8 +193,13 @@ TEST(Schemes, MultiRoundCodecsRunTheirRoundsPerBucket) {
       {"ps", {{"kind", "powersgd"}, {"rank", 2}}},
       {"ring", {{"kind", "gradiveq"}, {"slice", 16}, {"components", 4}, {"warmup_steps", 20},
                 {"refit_every", 50}, {"refit_steps", 5}}},
-      {"ring", {{"kind", "lgc_ring"}, {"ratio", 0.05}, {"phase1_steps", 40}, {"ae_train_iters", 50}}},
-      {"ps", {{"kind", "lgc_ps"}, {"ratio", 0.05}, {"phase1_steps", 40}, {"ae_train_iters", 50}}}};
+      // LGC fine-tunes its autoencoder twice (steps 70 and 100) after training it at step 40,
+      // each time on 30 vectors (of 10 values in the small buckets): a few iterations, as more
+      // would fit those few vectors rather than the gradients.
+      {"ring", {{"kind", "lgc_ring"}, {"ratio", 0.05}, {"phase1_steps", 40}, {"ae_train_iters", 50},
+                {"ae_finetune_every", 30}, {"ae_finetune_iters", 10}}},
+      {"ps", {{"kind", "lgc_ps"}, {"ratio", 0.05}, {"phase1_steps", 40}, {"ae_train_iters", 50},
+              {"ae_finetune_every", 30}, {"ae_finetune_iters", 10}}}};
   for (const auto& [topology, codec] : cases) {
     auto doc = run_doc(topology);
     doc["codec"] = codec;
