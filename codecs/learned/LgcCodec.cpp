@@ -738,11 +738,11 @@ CodecWork LgcCodec::round_work(int call, std::int64_t numel) const {
       case Stage::kValues: w += CodecWork::compute(k) + finish; break;
       case Stage::kCodes:
         // ring: decode the mean code, and this worker's own reconstruction (encode + decode);
-        // ps: a non-leader's own reconstruction (its code was encoded for the round).
+        // ps: a non-leader's own reconstruction (encode + decode, with the side information).
         if (ring) {
           w += CodecWork::compute(encode + 2 * decode);
         } else if (rank_ != leader_) {
-          w += CodecWork::compute(decode);
+          w += CodecWork::compute(encode + decode);
         }
         w += finish;
         break;
