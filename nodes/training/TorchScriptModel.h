@@ -45,6 +45,8 @@ class TorchScriptModel : public Model {
   std::int64_t forward_flops_per_sample() const override { return info_.forward_flops_per_sample; }
   /// Switches the scripted module too (dropout, batch normalisation).
   void train(bool on = true) override;
+  /// A scripted module's random operations (dropout, ...) use the global generator.
+  bool draws_from_global_generator() const override { return true; }
 
   const TorchScriptInfo& info() const { return info_; }
 

@@ -11,6 +11,8 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include "nodes/training/StepRandomness.h"
+
 namespace gradwire {
 namespace {
 
@@ -74,16 +76,16 @@ torch::Tensor EncoderLayer::forward(const torch::Tensor& x, const torch::Tensor&
   torch::Tensor scores = mask.defined()
                              ? torch::baddbmm(mask, q, k_t, /*beta=*/1.0, /*alpha=*/scale)
                              : torch::bmm(q, k_t).mul_(scale);
-  scores = torch::dropout(torch::softmax(scores, -1), dropout_, training);
+  scores = StepRandomness::dropout(torch::softmax(scores, -1), dropout_, training);
   const torch::Tensor attended = torch::bmm(scores, v)
                                      .view({batch, heads_, length, head_dim})
                                      .transpose(1, 2)
                                      .reshape({batch, length, d_model_});
-  torch::Tensor out = x + torch::dropout(fused_linear(*out_proj_, attended), dropout_, training);
+  torch::Tensor out = x + StepRandomness::dropout(fused_linear(*out_proj_, attended), dropout_, training);
 
   torch::Tensor h = torch::gelu(fused_linear(*linear1_, feed_forward_norm_->forward(out)));
-  h = fused_linear(*linear2_, torch::dropout(h, dropout_, training));
-  return out + torch::dropout(h, dropout_, training);
+  h = fused_linear(*linear2_, StepRandomness::dropout(h, dropout_, training));
+  return out + StepRandomness::dropout(h, dropout_, training);
 }
 
 }  // namespace gradwire

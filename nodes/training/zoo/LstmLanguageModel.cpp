@@ -6,8 +6,11 @@
 #include <string>
 #include <tuple>
 
+#include <ATen/ATen.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/rnn.h>
+
+#include "nodes/training/StepRandomness.h"
 
 namespace gradwire {
 namespace {
@@ -28,6 +31,8 @@ struct LstmLanguageModel::Layers {
   // gradient exchange and parameter counts see it once.
   torch::Tensor decoder_weight;
   torch::Tensor decoder_bias;
+  // Per stacked layer: the LSTM's w_ih, w_hh, b_ih, b_hh (the module's own parameters).
+  std::vector<std::vector<torch::Tensor>> layer_weights;
   double dropout = 0;
 };
 
@@ -55,12 +60,19 @@ LstmLanguageModel::LstmLanguageModel(const ModelInput& input, const ModelConfig&
   Layers& l = *layers_;
   l.dropout = dropout;
   l.embedding = register_module("embedding", nn::Embedding(vocab, embedding));
-  // Dropout between stacked layers only: a single layer has no "between", and torch warns.
+  // Dropout between stacked layers (PyTorch's LSTM option) is applied in forward, layer by
+  // layer, so its masks come from the step's generator (StepRandomness.h); the module holds
+  // the parameters, named and initialised as PyTorch's.
   l.lstm = register_module(
-      "lstm", nn::LSTM(nn::LSTMOptions(embedding, hidden)
-                           .num_layers(config.layers)
-                           .batch_first(true)
-                           .dropout(config.layers > 1 ? dropout : 0.0)));
+      "lstm", nn::LSTM(nn::LSTMOptions(embedding, hidden).num_layers(config.layers).batch_first(true)));
+  {
+    const auto named = l.lstm->named_parameters(false);
+    for (std::int64_t i = 0; i < config.layers; ++i) {
+      const std::string n = std::to_string(i);
+      l.layer_weights.push_back({named["weight_ih_l" + n], named["weight_hh_l" + n],
+                                 named["bias_ih_l" + n], named["bias_hh_l" + n]});
+    }
+  }
   auto decoder = register_module("decoder", std::make_shared<nn::Module>());
   l.decoder_bias = decoder->register_parameter("bias", torch::zeros({vocab}));
   {
@@ -86,11 +98,24 @@ LstmLanguageModel::LstmLanguageModel(const ModelInput& input, const ModelConfig&
 torch::Tensor LstmLanguageModel::forward(torch::Tensor x) {
   Layers& l = *layers_;
   // No state passed: every sequence starts from zeros (see the header).
-  torch::Tensor h = torch::dropout(l.embedding->forward(x), l.dropout, is_training());
-  // The batch-first output is a transposed view; made contiguous, the decoder runs as one fused
-  // addmm (bias included) instead of a matmul with a copy and a separate bias add.
-  h = std::get<0>(l.lstm->forward(h)).contiguous();
-  h = torch::dropout(h, l.dropout, is_training());
+  const bool training = is_training();
+  torch::Tensor h = StepRandomness::dropout(l.embedding->forward(x), l.dropout, training);
+  // Time-major through the stack, as ATen's multi-layer LSTM runs it: one layer at a time,
+  // dropout on every layer's output but the last's.
+  h = h.transpose(0, 1);
+  const std::int64_t batch = h.size(1);
+  for (std::size_t i = 0; i < l.layer_weights.size(); ++i) {
+    const auto& w = l.layer_weights[i];
+    const torch::Tensor zero = at::zeros({1, batch, w[1].size(1)}, h.options());
+    h = std::get<0>(at::lstm(h, {zero, zero}, w, /*has_biases=*/true, /*num_layers=*/1,
+                             /*dropout=*/0.0, training, /*bidirectional=*/false,
+                             /*batch_first=*/false));
+    if (i + 1 < l.layer_weights.size()) h = StepRandomness::dropout(h, l.dropout, training);
+  }
+  // Back to batch-first, made contiguous so the decoder runs as one fused addmm (bias
+  // included) instead of a matmul with a copy and a separate bias add.
+  h = h.transpose(0, 1).contiguous();
+  h = StepRandomness::dropout(h, l.dropout, training);
   return torch::linear(h, l.decoder_weight, l.decoder_bias);
 }
 

@@ -9,9 +9,10 @@
 #include <torch/nn/init.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/container/sequential.h>
-#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/container/functional.h>
 #include <torch/nn/modules/linear.h>
 
+#include "nodes/training/StepRandomness.h"
 #include "nodes/training/zoo/ConvLayers.h"
 #include "nodes/training/zoo/InvertedResidual.h"
 
@@ -116,7 +117,9 @@ MobileNetV2::MobileNetV2(const ModelInput& input, double width)
   // As torchvision initialises its MobileNetV2 classifier.
   nn::init::normal_(linear->weight, 0.0, 0.01);
   nn::init::zeros_(linear->bias);
-  l.classifier->push_back(nn::Dropout(kDropout));
+  // torchvision's Dropout, drawing its mask from the step's generator (StepRandomness.h).
+  l.classifier->push_back(nn::Functional(
+      [this](torch::Tensor x) { return StepRandomness::dropout(x, kDropout, is_training()); }));
   l.classifier->push_back(linear);
   register_module("classifier", l.classifier);
   add_layer_cost("classifier.1", "linear", linear_flops(last, input.classes));

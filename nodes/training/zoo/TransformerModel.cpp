@@ -15,6 +15,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include "nodes/training/StepRandomness.h"
 #include "nodes/training/zoo/EncoderLayer.h"
 
 namespace gradwire {
@@ -124,7 +125,7 @@ torch::Tensor TransformerModel::forward(torch::Tensor x) {
     h = torch::cat({l.class_token.expand({h.size(0), 1, h.size(2)}), h}, 1) +
         l.position_embedding;
   }
-  h = torch::dropout(h, l.dropout, is_training());
+  h = StepRandomness::dropout(h, l.dropout, is_training());
   for (const auto& layer : l.encoder) h = layer->forward(h, mask);
   h = l.norm->forward(h);
   // ATen's fused linear; see EncoderLayer.cpp for why not LinearImpl::forward.
