@@ -8,22 +8,28 @@ namespace gradwire {
 
 class WallClockAccount {
  public:
-  /// Charges the lifetime of this object to `account` (which may be null: then nothing).
+  /// Charges the lifetime of this object to `account` (which may be null: then nothing). A
+  /// charge made while another on the same account is open adds nothing: the outer one
+  /// covers its time (e.g. workers' pending computation run from inside a codec's charge).
   class Charge {
    public:
     explicit Charge(WallClockAccount* account)
-        : account_(account), start_(std::chrono::steady_clock::now()) {}
+        : account_(account != nullptr && account->open_++ == 0 ? account : nullptr),
+          outer_(account),
+          start_(std::chrono::steady_clock::now()) {}
     ~Charge() {
       if (account_) {
         account_->seconds_ +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
       }
+      if (outer_) --outer_->open_;
     }
     Charge(const Charge&) = delete;
     Charge& operator=(const Charge&) = delete;
 
    private:
-    WallClockAccount* account_;
+    WallClockAccount* account_;  // null unless this is the outermost open charge
+    WallClockAccount* outer_;    // the account whose open charges this one counts in
     std::chrono::steady_clock::time_point start_;
   };
 
@@ -31,6 +37,7 @@ class WallClockAccount {
 
  private:
   double seconds_ = 0.0;
+  int open_ = 0;  // charges open now
 };
 
 }  // namespace gradwire

@@ -5,16 +5,19 @@
 #include <stdexcept>
 #include <string>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ns3/simulator.h>
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
+#include "nodes/schemes/ComputeBatch.h"
 #include "nodes/schemes/DeviceStreams.h"
 #include "nodes/schemes/TrainingScheme.h"
 #include "nodes/schemes/WallClockAccount.h"
 #include "nodes/training/Loss.h"
 #include "nodes/training/Model.h"
 #include "nodes/training/ShardLoader.h"
+#include "nodes/training/StepRandomness.h"
 #include "nodes/transport/Endpoint.h"
 
 namespace gradwire {
@@ -46,6 +49,7 @@ void Worker::Setup(const WorkerOptions& options, std::shared_ptr<Model> model,
   on_step_ = std::move(on_step);
   on_finished_ = std::move(on_finished);
   model_->to(device_);
+  generator_ = at::detail::createCPUGenerator(options_.dropout_seed);
   MakeOptimizer();
   bucketed_ = scheme_->gradient_buckets() > 1;
   if (bucketed_) {
@@ -56,6 +60,9 @@ void Worker::Setup(const WorkerOptions& options, std::shared_ptr<Model> model,
                              std::to_string(options_.buckets.size()));
     }
     if (options_.ready_fractions.empty()) {
+      if (options_.batch) {
+        throw std::logic_error("Worker: measured bucket release cannot wait in a compute batch");
+      }
       InstallReadyHooks();
     } else {
       bucket_fractions_ = BucketReleaseFractions(0, 0);  // the same every step
@@ -136,11 +143,33 @@ void Worker::StartStep() {
   optimizer_wall_s_ = 0;
   codec_at_start_ = options_.device ? options_.device->codec_seconds() : 0;
 
-  at::Tensor flat;
-  const auto wall_start = std::chrono::steady_clock::now();
-  double backward_end = 0;
-  {
+  if (options_.batch) {
+    // The pass runs with the other workers' of this instant, before any event scheduled below
+    // (ComputeBatch.h); the compute time does not depend on its wall time here.
+    computing_ = true;
+    options_.batch->submit([this] { Compute(); }, model_->draws_from_global_generator());
+  } else {
     WallClockAccount::Charge charge(account_);
+    Compute();
+  }
+  current_.compute_s = compute_time_(current_.compute_wall_s, step_);
+  if (!bucketed_) {
+    ns3::Simulator::Schedule(ns3::Seconds(ComputeDelay(current_.compute_s)), &Worker::ComputeDone,
+                             this, generation_);
+    return;
+  }
+  release_s_ = options_.ready_fractions.empty()
+                   ? BucketReleaseFractions(wall_started_, backward_end_)
+                   : bucket_fractions_;
+  for (double& t : release_s_) t *= current_.compute_s;
+  ns3::Simulator::Schedule(ns3::Seconds(ComputeDelay(release_s_.front())), &Worker::BucketReady,
+                           this, generation_, 0);
+}
+
+void Worker::Compute() {
+  const auto wall_start = std::chrono::steady_clock::now();
+  {
+    const StepRandomness::Scope randomness(generator_);
     model_->train();
     auto [inputs, labels] = loader_->next();
     inputs = inputs.to(device_);
@@ -148,31 +177,23 @@ void Worker::StartStep() {
     optimizer_->zero_grad();
     at::Tensor loss = softmax_cross_entropy(model_->forward(inputs), labels);
     loss.backward();
-    backward_end = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now().time_since_epoch())
-                       .count();
+    backward_end_ = std::chrono::duration<double>(
+                        std::chrono::steady_clock::now().time_since_epoch())
+                        .count();
     current_.loss = loss.item<double>();
     // One flat float32 CPU vector: the unit codecs and collectives work on.
     std::vector<at::Tensor> grads;
     for (const auto& p : model_->parameters()) grads.push_back(p.grad().reshape({-1}));
-    flat = at::cat(grads).to(at::kCPU).contiguous();
+    step_gradient_ = at::cat(grads).to(at::kCPU).contiguous();
   }
+  wall_started_ = std::chrono::duration<double>(wall_start.time_since_epoch()).count();
   current_.compute_wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  current_.compute_s = compute_time_(current_.compute_wall_s, step_);
-  if (!bucketed_) {
-    ns3::Simulator::Schedule(ns3::Seconds(ComputeDelay(current_.compute_s)), &Worker::ComputeDone,
-                             this, generation_, flat);
-    return;
-  }
-  const double started =
-      std::chrono::duration<double>(wall_start.time_since_epoch()).count();
-  release_s_ = options_.ready_fractions.empty() ? BucketReleaseFractions(started, backward_end)
-                                               : bucket_fractions_;
-  for (double& t : release_s_) t *= current_.compute_s;
-  step_gradient_ = flat;
-  ns3::Simulator::Schedule(ns3::Seconds(ComputeDelay(release_s_.front())), &Worker::BucketReady,
-                           this, generation_, 0);
+  computing_ = false;
+}
+
+void Worker::AwaitCompute() const {
+  if (computing_) options_.batch->run();
 }
 
 double Worker::ComputeDelay(double seconds) {
@@ -182,6 +203,7 @@ double Worker::ComputeDelay(double seconds) {
 
 void Worker::BucketReady(std::uint64_t generation, int bucket) {
   if (generation != generation_ || !alive_) return;  // the worker left while computing
+  AwaitCompute();
   const auto b = static_cast<std::size_t>(bucket);
   const GradientBucket& g = options_.buckets[b];
   const bool last = b + 1 == options_.buckets.size();
@@ -196,8 +218,11 @@ void Worker::BucketReady(std::uint64_t generation, int bucket) {
   }
 }
 
-void Worker::ComputeDone(std::uint64_t generation, at::Tensor gradient) {
+void Worker::ComputeDone(std::uint64_t generation) {
   if (generation != generation_ || !alive_) return;  // the worker left while computing
+  AwaitCompute();
+  const at::Tensor gradient = std::move(step_gradient_);
+  step_gradient_ = at::Tensor();
   scheme_->on_gradient(*this, gradient);
 }
 
@@ -221,6 +246,7 @@ void Worker::Resume(std::int64_t step, const at::Tensor& parameters) {
 double Worker::learning_rate() const { return options_.lr.at(step_); }
 
 void Worker::ApplyGradient(const at::Tensor& update) {
+  AwaitCompute();
   WallClockAccount::Charge charge(account_);
   at::Tensor on_device = update.to(device_);
   std::int64_t offset = 0;
@@ -239,6 +265,7 @@ void Worker::ApplyGradient(const at::Tensor& update) {
 }
 
 at::Tensor Worker::Parameters() const {
+  AwaitCompute();
   torch::NoGradGuard no_grad;
   std::vector<at::Tensor> flat;
   for (const auto& p : model_->parameters()) flat.push_back(p.detach().reshape({-1}));
@@ -246,6 +273,7 @@ at::Tensor Worker::Parameters() const {
 }
 
 void Worker::SetParameters(const at::Tensor& flat) {
+  AwaitCompute();
   WallClockAccount::Charge charge(account_);
   torch::NoGradGuard no_grad;
   at::Tensor on_device = flat.to(device_);
@@ -272,6 +300,7 @@ void Worker::FinishStep() {
 
 void Worker::CompleteStep(std::uint64_t generation) {
   if (generation != generation_ || !alive_) return;  // the worker left meanwhile
+  AwaitCompute();
   const double now = ns3::Simulator::Now().GetSeconds();
   if (options_.device) current_.codec_s = options_.device->codec_seconds() - codec_at_start_;
   current_.end_s = now;

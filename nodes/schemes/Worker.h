@@ -2,7 +2,8 @@
 // a simulated compute duration, then its gradient goes to the training scheme, which decides
 // what crosses the network and when the worker may continue:
 //
-//   StartStep (event) -> forward/backward now, in wall time
+//   StartStep (event) -> forward/backward now, in wall time (or, with a ComputeBatch, with the
+//                        other workers starting at this instant, on a thread pool)
 //     -> ComputeDone scheduled at now + compute time (measured x scale, fixed, or profile)
 //     -> scheme.on_gradient(gradient)     (e.g. a collective; codecs encode real bytes, ns-3
 //                                          carries them)
@@ -17,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include <ATen/core/Generator.h>
 #include <ns3/application.h>
 #include <torch/types.h>
 
@@ -29,6 +31,7 @@ class SGD;
 
 namespace gradwire {
 
+class ComputeBatch;
 class DeviceStreams;
 class Endpoint;
 class Model;
@@ -56,6 +59,13 @@ struct WorkerOptions {
   /// Simulated seconds of one optimizer step, given the wall seconds it took here; empty: the
   /// step's compute time covers it.
   std::function<double(double wall_seconds)> optimizer_time;
+  /// Seed of the worker's own generator, from which its steps draw dropout masks
+  /// (nodes/training/StepRandomness.h).
+  std::uint64_t dropout_seed = 0;
+  /// When set, forward/backward runs with the other workers' that start at the same simulated
+  /// instant (nodes/schemes/ComputeBatch.h). Only with compute time that does not depend on
+  /// the pass's wall time, and with fixed bucket release fractions. Must outlive the worker.
+  ComputeBatch* batch = nullptr;
 };
 
 /// What one worker did in one step, in simulated seconds.
@@ -91,14 +101,20 @@ class Worker : public ns3::Application {
              ComputeTimeModel compute_time, torch::Device device, WallClockAccount* account,
              std::function<void(const StepRecord&)> on_step, std::function<void(int)> on_finished);
 
-  Model& model() { return *model_; }
+  Model& model() {
+    AwaitCompute();
+    return *model_;
+  }
   int rank() const { return options_.rank; }
   /// Steps completed; also the index of the step in progress.
   std::int64_t steps_done() const { return step_; }
   bool finished() const { return step_ >= options_.steps; }
   std::int64_t total_steps() const { return options_.steps; }
   /// Training loss of the step in progress (the latest forward pass).
-  double last_loss() const { return current_.loss; }
+  double last_loss() const {
+    AwaitCompute();
+    return current_.loss;
+  }
   Endpoint& messenger() { return *messenger_; }
 
   // --- for training schemes ---
@@ -127,7 +143,12 @@ class Worker : public ns3::Application {
   void DoDispose() override;
 
   void StartStep();
-  void ComputeDone(std::uint64_t generation, at::Tensor gradient);
+  /// The step's real forward/backward: fills in the loss, the wall time and step_gradient_.
+  void Compute();
+  /// Waits for this worker's forward/backward when it is still in the batch: whatever reads
+  /// or changes its model, loss or gradient calls this first.
+  void AwaitCompute() const;
+  void ComputeDone(std::uint64_t generation);
   void BucketReady(std::uint64_t generation, int bucket);
   /// Release instants of the buckets as fractions of the step's compute time.
   std::vector<double> BucketReleaseFractions(double wall_start, double wall_end) const;
@@ -153,8 +174,12 @@ class Worker : public ns3::Application {
   bool alive_ = true;
   std::uint64_t generation_ = 0;  // bumped on Leave: a pending ComputeDone is then void
   StepRecord current_;
+  at::Generator generator_;  // dropout masks (nodes/training/StepRandomness.h)
+  bool computing_ = false;   // the step's forward/backward waits in the batch
+  double wall_started_ = 0;  // wall instants (seconds) the pass began and backward ended
+  double backward_end_ = 0;
   bool bucketed_ = false;
-  at::Tensor step_gradient_;             // the flat gradient being released bucket by bucket
+  at::Tensor step_gradient_;             // the step's flat gradient (released bucket by bucket)
   std::vector<double> bucket_fractions_;  // per bucket: release as a fraction of compute (fixed)
   std::vector<double> release_s_;        // per bucket: simulated seconds after the step began
   std::vector<double> ready_wall_;       // per parameter: wall instant its gradient was done

@@ -82,6 +82,7 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   const auto step_complete = [&](std::int64_t step) {
     const std::int64_t done = step + 1;
     if (done % sc.training.eval_every == 0 || done == sc.training.steps) {
+      setup.await_compute();  // LibTorch's account, not the evaluation's
       WallClockAccount::Charge charge(&eval_account);
       recorder.evaluation(done, ns3::Simulator::Now().GetSeconds(), setup.evaluate(),
                           setup.consensus_distance());

@@ -552,14 +552,23 @@ void read_codec_time(const JsonFields& f, ComputeSpec& c) {
 ComputeSpec read_compute(const JsonFields& root) {
   JsonFields f(root.object_at("compute"), root.path_of("compute"));
   f.allow({"mode", "scale", "seconds", "profile", "seconds_per_sample", "flops_per_sample",
-           "device", "threads", "slow_workers", "stragglers", "codec_time", "codec_scale",
-           "codec_device"});
+           "device", "threads", "parallel_workers", "slow_workers", "stragglers", "codec_time",
+           "codec_scale", "codec_device"});
   ComputeSpec c;
   c.mode = f.string("mode", c.mode, {"measured", "fixed", "profile"});
   c.scale = f.number("scale", 1.0, 0, 1e6, true);
   c.seconds = f.number("seconds", c.seconds, 0, 1e6);
   c.device = f.string("device", c.device, {"auto", "cpu", "cuda"});
   c.threads = static_cast<int>(f.integer("threads", 0, 0, 256));
+  c.parallel_workers = static_cast<int>(f.integer("parallel_workers", 1, 1, 256));
+  if (c.parallel_workers > 1 && c.mode == "measured") {
+    // Measured compute times each pass's wall time, which passes running at once inflate, and
+    // the pass's simulated time must be known before it runs to keep the events in order.
+    throw ConfigError(f.path_of("parallel_workers"),
+                      "expected 1 with compute.mode \"measured\" (measured compute times each "
+                      "worker's pass alone); use \"fixed\" or \"profile\" to compute workers "
+                      "in parallel");
+  }
   if (c.mode == "profile") {
     const std::vector<std::string> names = device_profile_names();
     if (f.has("profile") == f.has("seconds_per_sample")) {
@@ -726,7 +735,8 @@ nlohmann::json to_json(const Scenario& s) {
                                                    {"first_mb", t.first_bucket_mb}}
                                   : nlohmann::json("none");
   nlohmann::json compute = {{"mode", s.compute.mode}, {"device", s.compute.device},
-                            {"threads", s.compute.threads}};
+                            {"threads", s.compute.threads},
+                            {"parallel_workers", s.compute.parallel_workers}};
   if (s.compute.mode == "measured") compute["scale"] = s.compute.scale;
   if (s.compute.mode == "fixed") compute["seconds"] = s.compute.seconds;
   if (s.compute.mode == "profile") {

@@ -14,6 +14,7 @@
 #include "nodes/schemes/AsyncParameterServer.h"
 #include "codecs/TimedCodec.h"
 #include "nodes/schemes/BucketedCollective.h"
+#include "nodes/schemes/ComputeBatch.h"
 #include "nodes/schemes/DeviceStreams.h"
 #include "nodes/schemes/DeviceTimedEndpoint.h"
 #include "nodes/schemes/LeaderSgd.h"
@@ -111,6 +112,9 @@ struct TrainingSetup::Impl {
   std::unique_ptr<TrainingScheme> scheme;
   std::unique_ptr<Evaluator> evaluator;
   WallClockAccount torch_account;
+  // Workers' passes at one instant, compute.parallel_workers at a time; null: each in its
+  // worker's StartStep. Declared after the account it charges.
+  std::unique_ptr<ComputeBatch> batch;
 
   explicit Impl(const Scenario& scenario) : sc(scenario) {}
   void time_codecs();
@@ -219,6 +223,10 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
     }
   }
   s.evaluator = std::make_unique<Evaluator>(s.data.test, sc.training.eval_samples, s.device);
+  // A worker process plays one rank: nothing to compute beside it.
+  if (sc.compute.parallel_workers > 1 && model_ranks.size() > 1) {
+    s.batch = std::make_unique<ComputeBatch>(sc.compute.parallel_workers, &s.torch_account);
+  }
 }
 
 TrainingSetup::~TrainingSetup() = default;
@@ -354,6 +362,8 @@ ns3::Ptr<Worker> TrainingSetup::make_worker(int r, Endpoint* endpoint,
   options.ready_fractions = s.ready_fractions;
   if (!s.devices.empty()) options.device = s.devices[static_cast<std::size_t>(r)].get();
   options.optimizer_time = optimizer_time_model(sc.compute, s.numel, options.momentum > 0);
+  options.dropout_seed = sc.seed * 0xBF58476D1CE4E5B9ull + static_cast<std::uint64_t>(r) + 1;
+  options.batch = s.batch.get();
   auto loader = std::make_unique<ShardLoader>(s.data.train, s.shards[r], sc.training.batch,
                                               sc.seed * 7919 + static_cast<std::uint64_t>(r));
   auto w = ns3::CreateObject<Worker>();
@@ -377,8 +387,14 @@ ns3::Ptr<Worker> TrainingSetup::make_worker(int r, Endpoint* endpoint,
   return w;
 }
 
+void TrainingSetup::await_compute() {
+  if (impl_->batch) impl_->batch->run();
+}
+
 EvalResult TrainingSetup::evaluate() {
   Impl& s = *impl_;
+  // The models as they stand at this instant, with every pass started before it done.
+  await_compute();
   const at::Tensor params = s.scheme->evaluation_parameters();
   if (!params.defined()) {
     if (!s.models[0]) throw std::logic_error("TrainingSetup: rank 0's model is not built here");
@@ -398,7 +414,10 @@ EvalResult TrainingSetup::evaluate() {
   return s.evaluator->evaluate(*s.eval_model);
 }
 
-double TrainingSetup::consensus_distance() const { return impl_->scheme->consensus_distance(); }
+double TrainingSetup::consensus_distance() const {
+  if (impl_->batch) impl_->batch->run();
+  return impl_->scheme->consensus_distance();
+}
 double TrainingSetup::mean_staleness() const { return impl_->scheme->mean_staleness(); }
 
 }  // namespace gradwire

@@ -60,6 +60,9 @@ class TrainingSetup {
                                std::function<void(const StepRecord&)> on_step,
                                std::function<void(int)> on_finished);
 
+  /// Finishes the forward/backward passes waiting in the compute batch (workers that started
+  /// at this instant with compute.parallel_workers > 1); evaluate() does so too.
+  void await_compute();
   /// Evaluates the parameters the scheme names, or rank 0's model when the scheme names none
   /// (std::logic_error if rank 0's model was not built here).
   EvalResult evaluate();
