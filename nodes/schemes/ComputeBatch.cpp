@@ -9,8 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include <ns3/simulator.h>
-
 #include "nodes/schemes/WallClockAccount.h"
 
 namespace gradwire {
@@ -91,21 +89,14 @@ std::size_t ComputeBatch::pending() const { return pool_->pending.size(); }
 
 void ComputeBatch::submit(std::function<void()> job, bool in_order) {
   pool_->pending.push_back(Pool::Job{std::move(job), in_order, nullptr});
-  if (!event_scheduled_) {
-    event_scheduled_ = true;
-    ns3::Simulator::ScheduleNow(&ComputeBatch::run_scheduled, this);
-  }
-}
-
-void ComputeBatch::run_scheduled() {
-  event_scheduled_ = false;
-  run();
 }
 
 void ComputeBatch::run() {
   Pool& p = *pool_;
   if (p.pending.empty()) return;
   WallClockAccount::Charge charge(account_);
+  jobs_run_ += p.pending.size();
+  ++batches_run_;
   {
     std::unique_lock<std::mutex> lock(p.mutex);
     p.done.wait(lock, [&] { return p.active == 0; });  // a late thread of the last batch

@@ -144,8 +144,8 @@ void Worker::StartStep() {
   codec_at_start_ = options_.device ? options_.device->codec_seconds() : 0;
 
   if (options_.batch) {
-    // The pass runs with the other workers' of this instant, before any event scheduled below
-    // (ComputeBatch.h); the compute time does not depend on its wall time here.
+    // The pass runs with the other workers' when its result is first needed (ComputeBatch.h);
+    // the compute time does not depend on its wall time here.
     computing_ = true;
     options_.batch->submit([this] { Compute(); }, model_->draws_from_global_generator());
   } else {

@@ -2,8 +2,8 @@
 // a simulated compute duration, then its gradient goes to the training scheme, which decides
 // what crosses the network and when the worker may continue:
 //
-//   StartStep (event) -> forward/backward now, in wall time (or, with a ComputeBatch, with the
-//                        other workers starting at this instant, on a thread pool)
+//   StartStep (event) -> forward/backward now, in wall time (or, with a ComputeBatch, on a
+//                        thread pool with the other workers' passes, when first needed)
 //     -> ComputeDone scheduled at now + compute time (measured x scale, fixed, or profile)
 //     -> scheme.on_gradient(gradient)     (e.g. a collective; codecs encode real bytes, ns-3
 //                                          carries them)
@@ -62,8 +62,8 @@ struct WorkerOptions {
   /// Seed of the worker's own generator, from which its steps draw dropout masks
   /// (nodes/training/StepRandomness.h).
   std::uint64_t dropout_seed = 0;
-  /// When set, forward/backward runs with the other workers' that start at the same simulated
-  /// instant (nodes/schemes/ComputeBatch.h). Only with compute time that does not depend on
+  /// When set, forward/backward runs with the other workers' passes when its result is first
+  /// needed (nodes/schemes/ComputeBatch.h). Only with compute time that does not depend on
   /// the pass's wall time, and with fixed bucket release fractions. Must outlive the worker.
   ComputeBatch* batch = nullptr;
 };

@@ -29,8 +29,9 @@ class Model : public torch::nn::Module {
   /// Per-layer forward FLOPs in forward order; empty when the model only knows its total.
   const std::vector<LayerCost>& layer_costs() const { return layer_costs_; }
   /// True when forward may draw from LibTorch's global generator instead of the step's
-  /// (StepRandomness.h): such a model's steps must run one after another, in event order, to
-  /// repeat. gradwire's own models draw only from the step's generator.
+  /// (StepRandomness.h): such a model's steps must run one after another, in the order the
+  /// workers started them, to repeat. gradwire's own models draw only from the step's
+  /// generator.
   virtual bool draws_from_global_generator() const { return false; }
 
  protected:

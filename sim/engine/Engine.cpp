@@ -167,6 +167,10 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   result.summary["device"] = setup.device_name();
   const double staleness = setup.mean_staleness();
   result.summary["mean_staleness"] = std::isnan(staleness) ? nlohmann::json() : nlohmann::json(staleness);
+  if (setup.parallel_batches() > 0) {
+    result.summary["parallel_compute"] = {{"passes", setup.parallel_passes()},
+                                          {"batches", setup.parallel_batches()}};
+  }
   result.metrics_jsonl = recorder.jsonl();
   if (dir) {
     write_file_atomically(dir->staging() + "/scenario.json", sc.resolved.dump(2) + "\n");

@@ -56,7 +56,7 @@ struct ComputeSpec {
   std::int64_t flops_per_sample = 0;  ///< profile: forward FLOPs per sample (0: the model's count)
   std::string device = "auto";    ///< "auto" | "cpu" | "cuda"
   int threads = 0;                ///< LibTorch intra-op threads; 0: one per core
-  /// Workers' forward/backward passes at one simulated instant run this many at a time, each
+  /// Workers' forward/backward passes that overlap in simulated time run this many at a time, each
   /// with `threads` intra-op threads (nodes/schemes/ComputeBatch.h); 1: one after another.
   int parallel_workers = 1;
   std::vector<double> worker_scale;  ///< per rank compute multiplier (1 when absent)

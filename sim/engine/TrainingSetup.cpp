@@ -112,7 +112,7 @@ struct TrainingSetup::Impl {
   std::unique_ptr<TrainingScheme> scheme;
   std::unique_ptr<Evaluator> evaluator;
   WallClockAccount torch_account;
-  // Workers' passes at one instant, compute.parallel_workers at a time; null: each in its
+  // Workers' passes, compute.parallel_workers at a time; null: each in its
   // worker's StartStep. Declared after the account it charges.
   std::unique_ptr<ComputeBatch> batch;
 
@@ -389,6 +389,14 @@ ns3::Ptr<Worker> TrainingSetup::make_worker(int r, Endpoint* endpoint,
 
 void TrainingSetup::await_compute() {
   if (impl_->batch) impl_->batch->run();
+}
+
+std::size_t TrainingSetup::parallel_passes() const {
+  return impl_->batch ? impl_->batch->jobs_run() : 0;
+}
+
+std::size_t TrainingSetup::parallel_batches() const {
+  return impl_->batch ? impl_->batch->batches_run() : 0;
 }
 
 EvalResult TrainingSetup::evaluate() {

@@ -60,9 +60,13 @@ class TrainingSetup {
                                std::function<void(const StepRecord&)> on_step,
                                std::function<void(int)> on_finished);
 
-  /// Finishes the forward/backward passes waiting in the compute batch (workers that started
-  /// at this instant with compute.parallel_workers > 1); evaluate() does so too.
+  /// Finishes the forward/backward passes waiting in the compute batch (workers whose step has
+  /// started, with compute.parallel_workers > 1); evaluate() does so too.
   void await_compute();
+  /// With compute.parallel_workers > 1: forward/backward passes run so far, and the batches
+  /// they ran in (their ratio is how many ran together on average); 0 and 0 otherwise.
+  std::size_t parallel_passes() const;
+  std::size_t parallel_batches() const;
   /// Evaluates the parameters the scheme names, or rank 0's model when the scheme names none
   /// (std::logic_error if rank 0's model was not built here).
   EvalResult evaluate();

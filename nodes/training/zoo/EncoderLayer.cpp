@@ -81,7 +81,8 @@ torch::Tensor EncoderLayer::forward(const torch::Tensor& x, const torch::Tensor&
                                      .view({batch, heads_, length, head_dim})
                                      .transpose(1, 2)
                                      .reshape({batch, length, d_model_});
-  torch::Tensor out = x + StepRandomness::dropout(fused_linear(*out_proj_, attended), dropout_, training);
+  torch::Tensor out =
+      x + StepRandomness::dropout(fused_linear(*out_proj_, attended), dropout_, training);
 
   torch::Tensor h = torch::gelu(fused_linear(*linear1_, feed_forward_norm_->forward(out)));
   h = fused_linear(*linear2_, StepRandomness::dropout(h, dropout_, training));

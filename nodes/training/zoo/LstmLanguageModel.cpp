@@ -64,7 +64,8 @@ LstmLanguageModel::LstmLanguageModel(const ModelInput& input, const ModelConfig&
   // layer, so its masks come from the step's generator (StepRandomness.h); the module holds
   // the parameters, named and initialised as PyTorch's.
   l.lstm = register_module(
-      "lstm", nn::LSTM(nn::LSTMOptions(embedding, hidden).num_layers(config.layers).batch_first(true)));
+      "lstm",
+      nn::LSTM(nn::LSTMOptions(embedding, hidden).num_layers(config.layers).batch_first(true)));
   {
     const auto named = l.lstm->named_parameters(false);
     for (std::int64_t i = 0; i < config.layers; ++i) {
