@@ -17,7 +17,7 @@ namespace gradwire {
 struct Scenario;
 
 /// The default of --max-lag, milliseconds.
-constexpr double kDefaultMaxLagMs = 100;
+constexpr double kDefaultMaxLagMs = 10;
 
 struct EmulationOptions {
   std::vector<std::string> command;  ///< the default command (every host without its own)

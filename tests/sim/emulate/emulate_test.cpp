@@ -150,7 +150,7 @@ double simulated_transfer_s(const std::string& scenario_path, std::size_t bytes)
 
 std::string bulk_transfer_args(const std::string& path, std::size_t bytes) {
   const std::string b = std::to_string(bytes);
-  return "emulate " + path + " --timeout 50 --host 1 -- " + kPython + " " + kTools +
+  return "emulate " + path + " --timeout 50 --max-lag 250 --host 1 -- " + kPython + " " + kTools +
          "bulk_tcp.py server 5001 " + b + " -- " + kPython + " " + kTools +
          "bulk_tcp.py client {peer} 5001 " + b;
 }
@@ -278,7 +278,7 @@ TEST_F(Emulate, WifiCarriesTrafficBothWays) {
     text->replace(text->find("{peer}"), 6, peer);
     text->replace(text->find("{peer_port}"), 11, peer_port);
   }
-  const auto run = testing::run_gradwire("emulate " + path + " --timeout 50 --host 0 -- " + h0 +
+  const auto run = testing::run_gradwire("emulate " + path + " --timeout 50 --max-lag 250 --host 0 -- " + h0 +
                                          " -- --host 1 -- " + h1 + " --");
   ASSERT_EQ(run.code, 0) << run.output;
   const auto s = summary("wifi2");
@@ -291,6 +291,42 @@ TEST_F(Emulate, WifiCarriesTrafficBothWays) {
               s["lag"]["p99_ms"].get<double>());
 }
 
+// LTE and the hybrid family carry packets over other kinds of ns-3 device (an LTE UE's IP-level
+// device; a core router joining Wi-Fi, LTE and Ethernet groups): every host sends to the next
+// one around a ring at once, so every host's uplink and downlink carry traffic.
+TEST_F(Emulate, LteAndHybridNetworksCarryTrafficBetweenEveryHost) {
+  const std::size_t bytes = 200000;
+  const std::vector<std::pair<std::string, nlohmann::json>> networks = {
+      {"lte2", {{"family", "lte"}, {"server", "ue"}}},
+      {"hybrid3", {{"family", "hybrid"},
+                   {"groups", {{{"family", "wifi"}, {"workers", 1}, {"standard", "n"},
+                                {"band", "2.4GHz"}, {"width_mhz", 20}},
+                               {{"family", "lte"}, {"workers", 1}},
+                               {{"family", "ethernet"}, {"workers", 1}, {"rate", "100Mbps"}}}}}}};
+  for (const auto& [name, network] : networks) {
+    const int hosts = name == "lte2" ? 2 : 3;
+    const std::string path = scenario(name, hosts, network);
+    std::string args = "emulate " + path + " --timeout 50 --max-lag 250";
+    for (int h = 0; h < hosts; ++h) {
+      const int next = (h + 1) % hosts;
+      args += " --host " + std::to_string(h) + " -- /bin/sh -c '" + kPython + " " + kTools +
+              "bulk_tcp.py server " + std::to_string(5000 + h) + " " + std::to_string(bytes) +
+              " & " + kPython + " " + kTools + "bulk_tcp.py client {addr:" + std::to_string(next) +
+              "} " + std::to_string(5000 + next) + " " + std::to_string(bytes) + "; wait $!' --";
+    }
+    const auto run = testing::run_gradwire(args);
+    ASSERT_EQ(run.code, 0) << name << "\n" << run.output;
+    const auto s = summary(name);
+    for (int h = 0; h < hosts; ++h) {
+      EXPECT_EQ(s["hosts"][h]["exit_code"], 0) << name << " host " << h;
+      EXPECT_GE(s["hosts"][h]["sent_bytes"].get<std::uint64_t>(), bytes) << name << " host " << h;
+      EXPECT_GE(s["hosts"][h]["received_bytes"].get<std::uint64_t>(), bytes) << name << " host " << h;
+    }
+    std::printf("%s: lag max %.2f ms, p99 %.2f ms\n", name.c_str(), s["lag"]["max_ms"].get<double>(),
+                s["lag"]["p99_ms"].get<double>());
+  }
+}
+
 TEST_F(Emulate, GlooAllReduceGivesTheSumAndTakesTheSimulatedTime) {
   if (shell_output(kPython + " -c 'import torch.distributed as d; print(d.is_gloo_available())'")
           .find("True") == std::string::npos) {
@@ -298,7 +334,7 @@ TEST_F(Emulate, GlooAllReduceGivesTheSumAndTakesTheSimulatedTime) {
   }
   const std::int64_t elements = 2500000;  // 10 MB of float32
   const std::string path = scenario("eth100", 4, {{"family", "ethernet"}, {"rate", "100Mbps"}});
-  const auto run = testing::run_gradwire("emulate " + path + " --timeout 50 -- " + kPython + " " +
+  const auto run = testing::run_gradwire("emulate " + path + " --timeout 50 --max-lag 250 -- " + kPython + " " +
                                          kTools + "gloo_allreduce.py " + std::to_string(elements));
   ASSERT_EQ(run.code, 0) << run.output;
   double emulated_s = 0;
@@ -408,7 +444,7 @@ std::vector<pid_t> processes_of(pid_t emulator, int hosts, double seconds) {
 TEST_F(Emulate, SigintRemovesNamespacesLinksAndProcesses) {
   const std::string path = scenario("sigint", 2, {{"family", "ethernet"}, {"rate", "100Mbps"}});
   const std::string log = (dir_ / "sigint.log").string();
-  const pid_t pid = start_gradwire({"emulate", path, "--", "/bin/sh", "-c", "sleep 60 & sleep 60; wait"}, log);
+  const pid_t pid = start_gradwire({"emulate", path, "--max-lag", "250", "--", "/bin/sh", "-c", "sleep 60 & sleep 60; wait"}, log);
   const std::vector<pid_t> inside = processes_of(pid, 2, 20);
   ASSERT_GE(inside.size(), 4u) << shell_output("cat " + log);
   // While it runs: the TAPs live in the namespaces, each beside its loopback only, and the
@@ -429,7 +465,7 @@ TEST_F(Emulate, SigintRemovesNamespacesLinksAndProcesses) {
 TEST_F(Emulate, AKilledCommandStopsTheOthersAndLeavesNothing) {
   const std::string path = scenario("killed", 2, {{"family", "ethernet"}, {"rate", "100Mbps"}});
   const std::string log = (dir_ / "killed.log").string();
-  const pid_t pid = start_gradwire({"emulate", path, "--host", "1", "--", "/bin/sh", "-c",
+  const pid_t pid = start_gradwire({"emulate", path, "--max-lag", "250", "--host", "1", "--", "/bin/sh", "-c",
                                     "sleep 1; kill -9 $$", "--", "sleep", "60"},
                                    log);
   const std::vector<pid_t> inside = processes_of(pid, 2, 20);
@@ -442,7 +478,7 @@ TEST_F(Emulate, AKilledCommandStopsTheOthersAndLeavesNothing) {
 TEST_F(Emulate, TimeoutAndLagStopTheRunAndLeaveNothing) {
   const std::string path = scenario("stops", 2, {{"family", "ethernet"}, {"rate", "100Mbps"}});
   const std::string log = (dir_ / "timeout.log").string();
-  pid_t pid = start_gradwire({"emulate", path, "--timeout", "1", "--", "sleep", "60"}, log);
+  pid_t pid = start_gradwire({"emulate", path, "--timeout", "1", "--max-lag", "250", "--", "sleep", "60"}, log);
   std::vector<pid_t> inside = processes_of(pid, 2, 20);
   EXPECT_EQ(wait_for(pid, 30), 124) << shell_output("cat " + log);
   expect_nothing_left(pid, inside);
