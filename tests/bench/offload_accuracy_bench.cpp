@@ -14,23 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "BenchArguments.h"
 #include "CollectiveTiming.h"
 
 namespace {
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) out.push_back(item);
-  return out;
-}
-
-std::vector<double> numbers(const std::string& text) {
-  std::vector<double> out;
-  for (const auto& item : split(text)) out.push_back(std::stod(item));
-  return out;
-}
+using gradwire::testing::number_list;
+using gradwire::testing::split_list;
 
 }  // namespace
 
@@ -45,10 +35,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const std::string value = argv[i + 1];
-    if (flag == "--kinds") kinds = split(value);
-    else if (flag == "--workers") workers = numbers(value);
-    else if (flag == "--bytes") sizes = numbers(value);
-    else if (flag == "--rates") rates = numbers(value);
+    if (flag == "--kinds") kinds = split_list(value);
+    else if (flag == "--workers") workers = number_list(value);
+    else if (flag == "--bytes") sizes = number_list(value);
+    else if (flag == "--rates") rates = number_list(value);
     else if (flag == "--frames") frames = std::stod(value);
     else if (flag == "--max-frame-bytes") max_bytes = std::stod(value);
     else if (flag == "--queue") queue = std::stod(value);

@@ -23,21 +23,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "BenchArguments.h"
+
 namespace {
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) out.push_back(item);
-  return out;
-}
-
-std::vector<double> numbers(const std::string& text) {
-  std::vector<double> out;
-  for (const auto& item : split(text)) out.push_back(std::stod(item));
-  return out;
-}
+using gradwire::testing::number_list;
+using gradwire::testing::split_list;
 
 // One hidden layer over 32 synthetic features and 10 classes: (32 + 1 + 10) * h + 10
 // parameters, 4 bytes each.
@@ -61,11 +52,11 @@ int main(int argc, char** argv) {
     const std::string flag = argv[i];
     const std::string value = argv[i + 1];
     if (flag == "--gradwire") gradwire = value;
-    else if (flag == "--workers") workers = numbers(value);
-    else if (flag == "--mb") megabytes = numbers(value);
-    else if (flag == "--gbps") gbps = numbers(value);
+    else if (flag == "--workers") workers = number_list(value);
+    else if (flag == "--mb") megabytes = number_list(value);
+    else if (flag == "--gbps") gbps = number_list(value);
     else if (flag == "--steps") steps = std::stoi(value);
-    else if (flag == "--offload") offload = split(value);
+    else if (flag == "--offload") offload = split_list(value);
     else if (flag == "--topology") topology = value;
     else if (flag == "--keep") keep = value;
     else {
