@@ -179,6 +179,30 @@ TEST_F(Emulate, BulkTcpOverEthernetReachesTheSimulatedGoodput) {
   EXPECT_EQ(s["outcome"], "ok");
 }
 
+// An added delay on every host's up- and downlink (the netem-like impairment) lengthens each
+// round trip by four times the delay. The client's "seconds" spans two round trips (the
+// handshake, then 1000 bytes and the one-byte answer), so 8 x 20 ms = 160 ms more.
+TEST_F(Emulate, AddedDelayLengthensEveryRoundTrip) {
+  const double delay_s = 0.020;
+  double seconds[2] = {0, 0};
+  for (int impaired : {0, 1}) {
+    const std::string name = impaired ? "eth100delay" : "eth100";
+    nlohmann::json network = {{"family", "ethernet"}, {"rate", "100Mbps"}};
+    if (impaired) network["impairments"] = {{"delay", "20ms"}};
+    const std::string path = scenario(name, 2, network);
+    std::string args = bulk_transfer_args(path, 1000);
+    args.replace(args.find("{peer}"), 6, "10.1.1.1");
+    const auto run = testing::run_gradwire(args);
+    ASSERT_EQ(run.code, 0) << run.output;
+    const auto client = line_with(run.output, "role", "client");
+    ASSERT_TRUE(client.is_object()) << run.output;
+    seconds[impaired] = client["seconds"].get<double>();
+  }
+  std::printf("1000 bytes and an answer over 100 Mbit/s: %.1f ms, with 20 ms added per link "
+              "direction %.1f ms\n", seconds[0] * 1e3, seconds[1] * 1e3);
+  EXPECT_NEAR(seconds[1] - seconds[0], 8 * delay_s, 0.25 * 8 * delay_s);
+}
+
 TEST_F(Emulate, LossOnTheLinkCostsRetransmissionsAndGoodput) {
   const std::size_t bytes = 3000000;
   const std::string clean = scenario("eth10clean", 2, {{"family", "ethernet"}, {"rate", "10Mbps"}});
