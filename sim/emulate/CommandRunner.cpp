@@ -7,11 +7,11 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "sim/emulate/IpCommand.h"
+#include "sim/emulate/PipedSpawn.h"
 
 extern char** environ;
 
@@ -81,50 +81,16 @@ void CommandRunner::abort() { post('A'); }
 void CommandRunner::start(const std::vector<HostCommand>& commands, std::vector<Child>& children) {
   for (std::size_t i = 0; i < commands.size(); ++i) {
     const HostCommand& command = commands[i];
-    int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-      throw EmulationError(std::string("pipe: ") + std::strerror(errno));
-    }
     std::vector<std::string> words{"ip", "netns", "exec", command.netns};
     words.insert(words.end(), command.argv.begin(), command.argv.end());
-    std::vector<char*> argv;
-    for (auto& w : words) argv.push_back(w.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env = merged_environment(command.environment);
-    std::vector<char*> envp;
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-    posix_spawnattr_t attributes;
-    posix_spawnattr_init(&attributes);
-    sigset_t none;
-    sigemptyset(&none);
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&defaults, s);
-    posix_spawnattr_setsigmask(&attributes, &none);
-    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    const std::vector<std::string> env = merged_environment(command.environment);
     // Its own process group, so stopping a host reaches everything the command started.
-    posix_spawnattr_setpgroup(&attributes, 0);
-    posix_spawnattr_setflags(&attributes,
-                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-    pid_t pid = -1;
-    const int spawned = ::posix_spawnp(&pid, "ip", &actions, &attributes, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attributes);
-    ::close(pipe_fds[1]);
-    if (spawned != 0) {
-      ::close(pipe_fds[0]);
-      throw EmulationError("cannot start the command of " + command.label + ": " +
-                           std::strerror(spawned));
+    const PipedProcess process = spawn_piped(words, &env, true);
+    if (process.pid < 0) {
+      throw EmulationError("cannot start the command of " + command.label + ": " + process.error);
     }
-    children[i].pid = pid;
-    children[i].output = pipe_fds[0];
+    children[i].pid = process.pid;
+    children[i].output = process.output;
     children[i].running = true;
     children[i].started = Clock::now();
     results_[i].started = true;

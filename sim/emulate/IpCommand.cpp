@@ -4,11 +4,10 @@
 #include <cstring>
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char** environ;
+#include "sim/emulate/PipedSpawn.h"
 
 namespace gradwire {
 
@@ -21,42 +20,18 @@ struct IpResult {
 
 IpResult spawn_ip(const std::vector<std::string>& args) {
   IpResult result;
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    result.output = std::string("pipe: ") + std::strerror(errno);
-    return result;
-  }
   std::vector<std::string> words{"ip"};
   words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
-  // The signals InterruptCleanup blocks are blocked in every thread; `ip` gets its defaults.
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attributes, &none);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
-  pid_t pid = -1;
-  const int spawned = ::posix_spawnp(&pid, "ip", &actions, &attributes, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
-  ::close(pipe_fds[1]);
-  if (spawned != 0) {
-    ::close(pipe_fds[0]);
-    result.output = std::string("cannot start ip: ") + std::strerror(spawned);
+  const PipedProcess process = spawn_piped(words, nullptr, false);
+  if (process.pid < 0) {
+    result.output = "cannot start ip: " + process.error;
     return result;
   }
+  const pid_t pid = process.pid;
+  const int output = process.output;
   char buffer[512];
   for (;;) {
-    const ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
+    const ssize_t n = ::read(output, buffer, sizeof buffer);
     if (n > 0) {
       if (result.output.size() < 4096) result.output.append(buffer, static_cast<std::size_t>(n));
       continue;
@@ -64,7 +39,7 @@ IpResult spawn_ip(const std::vector<std::string>& args) {
     if (n < 0 && errno == EINTR) continue;
     break;
   }
-  ::close(pipe_fds[0]);
+  ::close(output);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
