@@ -10,8 +10,8 @@ per-step throughput (samples per simulated second), the way compression papers f
 Standard library only: report.py renders the answer, and this module can be used on its own.
 """
 import json
-import math
 import os
+import statistics
 
 QUESTION_FILE = "question.json"
 
@@ -48,16 +48,17 @@ def matches(scenario, selector):
 
 
 def mean_sd(values):
-    """(mean, sample sd or None, n) of the values that are not None."""
-    xs = [v for v in values if v is not None]
-    if not xs:
+    """(mean, sample standard deviation or None, count) of the values that are not None."""
+    present = [v for v in values if v is not None]
+    if not present:
         return None, None, 0
-    mean = sum(xs) / len(xs)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else None
-    return mean, sd, len(xs)
+    mean = sum(present) / len(present)
+    sd = statistics.stdev(present) if len(present) > 1 else None
+    return mean, sd, len(present)
 
 
 def step_time_s(summary):
+    """Mean simulated step time: compute plus the communication left exposed after it."""
     if summary.get("mean_step_compute_s") is None or summary.get("mean_step_comm_s") is None:
         return None
     return summary["mean_step_compute_s"] + summary["mean_step_comm_s"]

@@ -15,7 +15,6 @@ import io
 import json
 import math
 import os
-import statistics
 import sys
 
 import matplotlib
@@ -246,14 +245,8 @@ def configurations(runs):
     return [sorted(g, key=lambda r: (str(seed(r)), r["name"])) for g in groups.values()]
 
 
-def mean_sd(values):
-    """(mean, sample standard deviation or None, count) of the values that are not None."""
-    present = [v for v in values if v is not None]
-    if not present:
-        return None, None, 0
-    mean = sum(present) / len(present)
-    sd = statistics.stdev(present) if len(present) > 1 else None
-    return mean, sd, len(present)
+# One definition of the seed statistics for the headline table and the question's answer.
+mean_sd = question.mean_sd
 
 
 def config_label(group, runs, paths=None):
@@ -378,10 +371,7 @@ def comparison_key(run):
 
 def step_time_s(run):
     """Mean simulated step time: compute plus the communication left exposed after it."""
-    s = run["summary"]
-    if s.get("mean_step_compute_s") is None or s.get("mean_step_comm_s") is None:
-        return None
-    return s["mean_step_compute_s"] + s["mean_step_comm_s"]
+    return question.step_time_s(run["summary"])
 
 
 def ttt(run):
