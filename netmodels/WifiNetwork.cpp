@@ -8,11 +8,15 @@
 #include <ns3/internet-stack-helper.h>
 #include <ns3/ipv4-address-helper.h>
 #include <ns3/neighbor-cache-helper.h>
+#include <ns3/nstime.h>
+#include <ns3/qos-txop.h>
 #include <ns3/ssid.h>
 #include <ns3/string.h>
 #include <ns3/uinteger.h>
 #include <ns3/wifi-helper.h>
 #include <ns3/wifi-mac-helper.h>
+#include <ns3/wifi-mac.h>
+#include <ns3/wifi-net-device.h>
 #include <ns3/yans-wifi-helper.h>
 
 #include "common/ConfigError.h"
@@ -23,6 +27,27 @@
 #include "netmodels/TcpDefaults.h"
 
 namespace gradwire {
+
+namespace {
+
+// ns-3.37 gives up on an ADDBA response after 1 ms and meanwhile sends normal-ack MPDUs; when
+// the late response then arrives the originator moves its window past them, while the
+// recipient's window stays at the request's starting sequence number and holds every later
+// MPDU for the missing ones forever. One A-MPDU in the air outlasts 1 ms, so two flows in a
+// cell (both directions of a TCP connection) hit this often. Waiting 1 s, as Linux's mac80211
+// does, makes a late response establish the agreement it asked for.
+void wait_for_addba_responses(const ns3::NetDeviceContainer& devices) {
+  for (auto it = devices.Begin(); it != devices.End(); ++it) {
+    auto device = ns3::DynamicCast<ns3::WifiNetDevice>(*it);
+    if (device == nullptr || !device->GetMac()->GetQosSupported()) continue;
+    for (auto ac : {ns3::AC_BE, ns3::AC_BK, ns3::AC_VI, ns3::AC_VO}) {
+      device->GetMac()->GetQosTxop(ac)->SetAttribute("AddBaResponseTimeout",
+                                                     ns3::TimeValue(ns3::Seconds(1)));
+    }
+  }
+}
+
+}  // namespace
 
 WifiConfig WifiConfig::from_json(const nlohmann::json& object, const std::string& path,
                                  bool group) {
@@ -168,6 +193,7 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
   cell.ap_device = wifi.Install(phy, mac, cell.ap).Get(0);
   ns3::NetDeviceContainer all_devices(cell.station_devices);
   all_devices.Add(cell.ap_device);
+  wait_for_addba_responses(all_devices);
   wifi.AssignStreams(all_devices, next_streams(64 * static_cast<std::int64_t>(all_devices.GetN())));
 
   // Positions: AP at the origin, workers by placement (and mobility), background stations
