@@ -131,6 +131,23 @@ torch::Tensor normalised(const torch::Tensor& v, float scale) {
   return scale > 0.0f ? v / scale : torch::zeros_like(v);
 }
 
+// The reconstruction's best multiple in [0, 1] for `values` (least squares): never further from
+// them than sending nothing, so an autoencoder that amplifies what it no longer fits cannot
+// grow the error-feedback residual from one step to the next.
+torch::Tensor bounded_reconstruction(const torch::Tensor& values, const torch::Tensor& reconstruction) {
+  const double energy = reconstruction.pow(2).sum().item<double>();
+  if (!(energy > 0.0) || !std::isfinite(energy)) return torch::zeros_like(values);
+  const double alpha = std::clamp((reconstruction * values).sum().item<double>() / energy, 0.0, 1.0);
+  return reconstruction * alpha;
+}
+
+// Scales `update` down to at most `bound` in L2 norm (unchanged when within it).
+torch::Tensor within_norm(const torch::Tensor& update, double bound) {
+  const double norm = update.norm().item<double>();
+  if (!std::isfinite(norm)) return torch::zeros_like(update);
+  return norm > bound ? update * (bound / norm) : update;
+}
+
 }  // namespace
 
 LgcCodec::LgcCodec(const Options& options, int rank, int workers, std::int64_t numel)
@@ -396,6 +413,9 @@ void LgcCodec::train_autoencoder() {
 }
 
 void LgcCodec::collect_sample(const at::Tensor& mean) {
+  // A worker whose gradient is no longer finite has diverged; its vectors would make the
+  // autoencoder's weights non-finite too.
+  if (!torch::isfinite(own_values_).all().item<bool>()) return;
   // lgc_ring decodes the workers' mean code, so the mean is a sample too (phase 1, where it
   // is exact); lgc_ps decodes one worker's values given the leader's.
   if (options_.variant == Variant::kRing) {
@@ -457,8 +477,12 @@ Round LgcCodec::next_round() {
       break;
     case Stage::kCodes:
       if (ring) {
+        // The code, then this worker's values' norm: the sum's last entry bounds the norm of
+        // the mean (triangle inequality), which the decoded mean must not exceed.
         round.op = RoundOp::kSum;
-        round.values = ae_->encode(own_values_).contiguous();
+        round.values = torch::cat({ae_->encode(own_values_).reshape({-1}),
+                                   own_values_.norm().reshape({1})})
+                           .contiguous();
       } else {
         round.op = RoundOp::kReduce;
         const std::int64_t m = ae_->code_length();
@@ -524,16 +548,22 @@ std::optional<Round> LgcCodec::continue_exchange(int round, RoundOutcome&& outco
       // leader's) exactly; the mean only through the autoencoder, so it is not used.
       if (rank_ == 0 && options_.ae_finetune_every > 0) collect_sample(torch::Tensor());
       if (ring) {
-        const torch::Tensor mean_code = expect_sum(ae_->code_length()) / n;
-        const torch::Tensor own = ae_->decode(ae_->encode(own_values_));
-        finish_step(scatter(ae_->decode(mean_code)), scatter(own));
+        const std::int64_t m = ae_->code_length();
+        const torch::Tensor sum = expect_sum(m + 1);
+        const torch::Tensor mean_code = sum.slice(0, 0, m) / n;
+        const double mean_norm_bound = sum[m].item<double>() / n;
+        const torch::Tensor own =
+            bounded_reconstruction(own_values_, ae_->decode(ae_->encode(own_values_)));
+        finish_step(scatter(within_norm(ae_->decode(mean_code), mean_norm_bound)), scatter(own));
       } else {
         const torch::Tensor mean = expect_sum(k_) / n;
         torch::Tensor own = own_values_;
         if (rank_ != leader_) {
           const float scale = rms(own_values_);
-          own = ae_->decode(ae_->encode(normalised(own_values_, scale)),
-                            normalised(leader_values_, rms(leader_values_))) * scale;
+          own = bounded_reconstruction(
+              own_values_, ae_->decode(ae_->encode(normalised(own_values_, scale)),
+                                       normalised(leader_values_, rms(leader_values_))) *
+                               scale);
         }
         finish_step(scatter(mean), scatter(own));
       }
@@ -621,7 +651,11 @@ at::Tensor LgcCodec::reduce_round(int round, const std::vector<ByteSpan>& payloa
     // One batched decode; every code shares the leader's values as side information.
     const torch::Tensor side = normalised(leader_values_, rms(leader_values_));
     const torch::Tensor decoded = ae_->decode(torch::stack(codes), side);
-    sum += (decoded * to_tensor(scales).unsqueeze(1)).sum(0);
+    // A worker's values have norm scale * sqrt(k): its reconstruction may not exceed that.
+    const double root_k = std::sqrt(static_cast<double>(k_));
+    for (std::size_t w = 0; w < codes.size(); ++w) {
+      sum += within_norm(decoded[static_cast<std::int64_t>(w)] * scales[w], scales[w] * root_k);
+    }
   }
   return sum;
 }

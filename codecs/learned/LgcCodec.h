@@ -19,8 +19,9 @@
 //               the model on the vectors it saw since the last training (its own values;
 //               lgc_ps: paired with the leader's), so the code follows the gradients;
 //       then the leader's indices as in phase 1, and
-//       lgc_ring: kSum of the codes encoder(values); the encoder is linear, so the sum is the
-//               code of the summed values; every worker decodes sum / n once;
+//       lgc_ring: kSum of the codes encoder(values), each followed by its values' L2 norm;
+//               the encoder is linear, so the sum is the code of the summed values; every
+//               worker decodes sum / n once and scales it down to the mean norm if above it;
 //       lgc_ps:   kReduce: non-leaders send (scale, encoder(values / scale)); the aggregator
 //               decodes each with the leader's values as side information and adds them to
 //               the leader's values.
@@ -33,7 +34,8 @@
 // Error feedback (on by default, `error_feedback`): each worker keeps the residual of what its
 // contribution did not carry: everything outside the shared indices and, in phase 2, its
 // values minus their reconstruction from its own code (decoded locally; for lgc_ring that is
-// decoder(encoder(values)), the part of the mean this worker accounts for). The registry
+// decoder(encoder(values)), the part of the mean this worker accounts for), each
+// reconstruction taken at its best multiple in [0, 1] so the residual cannot grow. The registry
 // cannot wrap a multi-round codec in ErrorFeedback, so the residual lives here.
 //
 // The single-worker form (Codec::encode / decode, used by `gradwire codec encode` and the

@@ -1,13 +1,16 @@
 #include "sim/engine/MetricsRecorder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <ostream>
+#include <sstream>
 #include <string>
 
 #include "nodes/transport/LossLedger.h"
 #include "sim/engine/Scenario.h"
+#include "sim/engine/TrainingDiverged.h"
 
 namespace gradwire {
 
@@ -97,6 +100,21 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
     if (!gaps) bytes.push_back(r.bytes_sent);
   }
   const double w = static_cast<double>(records.size());
+  if (!std::isfinite(loss)) {
+    std::ostringstream m;
+    m << "training diverged at step " << record.step + 1 << ": the training loss is not finite (";
+    for (const auto& r : records) m << (&r == &records.front() ? "worker " : ", ") << r.rank << ": " << r.loss;
+    m << "); ";
+    if (steps_recorded_ > 0) {
+      m << "the last finite mean was " << last_loss_ << " at step " << record.step;
+    } else {
+      m << "no finite loss was recorded";
+    }
+    m << ", at lr " << scenario_.training.lr.at(record.step)
+      << "; a lower training.optimizer.lr or a warm-up (training.optimizer.warmup_steps) may keep "
+         "it finite";
+    throw TrainingDiverged(m.str());
+  }
   nlohmann::json line = {{"type", "step"},
                          {"step", record.step + 1},
                          {"sim_time_s", end},

@@ -261,7 +261,8 @@ TEST(LgcExchange, RingPhase2BroadcastsTheWeightsOnceThenSumsCodes) {
             LgcCodec::weights_payload_size(ae->parameter_count()));
   EXPECT_EQ(t.rounds[1].root, leader);
   EXPECT_EQ(t.rounds[2].op, RoundOp::kSum);
-  for (auto s : t.rounds[2].sizes) EXPECT_EQ(s, ae->code_length());
+  // The code and the worker's values' norm (the bound on the decoded mean's).
+  for (auto s : t.rounds[2].sizes) EXPECT_EQ(s, ae->code_length() + 1);
   EXPECT_LT(ae->code_length(), k);  // the point of phase 2
   for (int r = 1; r < workers; ++r) {
     ASSERT_NE(g.lgc(r).autoencoder(), nullptr);
@@ -284,7 +285,47 @@ TEST(LgcExchange, RingPhase2BroadcastsTheWeightsOnceThenSumsCodes) {
   ASSERT_EQ(next.rounds.size(), 2u);
   EXPECT_EQ(next.rounds[0].op, RoundOp::kBroadcast);
   EXPECT_EQ(next.rounds[1].op, RoundOp::kSum);
-  EXPECT_EQ(next.rounds[1].sizes[0], ae->code_length());
+  EXPECT_EQ(next.rounds[1].sizes[0], ae->code_length() + 1);
+}
+
+// An autoencoder that amplifies (here: its trained weights x 2, a gain of 2^8 through its
+// eight layers; in training, vectors unlike those it was fitted on) must neither blow up the
+// update nor grow the error-feedback residual: the decoded mean is bounded by the workers' mean
+// value norm, and each worker's own reconstruction is never further from its values than zero.
+TEST(LgcExchange, AnAmplifyingAutoencoderBoundsTheUpdateAndTheResidual) {
+  const std::int64_t n = 3000;
+  const int workers = 3;
+  for (const std::string kind : {"lgc_ring", "lgc_ps"}) {
+    const bool ps = kind == "lgc_ps";
+    Group g(kind, workers, n, {{"ratio", 0.05}, {"phase1_steps", 6}, {"ae_train_iters", 30}});
+    run_steps(g, 6, n, 50, ps);
+    // The first phase-2 step broadcasts the weights; every instance then loads them doubled.
+    const ExchangeTrace first = run_steps(g, 1, n, 90, ps);
+    Bytes amplified = first.rounds.at(0).payloads.at(0);
+    const std::size_t count = g.lgc(0).autoencoder()->weights().size();
+    float* w = reinterpret_cast<float*>(amplified.data() + amplified.size() - 4 * count);
+    for (std::size_t i = 0; i < count; ++i) w[i] *= 2.0f;
+    for (int r = 0; r < workers; ++r) g.lgc(r).observe_broadcast(0, amplified);
+    if (ps) g.lgc_server().observe_broadcast(0, amplified);
+    for (int step = 0; step < 5; ++step) {
+      const auto grads = gradients(workers, n, 120 + static_cast<std::uint64_t>(step));
+      const auto acc = compensated(g, grads);
+      const int leader = (7 + step) % workers;
+      const std::int64_t k = g.lgc(0).k_for(n);
+      const torch::Tensor idx = topk_index(acc[static_cast<std::size_t>(leader)], k);
+      double mean_norm = 0;
+      for (const auto& a : acc) mean_norm += a.index_select(0, idx).norm().item<double>() / workers;
+      const ExchangeTrace t = run_exchange(g.workers, grads, ps ? g.server : nullptr);
+      for (int r = 0; r < workers; ++r) {
+        const auto u = static_cast<std::size_t>(r);
+        ASSERT_TRUE(torch::isfinite(t.results[u]).all().item<bool>()) << kind << " rank " << r;
+        EXPECT_LE(t.results[u].norm().item<double>(), mean_norm * 1.0001)
+            << kind << ", step " << step << ", rank " << r;
+        EXPECT_LE(g.lgc(r).residual().norm().item<double>(), acc[u].norm().item<double>() * 1.0001)
+            << kind << ", step " << step << ", rank " << r;
+      }
+    }
+  }
 }
 
 TEST(LgcExchange, PsPhase2DecodesCodesWithTheLeadersValuesOnTheServer) {

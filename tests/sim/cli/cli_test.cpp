@@ -94,6 +94,20 @@ TEST_F(Cli, ProgressLinesSayWhenTheRunWillBeDone) {
   EXPECT_EQ(r.output.substr(last, r.output.find('\n', last) - last).find("ETA"), std::string::npos);
 }
 
+TEST_F(Cli, ADivergedRunStopsAtTheStepItsLossWasLostAndLeavesNothing) {
+  // lr 100 sends the MLP's loss to infinity within a few steps.
+  const Result r = run("run -q --out " + (dir_ / "runs").string() + " " + write("good.json", kGood) +
+                       " --set training.steps=40 --set training.optimizer.lr=100");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("training diverged at step "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("worker 0: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("training.optimizer.lr"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "runs" / "cli" / "summary.json"));
+  // The same scenario at its own lr trains to the end.
+  EXPECT_EQ(run("run -q --out " + (dir_ / "runs").string() + " " + (dir_ / "good.json").string() +
+                " --set training.steps=40").code, 0);
+}
+
 TEST_F(Cli, CodecsListsParameters) {
   const Result r = run("codecs");
   EXPECT_EQ(r.code, 0);
