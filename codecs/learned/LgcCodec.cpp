@@ -131,13 +131,18 @@ torch::Tensor normalised(const torch::Tensor& v, float scale) {
   return scale > 0.0f ? v / scale : torch::zeros_like(v);
 }
 
-// The reconstruction's best multiple in [0, 1] for `values` (least squares): never further from
-// them than sending nothing, so an autoencoder that amplifies what it no longer fits cannot
-// grow the error-feedback residual from one step to the next.
+// A reconstruction further from `values` than zero is (an autoencoder amplifying vectors unlike
+// those it was fitted on) would grow the error-feedback residual step after step: it counts at
+// its best multiple in [0, 1] instead (least squares), never further from them than sending
+// nothing. A reconstruction closer than zero counts as it is: that is what the update carried.
 torch::Tensor bounded_reconstruction(const torch::Tensor& values, const torch::Tensor& reconstruction) {
-  const double energy = reconstruction.pow(2).sum().item<double>();
-  if (!(energy > 0.0) || !std::isfinite(energy)) return torch::zeros_like(values);
-  const double alpha = std::clamp((reconstruction * values).sum().item<double>() / energy, 0.0, 1.0);
+  const double error = (values - reconstruction).pow(2).sum().item<double>();
+  const double energy = values.pow(2).sum().item<double>();
+  if (std::isfinite(error) && error <= energy) return reconstruction;
+  const double reconstructed = reconstruction.pow(2).sum().item<double>();
+  if (!(reconstructed > 0.0) || !std::isfinite(reconstructed)) return torch::zeros_like(values);
+  const double alpha =
+      std::clamp((reconstruction * values).sum().item<double>() / reconstructed, 0.0, 1.0);
   return reconstruction * alpha;
 }
 

@@ -34,8 +34,9 @@
 // Error feedback (on by default, `error_feedback`): each worker keeps the residual of what its
 // contribution did not carry: everything outside the shared indices and, in phase 2, its
 // values minus their reconstruction from its own code (decoded locally; for lgc_ring that is
-// decoder(encoder(values)), the part of the mean this worker accounts for), each
-// reconstruction taken at its best multiple in [0, 1] so the residual cannot grow. The registry
+// decoder(encoder(values)), the part of the mean this worker accounts for); a reconstruction
+// further from the values than zero is counts at its best multiple in [0, 1], so the residual
+// cannot grow. The registry
 // cannot wrap a multi-round codec in ErrorFeedback, so the residual lives here.
 //
 // The single-worker form (Codec::encode / decode, used by `gradwire codec encode` and the
