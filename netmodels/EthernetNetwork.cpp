@@ -20,6 +20,7 @@
 #include "netmodels/NetworkParams.h"
 #include "netmodels/OffloadChannel.h"
 #include "netmodels/OffloadNetDevice.h"
+#include "netmodels/OffloadSwitch.h"
 #include "netmodels/TcpDefaults.h"
 
 namespace gradwire {
@@ -132,6 +133,7 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
 
   ns3::Ipv4AddressHelper ip;
   std::vector<HostAttachment> attachments;
+  const auto fabric = offload ? ns3::Create<OffloadSwitch>() : nullptr;
   for (std::uint32_t i = 0; i < all.GetN(); ++i) {
     ns3::NetDeviceContainer devices = offload ? install_offload_link(config_, all.Get(i), switch_)
                                               : link.Install(all.Get(i), switch_);
@@ -145,6 +147,11 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
     ns3::TrafficControlHelper tc;
     tc.Uninstall(devices);
     addresses_.push_back(ifaces.GetAddress(0));
+    if (fabric) {
+      auto port = ns3::DynamicCast<OffloadNetDevice>(devices.Get(1));
+      fabric->AddPort(ifaces.GetAddress(0), ns3::PeekPointer(port));
+      port->SetSwitch(fabric);
+    }
     if (i < hosts) {
       attachments.push_back(
           HostAttachment{devices.Get(0), devices.Get(1), false, ifaces.GetAddress(0)});

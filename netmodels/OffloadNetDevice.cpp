@@ -6,6 +6,7 @@
 #include <ns3/simulator.h>
 
 #include "netmodels/OffloadChannel.h"
+#include "netmodels/OffloadSwitch.h"
 
 namespace gradwire {
 
@@ -56,6 +57,8 @@ void OffloadNetDevice::Configure(ns3::DataRate rate, std::uint32_t frame_mtu,
   bytes_before_arrival_ = bytes_before_arrival;
   queue_limit_frames_ = queue_frames;
 }
+
+void OffloadNetDevice::SetSwitch(ns3::Ptr<OffloadSwitch> fabric) { switch_ = fabric; }
 
 void OffloadNetDevice::Attach(ns3::Ptr<OffloadChannel> channel) {
   channel_ = channel;
@@ -150,6 +153,7 @@ void OffloadNetDevice::Receive(ns3::Ptr<ns3::Packet> packet, std::uint16_t proto
   if (!promisc_rx_.IsNull()) {
     promisc_rx_(this, packet, protocol, remote, address_, ns3::NetDevice::PACKET_HOST);
   }
+  if (switch_ && switch_->Forward(packet, protocol, this)) return;
   rx_(this, packet, protocol, remote);
 }
 
@@ -157,6 +161,7 @@ void OffloadNetDevice::DoDispose() {
   node_ = nullptr;
   channel_ = nullptr;
   queue_.clear();
+  switch_ = nullptr;
   rx_ = ns3::NetDevice::ReceiveCallback();
   promisc_rx_ = ns3::NetDevice::PromiscReceiveCallback();
   ns3::NetDevice::DoDispose();

@@ -23,6 +23,7 @@
 namespace gradwire {
 
 class OffloadChannel;
+class OffloadSwitch;
 
 /// Where a packet's frames fall on the wire, from the start of its transmission.
 struct WireFrames {
@@ -51,6 +52,9 @@ class OffloadNetDevice : public ns3::NetDevice {
   /// arrived, so the egress starts while the rest streams in; hosts take it whole.
   void SetCutThrough(bool cut_through) { cut_through_ = cut_through; }
   bool cut_through() const { return cut_through_; }
+  /// A switch port forwards what it receives through `fabric` to the destination's port;
+  /// packets the fabric has no port for go up to the node as on a host.
+  void SetSwitch(ns3::Ptr<OffloadSwitch> fabric);
 
   void Attach(ns3::Ptr<OffloadChannel> channel);
   /// Called by the channel when the packet is due at this end.
@@ -112,6 +116,7 @@ class OffloadNetDevice : public ns3::NetDevice {
   double bytes_before_arrival_ = 26;
   std::uint32_t queue_limit_frames_ = 1000;
   bool cut_through_ = false;
+  ns3::Ptr<OffloadSwitch> switch_;
 
   bool busy_ = false;
   struct Queued {

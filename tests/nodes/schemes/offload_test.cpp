@@ -5,8 +5,10 @@
 #include <cmath>
 
 #include <gtest/gtest.h>
+#include <ns3/channel.h>
 #include <ns3/config.h>
 #include <ns3/ipv4-l3-protocol.h>
+#include <ns3/node.h>
 #include <ns3/packet.h>
 
 #include "CollectiveTiming.h"
@@ -71,6 +73,39 @@ TEST(Offload, HostsSendAboutTenTimesFewerPackets) {
   }
   EXPECT_GT(packets[0], 1381u);  // 2 MB in 1448-byte segments
   EXPECT_LT(packets[1] * 8, packets[0]) << packets[1] << " vs " << packets[0];
+}
+
+TEST(Offload, TheSwitchForwardsPortToPortWithoutItsIpStack) {
+  EthernetConfig config;
+  config.offload = true;
+  testing::StarWithMessengers star(config, 3);
+  const auto host_device = star.network->host(0)->GetDevice(1);
+  const auto fabric = host_device->GetChannel()->GetDevice(1)->GetNode();
+  ASSERT_NE(fabric, star.network->host(0));
+  std::uint64_t switch_ip = 0, delivered = 0;
+  fabric->GetObject<ns3::Ipv4L3Protocol>()->TraceConnectWithoutContext(
+      "Rx", ns3::Callback<void, ns3::Ptr<const ns3::Packet>, ns3::Ptr<ns3::Ipv4>, std::uint32_t>(
+                [&](ns3::Ptr<const ns3::Packet>, ns3::Ptr<ns3::Ipv4>, std::uint32_t) {
+                  ++switch_ip;
+                }));
+  int arrived = 0;
+  for (std::size_t h = 1; h < 3; ++h) {
+    star.messengers[h]->SetHandler([&](Message&& m) {
+      ++arrived;
+      delivered += m.payload.size();
+    });
+  }
+  Message m;
+  m.payload.assign(1'000'000, 3);
+  ns3::Simulator::Schedule(ns3::Seconds(0), [&] {
+    star.messengers[0]->Send(1, m);
+    star.messengers[0]->Send(2, m);
+  });
+  ns3::Simulator::Run();
+  EXPECT_EQ(arrived, 2);
+  EXPECT_EQ(delivered, 2'000'000u);
+  // Data, ACKs and handshakes all crossed the switch port to port.
+  EXPECT_EQ(switch_ip, 0u);
 }
 
 }  // namespace

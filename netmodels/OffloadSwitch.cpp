@@ -1,0 +1,35 @@
+#include "netmodels/OffloadSwitch.h"
+
+#include <ns3/node.h>
+
+#include "netmodels/OffloadNetDevice.h"
+
+namespace gradwire {
+
+namespace {
+
+constexpr std::uint16_t kIpv4 = 0x0800;
+constexpr std::uint32_t kDestinationOffset = 16;  // in the IPv4 header
+
+}  // namespace
+
+void OffloadSwitch::AddPort(ns3::Ipv4Address host, OffloadNetDevice* port) {
+  ports_[host.Get()] = port;
+}
+
+bool OffloadSwitch::Forward(const ns3::Ptr<ns3::Packet>& packet, std::uint16_t protocol,
+                            const OffloadNetDevice* ingress) const {
+  if (protocol != kIpv4 || packet->GetSize() < kDestinationOffset + 4) return false;
+  std::uint8_t head[kDestinationOffset + 4];
+  packet->CopyData(head, sizeof head);
+  const std::uint32_t destination = (std::uint32_t{head[16]} << 24) |
+                                    (std::uint32_t{head[17]} << 16) |
+                                    (std::uint32_t{head[18]} << 8) | head[19];
+  const auto it = ports_.find(destination);
+  if (it == ports_.end() || it->second == ingress) return false;
+  // A full egress queue drops the packet, as IP forwarding into it would.
+  it->second->Send(packet, it->second->GetBroadcast(), protocol);
+  return true;
+}
+
+}  // namespace gradwire
