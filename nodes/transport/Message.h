@@ -31,6 +31,8 @@ constexpr std::size_t kFrameHeaderBytes = 32;
 /// Frames claiming more than this are treated as corrupt stream state.
 constexpr std::uint64_t kMaxFramePayload = std::uint64_t{1} << 36;
 
+/// Writes the frame header of `message` (kFrameHeaderBytes) to `out`.
+void write_frame_header(const Message& message, std::uint8_t* out);
 /// Appends the frame of `message` to `out`.
 void append_frame(const Message& message, std::vector<std::uint8_t>& out);
 

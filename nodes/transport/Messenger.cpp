@@ -1,11 +1,13 @@
 #include "nodes/transport/Messenger.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include <ns3/inet-socket-address.h>
 #include <ns3/packet.h>
+#include <ns3/uinteger.h>
 #include <ns3/simulator.h>
 #include <ns3/tcp-socket-factory.h>
 
@@ -15,8 +17,10 @@
 namespace gradwire {
 
 namespace {
-// Upper bound on one Send() call's packet: large enough to keep the call count low, small
-// enough not to copy huge buffers at once. TCP segments it further by SegmentSize.
+// About what one Send() call hands TCP: large enough to keep the call count low, small enough
+// not to copy huge buffers at once. Rounded down to whole segments (Pump), because TCP sends
+// what it has at once: a chunk that ended inside a segment would put a short segment on the
+// wire before the next chunk arrived, and a segment spanning two chunks costs ns-3 a copy.
 constexpr std::uint32_t kMaxChunk = 1u << 16;
 }  // namespace
 
@@ -117,6 +121,10 @@ Messenger::Connection& Messenger::ConnectionTo(std::uint32_t destination) {
   Connection& c = outgoing_[destination];
   c.socket = ns3::Socket::CreateSocket(GetNode(), ns3::TcpSocketFactory::GetTypeId());
   c.socket->Bind();
+  ns3::UintegerValue segment;
+  c.socket->GetAttribute("SegmentSize", segment);
+  const auto segment_bytes = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, segment.Get()));
+  c.chunk = std::max(segment_bytes, kMaxChunk / segment_bytes * segment_bytes);
   c.socket->SetConnectCallback(
       ns3::Callback<void, ns3::Ptr<ns3::Socket>>(
           [this, destination](ns3::Ptr<ns3::Socket>) {
@@ -143,10 +151,10 @@ void Messenger::Send(std::uint32_t destination, Message message) {
     datagrams_->Send(destination, std::move(message));
     return;
   }
-  std::vector<std::uint8_t> frame;
-  append_frame(message, frame);
   Connection& c = ConnectionTo(destination);
-  c.frames.push_back(std::move(frame));
+  c.frames.emplace_back();
+  write_frame_header(message, c.frames.back().header);
+  c.frames.back().payload = std::move(message.payload);
   Pump(destination);
 }
 
@@ -154,12 +162,25 @@ void Messenger::Pump(std::uint32_t destination) {
   Connection& c = outgoing_.at(destination);
   if (!c.connected) return;
   while (!c.frames.empty()) {
-    const std::vector<std::uint8_t>& frame = c.frames.front();
+    const Connection::Frame& frame = c.frames.front();
     const std::uint32_t room = c.socket->GetTxAvailable();
     if (room == 0) return;  // the send callback resumes us when TCP frees buffer space
     const std::size_t left = frame.size() - c.offset;
-    const auto n = static_cast<std::uint32_t>(std::min<std::size_t>({left, room, kMaxChunk}));
-    ns3::Ptr<ns3::Packet> packet = ns3::Create<ns3::Packet>(frame.data() + c.offset, n);
+    const auto n = static_cast<std::uint32_t>(std::min<std::size_t>({left, room, c.chunk}));
+    ns3::Ptr<ns3::Packet> packet;
+    if (c.offset >= kFrameHeaderBytes) {
+      packet = ns3::Create<ns3::Packet>(frame.payload.data() + (c.offset - kFrameHeaderBytes), n);
+    } else {
+      // The header goes with the payload's first bytes, in the same chunks as one contiguous
+      // frame would: TCP forms the same segments at the same instants.
+      first_chunk_.resize(n);
+      const std::size_t from_header = std::min<std::size_t>(n, kFrameHeaderBytes - c.offset);
+      std::memcpy(first_chunk_.data(), frame.header + c.offset, from_header);
+      if (n > from_header) {
+        std::memcpy(first_chunk_.data() + from_header, frame.payload.data(), n - from_header);
+      }
+      packet = ns3::Create<ns3::Packet>(first_chunk_.data(), n);
+    }
     const int sent = c.socket->Send(packet);
     if (sent <= 0) return;
     c.offset += static_cast<std::size_t>(sent);
@@ -187,13 +208,18 @@ void Messenger::HandleRead(ns3::Ptr<ns3::Socket> socket) {
   auto it = incoming_.find(ns3::PeekPointer(socket));
   if (it == incoming_.end()) return;
   FrameReader& reader = *it->second.second;
-  std::vector<std::uint8_t> chunk;
+  const auto deliver = [this](Message&& m) { Deliver(std::move(m)); };
   while (ns3::Ptr<ns3::Packet> packet = socket->Recv()) {
     const std::uint32_t n = packet->GetSize();
     if (n == 0) break;
-    chunk.resize(n);
-    packet->CopyData(chunk.data(), n);
-    reader.feed(chunk.data(), n, [this](Message&& m) { Deliver(std::move(m)); });
+    // Bytes go from the packet straight into the message they belong to.
+    reader.feed(
+        n,
+        [&packet](std::uint8_t* out, std::size_t k) {
+          packet->CopyData(out, static_cast<std::uint32_t>(k));
+          packet->RemoveAtStart(static_cast<std::uint32_t>(k));
+        },
+        deliver);
   }
 }
 

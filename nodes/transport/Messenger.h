@@ -74,8 +74,14 @@ class Messenger : public ns3::Application, public Endpoint {
   struct Connection {
     ns3::Ptr<ns3::Socket> socket;
     bool connected = false;
-    std::deque<std::vector<std::uint8_t>> frames;  // whole frames waiting to be sent
-    std::size_t offset = 0;                        // bytes of frames.front() already sent
+    std::uint32_t chunk = 0;  // bytes per Send(): whole TCP segments, about 64 KB
+    struct Frame {
+      std::uint8_t header[kFrameHeaderBytes];
+      std::vector<std::uint8_t> payload;  // the message's own bytes, moved in, not copied
+      std::size_t size() const { return kFrameHeaderBytes + payload.size(); }
+    };
+    std::deque<Frame> frames;  // whole frames waiting to be sent
+    std::size_t offset = 0;    // bytes of frames.front() already sent
   };
 
   void StartApplication() override;
@@ -95,6 +101,7 @@ class Messenger : public ns3::Application, public Endpoint {
   ns3::Ptr<ns3::Socket> listener_;
   std::map<std::uint32_t, Connection> outgoing_;
   std::map<ns3::Socket*, std::pair<ns3::Ptr<ns3::Socket>, std::unique_ptr<FrameReader>>> incoming_;
+  std::vector<std::uint8_t> first_chunk_;  // a frame's header and first payload bytes
   std::uint64_t bytes_sent_ = 0;
   std::uint64_t bytes_received_ = 0;
   // The UDP transport when the scenario asks for it (UseDatagrams); null: TCP.
