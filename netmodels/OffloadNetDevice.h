@@ -103,6 +103,8 @@ class OffloadNetDevice : public ns3::NetDevice {
   void TransmitStart(ns3::Ptr<ns3::Packet> packet, std::uint16_t protocol, const WireFrames& wire);
   void TransmitComplete();
   WireFrames FramesOf(const ns3::Packet& packet) const;
+  /// How long `bytes` take on the wire at the link's rate.
+  ns3::Time WireTime(double bytes) const;
   ns3::Address Remote() const;
 
   ns3::Ptr<ns3::Node> node_;

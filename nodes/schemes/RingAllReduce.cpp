@@ -201,13 +201,13 @@ void RingAllReduce::start_round(int rank, Round&& round) {
 }
 
 void RingAllReduce::send_next(int rank, std::uint32_t phase, std::uint32_t hop,
-                              const Bytes& payload) {
+                              Bytes payload) {
   RankState& s = *ranks_[rank];
   Message m;
   m.kind = kind_of(phase, s.exchange_round, s.epoch);
   m.round = hop;
   m.step = static_cast<std::uint64_t>(s.step);
-  m.payload = payload;
+  m.payload = std::move(payload);
   // Single-round chunks are codec payloads; a udp transport may lose what the codec allows.
   // Multi-round exchanges (factors, bases, broadcasts) must arrive whole.
   if (!s.multi) m.loss = codecs_[rank]->loss_tolerance();
@@ -238,8 +238,10 @@ void RingAllReduce::start_operation(int rank) {
     complete_operation(rank);    // the root has its own payload already
     return;
   }
-  // First hop: reduce-scatter sends chunk `pos`; all-gather sends our own payload.
-  send_next(rank, s.phase, 0, s.slots[s.pos]);
+  // First hop: reduce-scatter sends chunk `pos`; all-gather sends our own payload, which the
+  // operation still needs.
+  Bytes& first = s.slots[s.pos];
+  send_next(rank, s.phase, 0, s.phase == kReduceScatter ? std::move(first) : first);
 }
 
 void RingAllReduce::on_message(int rank, Message&& message) {
@@ -301,6 +303,8 @@ void RingAllReduce::advance(int rank) {
       s.phase = kAllGather;
       s.hop = 0;
       send_next(rank, kAllGather, 0, s.slots[mod(pos + 1, n)]);
+    } else if (s.phase == kReduceScatter) {
+      send_next(rank, s.phase, static_cast<std::uint32_t>(s.hop), std::move(s.slots[index]));
     } else {
       send_next(rank, s.phase, static_cast<std::uint32_t>(s.hop), s.slots[index]);
     }

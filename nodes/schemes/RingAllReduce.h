@@ -80,7 +80,9 @@ class RingAllReduce : public Collective, public FaultTolerant {
   void advance(int rank);
   /// Completes the current operation of `rank`; returns true when its step is over.
   bool complete_operation(int rank);
-  void send_next(int rank, std::uint32_t phase, std::uint32_t hop, const Bytes& payload);
+  /// Sends `payload` to the ring successor. Reduce-scatter moves its partial sums in: the
+  /// all-gather brings every such chunk back fully reduced before the operation completes.
+  void send_next(int rank, std::uint32_t phase, std::uint32_t hop, Bytes payload);
   void join_ring(int rank);  // sets the rank's ring (members, position, epoch) for its step
   // --- faults ---
   bool member(int rank, std::int64_t step) const;
