@@ -4,6 +4,9 @@
 // development machine (a microVM), 30x one memcpy of the input, whatever the codec did.
 // Keeping large blocks in the heap lets the next step reuse them (1 ms for the same 50 MB).
 // The price: the heap keeps its peak size until the process ends, as a caching allocator would.
+// The `gradwire` executable links tcmalloc where it is installed (sim/CMakeLists.txt), which
+// keeps freed blocks for reuse by itself and ignores these settings; they matter to the
+// benchmarks and to a build without tcmalloc.
 #pragma once
 
 namespace gradwire {

@@ -14,6 +14,7 @@
 // a run that fails prints its exit code.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
   }
   char dir_template[] = "/tmp/scale_bench.XXXXXX";
   const std::string dir = keep.empty() ? std::string(::mkdtemp(dir_template)) : keep;
+  std::filesystem::create_directories(dir);  // --keep may name a folder that is not there yet
   const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
                         static_cast<double>(::sysconf(_SC_PAGESIZE));
   std::printf("%7s %8s %5s %7s %10s %10s %9s %10s %9s %10s\n", "workers", "grad_MB", "Gbps",
