@@ -6,6 +6,8 @@
 #include <ns3/ipv4-address-helper.h>
 #include <ns3/ipv4-global-routing-helper.h>
 #include <ns3/point-to-point-helper.h>
+#include <ns3/point-to-point-net-device.h>
+#include <ns3/queue.h>
 #include <ns3/queue-size.h>
 #include <ns3/net-device-queue-interface.h>
 #include <ns3/nstime.h>
@@ -54,6 +56,14 @@ nlohmann::json EthernetConfig::to_json() const {
           {"impairments", impairments.to_json(false)}};
 }
 
+std::uint32_t EthernetConfig::host_queue_packets(std::size_t hosts) const {
+  const std::uint64_t payload = mtu - kTcpIpHeaderBytes;
+  const std::uint64_t per_connection = (tcp_buffer_bytes + payload - 1) / payload;
+  const std::uint64_t peers = hosts > 1 ? hosts - 1 : 1;
+  return static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(queue_packets + 2 * peers * per_connection, 1u << 30));
+}
+
 std::uint32_t EthernetConfig::segment_frames() const {
   std::uint32_t frames = offload_frames;
   while (frames > 1 && (kInitialWindowFrames % frames != 0 ||
@@ -69,7 +79,8 @@ namespace {
 // One host <-> switch link of offloading devices; the switch's end forwards cut-through.
 ns3::NetDeviceContainer install_offload_link(const EthernetConfig& config,
                                              ns3::Ptr<ns3::Node> host,
-                                             ns3::Ptr<ns3::Node> port_owner) {
+                                             ns3::Ptr<ns3::Node> port_owner,
+                                             std::uint32_t host_queue_frames) {
   const bool ethernet = config.framing == "ethernet";
   auto channel = ns3::CreateObject<OffloadChannel>();
   channel->SetDelay(ns3::Seconds(config.delay_s));
@@ -79,7 +90,7 @@ ns3::NetDeviceContainer install_offload_link(const EthernetConfig& config,
     device->Configure(ns3::DataRate(static_cast<std::uint64_t>(config.rate_bps)), config.mtu,
                       ethernet ? kEthernetFramingBytes : kPppFramingBytes,
                       ethernet ? kEthernetFrameBytesBeforeArrival : kPppFramingBytes,
-                      config.queue_packets);
+                      node == port_owner ? config.queue_packets : host_queue_frames);
     device->SetMtu(static_cast<std::uint16_t>(
         config.segment_frames() * (config.mtu - kTcpIpHeaderBytes) + kTcpIpHeaderBytes));
     device->SetCutThrough(node == port_owner);
@@ -131,12 +142,26 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
                 ns3::QueueSizeValue(ns3::QueueSize(ns3::QueueSizeUnit::PACKETS,
                                                    config_.queue_packets)));
 
+  // A host never drops what its own TCP sends: Linux keeps a socket's segments in the socket
+  // (TCP small queues, qdisc backpressure) rather than overflow the NIC, whereas an ns-3 NIC
+  // of `queue` packets dropped them once a connection's window passed the bandwidth-delay
+  // product plus the queue (a 4 MB window at 10 Gb/s), and each such burst of losses cost a
+  // 200 ms retransmission timeout. Background sources keep `queue`: they send without a
+  // window.
+  const std::uint32_t host_queue = config_.host_queue_packets(hosts);
   ns3::Ipv4AddressHelper ip;
   std::vector<HostAttachment> attachments;
   const auto fabric = offload ? ns3::Create<OffloadSwitch>() : nullptr;
   for (std::uint32_t i = 0; i < all.GetN(); ++i) {
-    ns3::NetDeviceContainer devices = offload ? install_offload_link(config_, all.Get(i), switch_)
-                                              : link.Install(all.Get(i), switch_);
+    const std::uint32_t nic_queue = i < hosts ? host_queue : config_.queue_packets;
+    ns3::NetDeviceContainer devices =
+        offload ? install_offload_link(config_, all.Get(i), switch_, nic_queue)
+                : link.Install(all.Get(i), switch_);
+    if (!offload) {
+      ns3::DynamicCast<ns3::PointToPointNetDevice>(devices.Get(0))
+          ->GetQueue()
+          ->SetMaxSize(ns3::QueueSize(ns3::QueueSizeUnit::PACKETS, nic_queue));
+    }
     // One /24 per port: 10.(i/250+1).(i%250).0 keeps addresses valid for large clusters.
     std::ostringstream subnet;
     subnet << "10." << (i / 250 + 1) << "." << (i % 250) << ".0";

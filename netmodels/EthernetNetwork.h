@@ -31,7 +31,7 @@ struct EthernetConfig {
   double rate_bps = 1e9;          ///< every host <-> switch link
   double delay_s = 50e-6;         ///< one-way propagation delay per link
   std::uint32_t mtu = 1500;       ///< bytes; 9000 for jumbo frames
-  std::uint32_t queue_packets = 1000;  ///< drop-tail queue per device (NIC and switch port)
+  std::uint32_t queue_packets = 1000;  ///< drop-tail queue per switch port (and host NIC)
   std::uint32_t tcp_buffer_bytes = 4 << 20;  ///< socket send/receive buffers
   /// What a frame costs on the wire beyond its IP packet: "ethernet" (38 bytes) or "ppp" (2).
   std::string framing = "ethernet";
@@ -52,6 +52,10 @@ struct EthernetConfig {
   bool offload_active() const {
     return offload && segment_frames() > 1 && !impairments.shapes_packets();
   }
+  /// The drop-tail limit of a host's NIC among `hosts`: `queue_packets` plus what the
+  /// host's TCP connections to every other host may have in flight (a socket buffer's
+  /// frames each way, data and ACKs).
+  std::uint32_t host_queue_packets(std::size_t hosts) const;
   /// Frames per TCP segment when offloading: `offload_frames`, or the largest divisor of TCP's
   /// 10-frame initial window below it whose segment fits an IP packet (65535 bytes).
   std::uint32_t segment_frames() const;

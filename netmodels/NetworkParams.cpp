@@ -106,7 +106,8 @@ const std::vector<ParamSpec>& ethernet_params() {
               "largest IP packet on every link, bytes: 576 is the IPv4 minimum, 9000 gives "
               "jumbo frames (about 10x fewer simulated packets); TCP segments are MTU - 52"),
       integer("queue", 1000, 1, 1000000,
-              "drop-tail queue per device (host NIC and switch port), packets"),
+              "drop-tail queue per switch port, packets (frames with `offload`); a host's "
+              "NIC queue also holds whatever its TCP sockets may have in flight"),
       tcp_buffer(),
       choice("framing", "ethernet", {"ethernet", "ppp"},
              "what each frame costs on the wire beyond its IP packet: `ethernet` 38 bytes "

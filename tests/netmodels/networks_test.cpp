@@ -139,6 +139,23 @@ TEST(EthernetReality, SingleTransferWithinTenPercentOfAlphaBeta) {
   }
 }
 
+// A host's NIC holds what its own TCP sends, as Linux keeps a socket's segments in the socket
+// rather than drop them at its qdisc: with `queue` at 20 packets the 10 Gb/s sender's window
+// (up to the 4 MB socket buffer) passes the bandwidth-delay product plus 20 frames early on,
+// and a NIC of 20 packets lost whole bursts and paid 200 ms retransmission timeouts. The
+// switch port, fed at its own rate by one sender, never fills.
+TEST(EthernetReality, AHostNeverDropsWhatItsOwnTcpSends) {
+  for (const bool offload : {false, true}) {
+    Rig rig({{"family", "ethernet"}, {"rate", "10Gbps"}, {"delay", "50us"}, {"queue", 20},
+             {"offload", offload}},
+            2);
+    const std::size_t bytes = 20'000'000;
+    const double t = rig.transfer({0}, 1, bytes).at(0);
+    const double expected = analytic_tcp_transfer(static_cast<double>(bytes), 1e10, 50e-6, 1500);
+    EXPECT_NEAR(t / expected, 1.0, 0.15) << (offload ? "offload" : "per-frame") << ": " << t;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Wi-Fi.
 

@@ -177,7 +177,10 @@ std::vector<nlohmann::json> step_and_eval_lines(const std::string& jsonl) {
 }
 
 // The files in data/ were written by gradwire as it was before gradient buckets and codec
-// time existed (the same scenarios, metrics.jsonl without wall_time_s).
+// time existed (the same scenarios, metrics.jsonl without wall_time_s). ps-none's simulated
+// times from step 7 on were written again when hosts' NICs stopped dropping their own TCP
+// segments (netmodels/README.md): there the server's three 1.6 MB sends had overflowed its
+// 1000-packet NIC queue. Its losses, accuracies and first six steps are the original ones.
 class BeforeTheTimeline : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(BeforeTheTimeline, FreeCodecTimeWithoutBucketsReproducesItsMetrics) {
