@@ -22,10 +22,7 @@ bool OffloadSwitch::Forward(const ns3::Ptr<ns3::Packet>& packet, std::uint16_t p
   if (protocol != kIpv4 || packet->GetSize() < kDestinationOffset + 4) return false;
   std::uint8_t head[kDestinationOffset + 4];
   packet->CopyData(head, sizeof head);
-  const std::uint32_t destination = (std::uint32_t{head[16]} << 24) |
-                                    (std::uint32_t{head[17]} << 16) |
-                                    (std::uint32_t{head[18]} << 8) | head[19];
-  const auto it = ports_.find(destination);
+  const auto it = ports_.find(ns3::Ipv4Address::Deserialize(head + kDestinationOffset).Get());
   if (it == ports_.end() || it->second == ingress) return false;
   // A full egress queue drops the packet, as IP forwarding into it would.
   it->second->Send(packet, it->second->GetBroadcast(), protocol);

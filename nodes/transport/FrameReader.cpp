@@ -93,8 +93,7 @@ void FrameReader::feed(std::size_t size, const Read& read,
       if (payload.size() < length_) return;
     }
     header_bytes_ = 0;
-    Message done = std::move(message_);
-    message_ = Message{};
+    Message done = std::move(message_);  // the next header starts a fresh message_
     on_message(std::move(done));
   }
 }
