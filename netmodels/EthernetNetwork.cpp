@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+
 #include <ns3/internet-stack-helper.h>
 #include <ns3/ipv4-address-helper.h>
 #include <ns3/ipv4-global-routing-helper.h>
@@ -23,6 +24,7 @@
 #include "netmodels/OffloadChannel.h"
 #include "netmodels/OffloadNetDevice.h"
 #include "netmodels/OffloadSwitch.h"
+#include "netmodels/OffloadTcpSocketFactory.h"
 #include "netmodels/TcpDefaults.h"
 
 namespace gradwire {
@@ -66,9 +68,8 @@ std::uint32_t EthernetConfig::host_queue_packets(std::size_t hosts) const {
 
 std::uint32_t EthernetConfig::segment_frames() const {
   std::uint32_t frames = offload_frames;
-  while (frames > 1 && (kInitialWindowFrames % frames != 0 ||
-                        static_cast<std::uint64_t>(frames) * (mtu - kTcpIpHeaderBytes) +
-                                kTcpIpHeaderBytes > 65535)) {
+  while (frames > 1 && static_cast<std::uint64_t>(frames) * (mtu - kTcpIpHeaderBytes) +
+                               kTcpIpHeaderBytes > 65535) {
     --frames;
   }
   return frames;
@@ -109,8 +110,7 @@ ns3::NetDeviceContainer install_offload_link(const EthernetConfig& config,
 EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts)
     : config_(config) {
   const bool offload = config_.offload_active();
-  apply_tcp_defaults(config_.mtu, config_.tcp_buffer_bytes,
-                     offload ? config_.segment_frames() : 1);
+  apply_tcp_defaults(config_.mtu, config_.tcp_buffer_bytes);
 
   // Background-traffic sources are extra hosts on the switch, after the application hosts.
   const std::size_t extra = config_.impairments.background.size();
@@ -121,6 +121,15 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
   ns3::InternetStackHelper stack;
   stack.Install(all);
   stack.Install(switch_);
+  // Offloading hosts' applications open OffloadTcpSocket: per-frame TCP that sends new data in
+  // super-segments sized by its window.
+  if (offload) {
+    for (std::uint32_t i = 0; i < all.GetN(); ++i) {
+      auto sockets = ns3::CreateObject<OffloadTcpSocketFactory>();
+      sockets->SetMaxSegmentFrames(config_.segment_frames());
+      all.Get(i)->AggregateObject(sockets);
+    }
+  }
 
   ns3::PointToPointHelper link;
   link.SetDeviceAttribute("DataRate", ns3::StringValue(format_bps(config_.rate_bps)));

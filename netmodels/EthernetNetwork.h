@@ -35,11 +35,12 @@ struct EthernetConfig {
   std::uint32_t tcp_buffer_bytes = 4 << 20;  ///< socket send/receive buffers
   /// What a frame costs on the wire beyond its IP packet: "ethernet" (38 bytes) or "ppp" (2).
   std::string framing = "ethernet";
-  /// Segment offload: TCP segments of `offload_frames` frames' payload, serialised as those
-  /// frames (OffloadNetDevice), cut-through at the switch.
+  /// Segment offload: TCP sends super-segments of up to `offload_frames` frames
+  /// (OffloadTcpSocket), serialised as those frames (OffloadNetDevice), cut-through at the
+  /// switch.
   bool offload = false;
-  /// Frames per offloaded TCP segment. Not a scenario key: 10 keeps TCP's initial window (10
-  /// frames) in bytes, which the accuracy bound depends on.
+  /// Most frames per super-segment. Not a scenario key: the accuracy bench's grid was
+  /// measured with 10.
   std::uint32_t offload_frames = 10;
   ImpairmentsConfig impairments;  ///< applied to both directions of each impaired host's link
 
@@ -56,8 +57,8 @@ struct EthernetConfig {
   /// host's TCP connections to every other host may have in flight (a socket buffer's
   /// frames each way, data and ACKs).
   std::uint32_t host_queue_packets(std::size_t hosts) const;
-  /// Frames per TCP segment when offloading: `offload_frames`, or the largest divisor of TCP's
-  /// 10-frame initial window below it whose segment fits an IP packet (65535 bytes).
+  /// Most frames per super-segment when offloading: `offload_frames`, or fewer where that
+  /// segment would not fit an IP packet (65535 bytes).
   std::uint32_t segment_frames() const;
 };
 

@@ -6,6 +6,7 @@
 #include <ns3/node.h>
 #include <ns3/simulator.h>
 
+#include "netmodels/AckFramesTag.h"
 #include "netmodels/OffloadChannel.h"
 #include "netmodels/OffloadSwitch.h"
 
@@ -96,7 +97,15 @@ ns3::Address OffloadNetDevice::GetMulticast(ns3::Ipv6Address) const {
 
 WireFrames OffloadNetDevice::FramesOf(const ns3::Packet& packet) const {
   const std::uint32_t size = packet.GetSize();
-  if (size <= frame_mtu_) return frames_of(nullptr, 0, size, frame_mtu_, framing_bytes_);
+  if (size <= frame_mtu_) {
+    WireFrames w = frames_of(nullptr, 0, size, frame_mtu_, framing_bytes_);
+    AckFramesTag acks;
+    if (packet.PeekPacketTag(acks) && acks.frames() > 1) {
+      w.frames = acks.frames();
+      w.bytes = w.first_bytes * acks.frames();
+    }
+    return w;
+  }
   std::uint8_t head[128];
   const std::uint32_t len = packet.CopyData(head, sizeof head);
   return frames_of(head, len, size, frame_mtu_, framing_bytes_);

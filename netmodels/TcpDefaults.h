@@ -10,14 +10,8 @@ namespace gradwire {
 /// IPv4 (20) + TCP (20) + timestamp option (12, on by default in ns-3 and Linux).
 constexpr std::uint32_t kTcpIpHeaderBytes = 52;
 
-/// Linux's and ns-3's initial congestion window, in full-sized (MTU) segments.
-constexpr std::uint32_t kInitialWindowFrames = 10;
-
 /// Applies SegmentSize = mtu - 52 and the send/receive buffer sizes to sockets created later.
-/// With segment offload (`segment_frames` > 1) a TCP segment is that many frames' payload and
-/// the segment-counted settings are scaled so that windows in bytes stay those of per-frame
-/// TCP (see the definition).
-void apply_tcp_defaults(std::uint32_t mtu, std::uint32_t buffer_bytes,
-                        std::uint32_t segment_frames = 1);
+/// TCP's segment is one frame's payload with segment offload too (OffloadTcpSocket).
+void apply_tcp_defaults(std::uint32_t mtu, std::uint32_t buffer_bytes);
 
 }  // namespace gradwire

@@ -9,9 +9,9 @@
 #include <ns3/packet.h>
 #include <ns3/uinteger.h>
 #include <ns3/simulator.h>
-#include <ns3/tcp-socket-factory.h>
 
 #include "netmodels/Network.h"
+#include "netmodels/OffloadTcpSocketFactory.h"
 #include "nodes/transport/DatagramTransport.h"
 
 namespace gradwire {
@@ -81,7 +81,7 @@ void Messenger::StartApplication() {
     datagrams_->Start();
     return;
   }
-  listener_ = ns3::Socket::CreateSocket(GetNode(), ns3::TcpSocketFactory::GetTypeId());
+  listener_ = OffloadTcpSocketFactory::CreateTcpSocket(GetNode());
   listener_->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), port_));
   listener_->Listen();
   listener_->SetAcceptCallback(
@@ -119,7 +119,7 @@ Messenger::Connection& Messenger::ConnectionTo(std::uint32_t destination) {
   auto it = outgoing_.find(destination);
   if (it != outgoing_.end()) return it->second;
   Connection& c = outgoing_[destination];
-  c.socket = ns3::Socket::CreateSocket(GetNode(), ns3::TcpSocketFactory::GetTypeId());
+  c.socket = OffloadTcpSocketFactory::CreateTcpSocket(GetNode());
   c.socket->Bind();
   ns3::UintegerValue segment;
   c.socket->GetAttribute("SegmentSize", segment);

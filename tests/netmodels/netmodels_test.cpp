@@ -80,10 +80,9 @@ TEST(EthernetConfig, OffloadIsOptInAndOffOnShapedLinks) {
   EXPECT_TRUE(on.offload_active());
   EXPECT_EQ(on.segment_frames(), 10u);
   EXPECT_EQ(on.to_json()["offload"], true);
-  // Jumbo frames: 10 x 8948 bytes exceed an IP packet; 5 (a divisor of TCP's 10-frame
-  // initial window) fit.
+  // Jumbo frames: 10 x 8948 bytes exceed an IP packet; 7 fit.
   const auto jumbo = EthernetConfig::from_json({{"offload", true}, {"mtu", 9000}}, "network");
-  EXPECT_EQ(jumbo.segment_frames(), 5u);
+  EXPECT_EQ(jumbo.segment_frames(), 7u);
   // netem drops and delays whole packets: a lossy link simulates frames.
   const auto lossy = EthernetConfig::from_json(
       {{"offload", true}, {"impairments", {{"loss", {{"model", "uniform"}, {"rate", 0.01}}}}}},

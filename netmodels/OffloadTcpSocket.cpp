@@ -1,0 +1,107 @@
+#include "netmodels/OffloadTcpSocket.h"
+
+#include <algorithm>
+
+#include <ns3/packet.h>
+#include <ns3/tcp-header.h>
+#include <ns3/trace-source-accessor.h>
+
+#include "netmodels/AckFramesTag.h"
+#include <ns3/uinteger.h>
+
+namespace gradwire {
+
+ns3::TypeId OffloadTcpSocket::GetTypeId() {
+  static ns3::TypeId tid =
+      ns3::TypeId("gradwire::OffloadTcpSocket")
+          .SetParent<ns3::TcpSocketBase>()
+          .SetGroupName("Internet")
+          .AddConstructor<OffloadTcpSocket>()
+          .AddAttribute("MaxSegmentFrames", "most frames one super-segment carries",
+                        ns3::UintegerValue(10),
+                        ns3::MakeUintegerAccessor(&OffloadTcpSocket::max_segment_frames_),
+                        ns3::MakeUintegerChecker<std::uint32_t>(1))
+          .AddAttribute("WindowShare",
+                        "a super-segment carries at most the congestion window over this",
+                        ns3::UintegerValue(32),
+                        ns3::MakeUintegerAccessor(&OffloadTcpSocket::window_share_),
+                        ns3::MakeUintegerChecker<std::uint32_t>(1));
+  return tid;
+}
+
+ns3::TypeId OffloadTcpSocket::GetInstanceTypeId() const { return GetTypeId(); }
+
+OffloadTcpSocket::OffloadTcpSocket() {
+  TraceConnectWithoutContext("Tx", ns3::MakeCallback(&OffloadTcpSocket::TagAcknowledgement));
+}
+
+void OffloadTcpSocket::TagAcknowledgement(ns3::Ptr<const ns3::Packet> packet,
+                                          const ns3::TcpHeader& header,
+                                          ns3::Ptr<const ns3::TcpSocketBase> socket) {
+  const auto self = ns3::DynamicCast<const OffloadTcpSocket>(socket);
+  if (!self || (header.GetFlags() & ns3::TcpHeader::ACK) == 0) return;
+  const ns3::SequenceNumber32 ack = header.GetAckNumber();
+  const bool first = !self->acknowledged_any_;
+  const ns3::SequenceNumber32 previous = self->acknowledged_;
+  if (first || ack > previous) {
+    self->acknowledged_ = ack;
+    self->acknowledged_any_ = true;
+  }
+  // Only pure ACKs that move the window: handshakes, data with a piggybacked ACK and
+  // duplicate ACKs are one frame in both simulations.
+  if (first || packet->GetSize() != 0 || header.GetFlags() != ns3::TcpHeader::ACK ||
+      !(ack > previous)) {
+    return;
+  }
+  const std::uint32_t mss = self->m_tcb->m_segmentSize;
+  const std::uint32_t frames = (static_cast<std::uint32_t>(ack - previous) + mss - 1) / mss;
+  // One ACK per two frames (DelAckCount 2); an odd last frame gets its own.
+  const std::uint32_t acks = (frames + 1) / 2;
+  if (acks > 1) packet->AddPacketTag(AckFramesTag(acks));
+}
+
+OffloadTcpSocket::OffloadTcpSocket(const OffloadTcpSocket& other)
+    : ns3::TcpSocketBase(other),
+      max_segment_frames_(other.max_segment_frames_),
+      window_share_(other.window_share_),
+      acknowledged_(other.acknowledged_),
+      acknowledged_any_(other.acknowledged_any_) {}
+
+ns3::Ptr<ns3::TcpSocketBase> OffloadTcpSocket::Fork() {
+  return ns3::CopyObject<OffloadTcpSocket>(this);
+}
+
+std::uint32_t OffloadTcpSocket::SegmentFrames() const {
+  const std::uint32_t mss = m_tcb->m_segmentSize;
+  const std::uint32_t window_frames = m_tcb->m_cWnd.Get() / mss;
+  return std::clamp(window_frames / window_share_, 1u, max_segment_frames_);
+}
+
+std::uint32_t OffloadTcpSocket::SendDataPacket(ns3::SequenceNumber32 seq, std::uint32_t maxSize,
+                                               bool withAck) {
+  const std::uint32_t mss = m_tcb->m_segmentSize;
+  // New data only: a retransmission repairs a frame-sized hole, as per-frame TCP's does.
+  if (seq == m_tcb->m_highTxMark.Get() && maxSize == mss) {
+    const std::uint32_t frames = SegmentFrames();
+    if (frames > 1) {
+      // What the window lets go now, and what the receiver's window allows past `seq`.
+      const std::uint32_t window = AvailableWindow();
+      const ns3::SequenceNumber32 right = m_highRxAckMark.Get() + m_rWnd.Get();
+      const std::uint32_t receiver = right > seq ? static_cast<std::uint32_t>(right - seq) : 0;
+      const std::uint32_t whole = std::min({window, receiver, frames * mss}) / mss * mss;
+      maxSize = std::max(maxSize, whole);
+    }
+  }
+  return ns3::TcpSocketBase::SendDataPacket(seq, maxSize, withAck);
+}
+
+void OffloadTcpSocket::ReceivedData(ns3::Ptr<ns3::Packet> packet, const ns3::TcpHeader& header) {
+  // Per-frame TCP acknowledges every second frame; a super-segment of two or more frames has
+  // passed that count by its last frame, so it is acknowledged at once.
+  if (packet->GetSize() > m_tcb->m_segmentSize && m_delAckMaxCount > 0) {
+    m_delAckCount = std::max(m_delAckCount, m_delAckMaxCount - 1);
+  }
+  ns3::TcpSocketBase::ReceivedData(packet, header);
+}
+
+}  // namespace gradwire

@@ -1,0 +1,55 @@
+// ns-3's TCP socket with segment offload as a NIC's TSO and GRO give it, sized by the window.
+//
+// TCP itself stays per-frame: its segment is one frame's payload, so the congestion window,
+// slow start, HyStart and the delayed-ACK rule count frames exactly as per-frame simulation
+// does. Only the sending changes: new data leaves in super-segments of up to
+// `MaxSegmentFrames` frames that the offloading link serialises as their frames. A receiver
+// acknowledges a super-segment at once when its last frame has arrived (as Linux does for
+// more than one full-sized segment), so a sender learns of its first frames later than
+// per-frame TCP would: a window-limited sender keeps fewer frames in flight. The size
+// therefore follows the window: a super-segment is at most 1/`WindowShare` of the congestion
+// window, and single frames while the window is small. Small windows (slow start, short
+// messages, the window-limited flows on a LAN) then run frame by frame, as per-frame TCP;
+// bulk flows with windows of hundreds of frames send 10-frame segments. The receiver's one
+// ACK for a super-segment occupies the wire as the ACKs per-frame TCP would have sent
+// (AckFramesTag).
+#pragma once
+
+#include <cstdint>
+
+#include <ns3/tcp-socket-base.h>
+
+namespace gradwire {
+
+class OffloadTcpSocket : public ns3::TcpSocketBase {
+ public:
+  static ns3::TypeId GetTypeId();
+  ns3::TypeId GetInstanceTypeId() const override;
+  OffloadTcpSocket();
+  OffloadTcpSocket(const OffloadTcpSocket& other);
+
+  /// Frames the next super-segment may carry under the current congestion window.
+  std::uint32_t SegmentFrames() const;
+
+ protected:
+  std::uint32_t SendDataPacket(ns3::SequenceNumber32 seq, std::uint32_t maxSize,
+                               bool withAck) override;
+  void ReceivedData(ns3::Ptr<ns3::Packet> packet, const ns3::TcpHeader& header) override;
+  ns3::Ptr<ns3::TcpSocketBase> Fork() override;
+
+ private:
+  /// Tx trace of every OffloadTcpSocket (a forked socket inherits its listener's callback, so
+  /// the sending socket comes as an argument): tags a pure ACK with the ACK frames it stands
+  /// for (AckFramesTag).
+  static void TagAcknowledgement(ns3::Ptr<const ns3::Packet> packet,
+                                 const ns3::TcpHeader& header,
+                                 ns3::Ptr<const ns3::TcpSocketBase> socket);
+
+  std::uint32_t max_segment_frames_ = 10;
+  std::uint32_t window_share_ = 32;
+  /// The highest sequence this socket has acknowledged; none before its first ACK.
+  mutable ns3::SequenceNumber32 acknowledged_;
+  mutable bool acknowledged_any_ = false;
+};
+
+}  // namespace gradwire
