@@ -18,7 +18,7 @@ ns3::TypeId OffloadTcpSocket::GetTypeId() {
           .SetGroupName("Internet")
           .AddConstructor<OffloadTcpSocket>()
           .AddAttribute("MaxSegmentFrames", "most frames one super-segment carries",
-                        ns3::UintegerValue(10),
+                        ns3::UintegerValue(44),
                         ns3::MakeUintegerAccessor(&OffloadTcpSocket::max_segment_frames_),
                         ns3::MakeUintegerChecker<std::uint32_t>(1))
           .AddAttribute("WindowShare",

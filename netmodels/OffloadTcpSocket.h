@@ -3,16 +3,16 @@
 // TCP itself stays per-frame: its segment is one frame's payload, so the congestion window,
 // slow start, HyStart and the delayed-ACK rule count frames exactly as per-frame simulation
 // does. Only the sending changes: new data leaves in super-segments of up to
-// `MaxSegmentFrames` frames that the offloading link serialises as their frames. A receiver
-// acknowledges a super-segment at once when its last frame has arrived (as Linux does for
-// more than one full-sized segment), so a sender learns of its first frames later than
-// per-frame TCP would: a window-limited sender keeps fewer frames in flight. The size
-// therefore follows the window: a super-segment is at most 1/`WindowShare` of the congestion
-// window, and single frames while the window is small. Small windows (slow start, short
-// messages, the window-limited flows on a LAN) then run frame by frame, as per-frame TCP;
-// bulk flows with windows of hundreds of frames send 10-frame segments. The receiver's one
-// ACK for a super-segment occupies the wire as the ACKs per-frame TCP would have sent
-// (AckFramesTag).
+// `MaxSegmentFrames` frames (44: a Linux TSO segment's 64 KB) that the offloading link
+// serialises as their frames. A receiver acknowledges a super-segment at once when its last
+// frame has arrived (as Linux does for more than one full-sized segment), so a sender learns
+// of its first frames later than per-frame TCP would: a window-limited sender keeps fewer
+// frames in flight. The size therefore follows the window: a super-segment is at most
+// 1/`WindowShare` of the congestion window, and single frames while the window is small.
+// Small windows (slow start, short messages, the window-limited flows on a LAN) then run
+// frame by frame, as per-frame TCP; bulk flows with windows of thousands of frames send
+// 44-frame segments. The receiver's one ACK for a super-segment occupies the wire as the ACKs
+// per-frame TCP would have sent (AckFramesTag).
 #pragma once
 
 #include <cstdint>
@@ -45,7 +45,7 @@ class OffloadTcpSocket : public ns3::TcpSocketBase {
                                  const ns3::TcpHeader& header,
                                  ns3::Ptr<const ns3::TcpSocketBase> socket);
 
-  std::uint32_t max_segment_frames_ = 10;
+  std::uint32_t max_segment_frames_ = 44;
   std::uint32_t window_share_ = 32;
   /// The highest sequence this socket has acknowledged; none before its first ACK.
   mutable ns3::SequenceNumber32 acknowledged_;

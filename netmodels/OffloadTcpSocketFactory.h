@@ -24,7 +24,7 @@ class OffloadTcpSocketFactory : public ns3::SocketFactory {
   static ns3::Ptr<ns3::Socket> CreateTcpSocket(ns3::Ptr<ns3::Node> node);
 
  private:
-  std::uint32_t max_segment_frames_ = 10;
+  std::uint32_t max_segment_frames_ = 44;
 };
 
 }  // namespace gradwire

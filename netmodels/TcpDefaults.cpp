@@ -7,7 +7,8 @@
 namespace gradwire {
 
 void apply_tcp_defaults(std::uint32_t mtu, std::uint32_t buffer_bytes) {
-  ns3::Config::SetDefault("ns3::TcpSocket::SegmentSize", ns3::UintegerValue(mtu - kTcpIpHeaderBytes));
+  ns3::Config::SetDefault("ns3::TcpSocket::SegmentSize",
+                          ns3::UintegerValue(mtu - kTcpIpHeaderBytes));
   ns3::Config::SetDefault("ns3::TcpSocket::SndBufSize", ns3::UintegerValue(buffer_bytes));
   ns3::Config::SetDefault("ns3::TcpSocket::RcvBufSize", ns3::UintegerValue(buffer_bytes));
   // Linux's timers, not ns-3's: minimum RTO 200 ms (TCP_RTO_MIN; ns-3 defaults to RFC 6298's

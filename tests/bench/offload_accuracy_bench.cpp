@@ -4,7 +4,7 @@
 //
 //   offload_accuracy_bench [--kinds transfer,ring,ps] [--workers 2,8,16,64]
 //                          [--bytes 1e3,1e4,1e5,1e6,1e7,1e8] [--rates 1e9,1e10,2.5e10]
-//                          [--frames 10] [--max-frame-bytes 2e9]
+//                          [--frames 44] [--max-frame-bytes 2e9]
 // Rows whose per-frame run would move more than --max-frame-bytes in total are skipped (the
 // per-frame simulation of 64 workers x 100 MB takes many minutes).
 #include <cmath>
@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   std::vector<double> workers = {2, 8, 16, 64};
   std::vector<double> sizes = {1e3, 1e4, 1e5, 1e6, 1e7, 1e8};
   std::vector<double> rates = {1e9, 1e10, 2.5e10};
-  double frames = 10;
+  double frames = gradwire::EthernetConfig{}.offload_frames;
   double max_bytes = 2e9;
   double queue = 1000;
   for (int i = 1; i + 1 < argc; i += 2) {

@@ -74,13 +74,13 @@ TEST(EthernetConfig, DefaultsAndErrors) {
   expect_error({{"offload", "yes"}}, "network.offload");
 }
 
-TEST(EthernetConfig, OffloadIsOptInAndOffOnShapedLinks) {
-  EXPECT_FALSE(EthernetConfig::from_json(nlohmann::json::object(), "network").offload_active());
-  const auto on = EthernetConfig::from_json({{"offload", true}}, "network");
+TEST(EthernetConfig, OffloadIsOnByDefaultAndOffOnShapedLinks) {
+  const auto on = EthernetConfig::from_json(nlohmann::json::object(), "network");
   EXPECT_TRUE(on.offload_active());
-  EXPECT_EQ(on.segment_frames(), 10u);
+  EXPECT_FALSE(EthernetConfig::from_json({{"offload", false}}, "network").offload_active());
+  EXPECT_EQ(on.segment_frames(), 44u);
   EXPECT_EQ(on.to_json()["offload"], true);
-  // Jumbo frames: 10 x 8948 bytes exceed an IP packet; 7 fit.
+  // Jumbo frames: 44 x 8948 bytes exceed an IP packet; 7 fit.
   const auto jumbo = EthernetConfig::from_json({{"offload", true}, {"mtu", 9000}}, "network");
   EXPECT_EQ(jumbo.segment_frames(), 7u);
   // netem drops and delays whole packets: a lossy link simulates frames.

@@ -1,5 +1,5 @@
 // Segment offload (`network.offload`) keeps the simulated timeline of per-frame simulation
-// to within 1 % (netmodels/README.md) while bulk flows hand ns-3 10-frame segments.
+// to within 1 % (netmodels/README.md) while bulk flows hand ns-3 super-segments of up to 44 frames.
 // tests/bench/offload_accuracy_bench prints the whole grid.
 #include <cmath>
 
@@ -58,7 +58,7 @@ TEST(Offload, WindowLimitedTransfersAndCollectivesKeepPerFrameTiming) {
 
 TEST(Offload, BulkTransfersSendSuperSegments) {
   // 30 MB at 1 Gb/s: the window grows past hundreds of frames and the sender's packets
-  // become 10-frame segments; the start (slow start, small windows) stays frame by frame.
+  // become super-segments; the start (slow start, small windows) stays frame by frame.
   std::uint64_t sent = 0;
   const auto count = [&](ns3::Ptr<const ns3::Packet>, ns3::Ptr<ns3::Ipv4>, std::uint32_t) {
     ++sent;
@@ -87,8 +87,8 @@ TEST(Offload, BulkTransfersSendSuperSegments) {
 
 TEST(Offload, AGroAckTakesTheWireTimeOfTheAcksItStandsFor) {
   // A ring's hosts send data and acknowledge their predecessor's at once; per-frame TCP's
-  // ACK for every second frame takes about 2.7 % of the link. Five per 10-frame segment keep
-  // a bulk ring at per-frame simulation's time (+0.1 %; one ACK frame per segment: -1.2 %).
+  // ACK for every second frame takes about 2.7 % of the link. Tagging the one ACK per
+  // super-segment keeps a bulk ring at per-frame simulation's time (netmodels/README.md).
   EXPECT_LT(std::fabs(relative_error("ring", 4, 30'000'000, 1e9)), 0.005);
 }
 
