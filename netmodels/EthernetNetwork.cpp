@@ -2,7 +2,6 @@
 
 #include <sstream>
 
-
 #include <ns3/internet-stack-helper.h>
 #include <ns3/ipv4-address-helper.h>
 #include <ns3/ipv4-global-routing-helper.h>
@@ -125,9 +124,8 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
   // super-segments sized by its window.
   if (offload) {
     for (std::uint32_t i = 0; i < all.GetN(); ++i) {
-      auto sockets = ns3::CreateObject<OffloadTcpSocketFactory>();
-      sockets->SetMaxSegmentFrames(config_.segment_frames());
-      all.Get(i)->AggregateObject(sockets);
+      all.Get(i)->AggregateObject(
+          ns3::CreateObject<OffloadTcpSocketFactory>(config_.segment_frames()));
     }
   }
 

@@ -6,8 +6,9 @@
 #include <ns3/tcp-header.h>
 #include <ns3/trace-source-accessor.h>
 
-#include "netmodels/AckFramesTag.h"
 #include <ns3/uinteger.h>
+
+#include "netmodels/AckFramesTag.h"
 
 namespace gradwire {
 
@@ -35,37 +36,38 @@ OffloadTcpSocket::OffloadTcpSocket() {
   TraceConnectWithoutContext("Tx", ns3::MakeCallback(&OffloadTcpSocket::TagAcknowledgement));
 }
 
-void OffloadTcpSocket::TagAcknowledgement(ns3::Ptr<const ns3::Packet> packet,
-                                          const ns3::TcpHeader& header,
-                                          ns3::Ptr<const ns3::TcpSocketBase> socket) {
-  const auto self = ns3::DynamicCast<const OffloadTcpSocket>(socket);
-  if (!self || (header.GetFlags() & ns3::TcpHeader::ACK) == 0) return;
-  const ns3::SequenceNumber32 ack = header.GetAckNumber();
-  const bool first = !self->acknowledged_any_;
-  const ns3::SequenceNumber32 previous = self->acknowledged_;
-  if (first || ack > previous) {
-    self->acknowledged_ = ack;
-    self->acknowledged_any_ = true;
-  }
-  // Only pure ACKs that move the window: handshakes, data with a piggybacked ACK and
-  // duplicate ACKs are one frame in both simulations.
-  if (first || packet->GetSize() != 0 || header.GetFlags() != ns3::TcpHeader::ACK ||
-      !(ack > previous)) {
-    return;
-  }
-  const std::uint32_t mss = self->m_tcb->m_segmentSize;
-  const std::uint32_t frames = (static_cast<std::uint32_t>(ack - previous) + mss - 1) / mss;
-  // One ACK per two frames (DelAckCount 2); an odd last frame gets its own.
-  const std::uint32_t acks = (frames + 1) / 2;
-  if (acks > 1) packet->AddPacketTag(AckFramesTag(acks));
-}
-
 OffloadTcpSocket::OffloadTcpSocket(const OffloadTcpSocket& other)
     : ns3::TcpSocketBase(other),
       max_segment_frames_(other.max_segment_frames_),
-      window_share_(other.window_share_),
-      acknowledged_(other.acknowledged_),
-      acknowledged_any_(other.acknowledged_any_) {}
+      window_share_(other.window_share_) {}
+
+void OffloadTcpSocket::SendEmptyPacket(std::uint8_t flags) {
+  // The base raises m_highTxAck, the highest ACK sent so far, to this one's number: what this
+  // ACK adds is measured before.
+  if (flags == ns3::TcpHeader::ACK) {
+    const ns3::SequenceNumber32 next = m_tcb->m_rxBuffer->NextRxSequence();
+    if (next > m_highTxAck) {
+      const std::uint32_t mss = m_tcb->m_segmentSize;
+      const std::uint32_t frames = (static_cast<std::uint32_t>(next - m_highTxAck) + mss - 1) / mss;
+      // One ACK per two frames (DelAckCount 2); an odd last frame gets its own.
+      sending_ack_frames_ = (frames + 1) / 2;
+    }
+  }
+  ns3::TcpSocketBase::SendEmptyPacket(flags);
+  sending_ack_frames_ = 1;
+}
+
+void OffloadTcpSocket::TagAcknowledgement(ns3::Ptr<const ns3::Packet> packet,
+                                          const ns3::TcpHeader& header,
+                                          ns3::Ptr<const ns3::TcpSocketBase> socket) {
+  // Only pure ACKs: handshakes, data with a piggybacked ACK and duplicate ACKs are one frame in
+  // both simulations.
+  if (packet->GetSize() != 0 || header.GetFlags() != ns3::TcpHeader::ACK) return;
+  const auto self = ns3::DynamicCast<const OffloadTcpSocket>(socket);
+  if (self && self->sending_ack_frames_ > 1) {
+    packet->AddPacketTag(AckFramesTag(self->sending_ack_frames_));
+  }
+}
 
 ns3::Ptr<ns3::TcpSocketBase> OffloadTcpSocket::Fork() {
   return ns3::CopyObject<OffloadTcpSocket>(this);

@@ -28,28 +28,27 @@ class OffloadTcpSocket : public ns3::TcpSocketBase {
   OffloadTcpSocket();
   OffloadTcpSocket(const OffloadTcpSocket& other);
 
-  /// Frames the next super-segment may carry under the current congestion window.
-  std::uint32_t SegmentFrames() const;
-
  protected:
   std::uint32_t SendDataPacket(ns3::SequenceNumber32 seq, std::uint32_t maxSize,
                                bool withAck) override;
   void ReceivedData(ns3::Ptr<ns3::Packet> packet, const ns3::TcpHeader& header) override;
+  void SendEmptyPacket(std::uint8_t flags) override;
   ns3::Ptr<ns3::TcpSocketBase> Fork() override;
 
  private:
+  /// Frames the next super-segment may carry under the current congestion window.
+  std::uint32_t SegmentFrames() const;
   /// Tx trace of every OffloadTcpSocket (a forked socket inherits its listener's callback, so
-  /// the sending socket comes as an argument): tags a pure ACK with the ACK frames it stands
-  /// for (AckFramesTag).
+  /// the sending socket comes as an argument): tags the pure ACK SendEmptyPacket is sending
+  /// with the ACK frames it stands for (AckFramesTag).
   static void TagAcknowledgement(ns3::Ptr<const ns3::Packet> packet,
                                  const ns3::TcpHeader& header,
                                  ns3::Ptr<const ns3::TcpSocketBase> socket);
 
   std::uint32_t max_segment_frames_ = 44;
   std::uint32_t window_share_ = 32;
-  /// The highest sequence this socket has acknowledged; none before its first ACK.
-  mutable ns3::SequenceNumber32 acknowledged_;
-  mutable bool acknowledged_any_ = false;
+  /// Per-frame ACKs the pure ACK being sent stands for; 1 outside SendEmptyPacket.
+  std::uint32_t sending_ack_frames_ = 1;
 };
 
 }  // namespace gradwire

@@ -17,8 +17,7 @@ namespace gradwire {
 ns3::TypeId OffloadTcpSocketFactory::GetTypeId() {
   static ns3::TypeId tid = ns3::TypeId("gradwire::OffloadTcpSocketFactory")
                                .SetParent<ns3::SocketFactory>()
-                               .SetGroupName("Internet")
-                               .AddConstructor<OffloadTcpSocketFactory>();
+                               .SetGroupName("Internet");
   return tid;
 }
 

@@ -15,16 +15,17 @@ namespace gradwire {
 class OffloadTcpSocketFactory : public ns3::SocketFactory {
  public:
   static ns3::TypeId GetTypeId();
+  /// `max_segment_frames`: most frames a super-segment of this host's sockets carries (the
+  /// link's offload size).
+  explicit OffloadTcpSocketFactory(std::uint32_t max_segment_frames)
+      : max_segment_frames_(max_segment_frames) {}
   ns3::Ptr<ns3::Socket> CreateSocket() override;
-
-  /// Most frames a super-segment of this host's sockets carries (the link's offload size).
-  void SetMaxSegmentFrames(std::uint32_t frames) { max_segment_frames_ = frames; }
 
   /// A TCP socket on `node`: an OffloadTcpSocket where the node has this factory, else ns-3's.
   static ns3::Ptr<ns3::Socket> CreateTcpSocket(ns3::Ptr<ns3::Node> node);
 
  private:
-  std::uint32_t max_segment_frames_ = 44;
+  std::uint32_t max_segment_frames_;
 };
 
 }  // namespace gradwire
