@@ -42,7 +42,10 @@ void ByteWriter::u32_array(const std::uint32_t* values, std::size_t count) {
 
 void ByteWriter::raw(const void* data, std::size_t count) {
   if (count == 0) return;  // data may be null for empty tensors
-  std::memcpy(extend(count), data, count);
+  // insert copies straight into the reservation; extend's resize would zero it first, a
+  // second pass over a gradient-sized payload.
+  const auto* bytes = static_cast<const std::uint8_t*>(data);
+  bytes_.insert(bytes_.end(), bytes, bytes + count);
 }
 
 std::uint8_t* ByteWriter::extend(std::size_t count) {

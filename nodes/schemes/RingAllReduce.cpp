@@ -57,6 +57,9 @@ struct RingAllReduce::RankState {
   int hop = 0;                // next hop to receive in the current phase
   std::int64_t numel = 0;     // elements of what is being reduced
   std::vector<Bytes> slots;   // chunk payloads, payload per ring position, or the broadcast
+  // kChunkSum: each fully reduced chunk, decoded as soon as it is final, so its bytes can be
+  // forwarded without a copy.
+  std::vector<at::Tensor> parts;
   Done done;
   // The ring of this step: members in order, this rank's position, their count, the epoch.
   std::vector<int> members;
@@ -219,6 +222,7 @@ void RingAllReduce::start_operation(int rank) {
   RankState& s = *ranks_[rank];
   const int n = s.n;
   s.hop = 0;
+  s.parts.assign(s.op == Operation::kChunkSum ? s.slots.size() : 0, at::Tensor());
   if (s.op == Operation::kChunkSum) {
     s.phase = kReduceScatter;
   } else if (s.op == Operation::kGather) {
@@ -290,6 +294,7 @@ void RingAllReduce::advance(int rank) {
       s.summing->accumulate(s.slots[index], m.payload);
     } else {
       s.slots[index] = std::move(m.payload);
+      if (summing) decode_part(rank, index);
     }
     ++s.hop;
     const bool phase_over = s.hop == n - 1;
@@ -302,13 +307,23 @@ void RingAllReduce::advance(int rank) {
       // all-gather by sending it on.
       s.phase = kAllGather;
       s.hop = 0;
-      send_next(rank, kAllGather, 0, s.slots[mod(pos + 1, n)]);
-    } else if (s.phase == kReduceScatter) {
+      const int own = mod(pos + 1, n);
+      if (summing) decode_part(rank, own);
+      send_next(rank, kAllGather, 0, summing ? std::move(s.slots[own]) : s.slots[own]);
+    } else if (s.phase == kReduceScatter || summing) {
+      // A reduce-scatter partial sum moves on; so does a reduced chunk, decoded already.
       send_next(rank, s.phase, static_cast<std::uint32_t>(s.hop), std::move(s.slots[index]));
     } else {
       send_next(rank, s.phase, static_cast<std::uint32_t>(s.hop), s.slots[index]);
     }
   }
+}
+
+void RingAllReduce::decode_part(int rank, int index) {
+  RankState& s = *ranks_[rank];
+  WallClockAccount::Charge charge(account_);  // decoding is LibTorch work, not ns-3's
+  s.parts[static_cast<std::size_t>(index)] =
+      s.summing->decode(s.slots[static_cast<std::size_t>(index)]);
 }
 
 bool RingAllReduce::complete_operation(int rank) {
@@ -320,10 +335,10 @@ bool RingAllReduce::complete_operation(int rank) {
     WallClockAccount::Charge charge(account_);  // decoding is LibTorch work, not ns-3's
     at::Tensor total;
     if (s.op == Operation::kChunkSum) {
-      std::vector<at::Tensor> parts;
-      parts.reserve(s.slots.size());
-      for (const Bytes& chunk : s.slots) parts.push_back(s.summing->decode(chunk));
-      total = at::cat(parts);
+      for (std::size_t i = 0; i < s.slots.size(); ++i) {
+        if (!s.parts[i].defined()) s.parts[i] = s.summing->decode(s.slots[i]);
+      }
+      total = at::cat(s.parts);
       if (total.numel() != s.numel) {
         throw DecodeError("ring all-reduce: aggregate has " + std::to_string(total.numel()) +
                           " elements, expected " + std::to_string(s.numel));
@@ -364,6 +379,7 @@ bool RingAllReduce::complete_operation(int rank) {
   }
   s.active = false;
   s.slots.clear();
+  s.parts.clear();
   if (faults_) {
     s.completed_step = s.step;
     s.next_step = s.step + 1;
@@ -422,6 +438,7 @@ void RingAllReduce::leave(int rank) {
   s.active = false;
   s.done = nullptr;
   s.slots.clear();
+  s.parts.clear();
   s.inbox.clear();
   s.donate.clear();
   resume_[rank] = nullptr;
@@ -557,6 +574,7 @@ void RingAllReduce::on_control(int rank, Message&& message) {
     }
     s.active = false;
     s.slots.clear();
+    s.parts.clear();
     s.completed_step = s.step;
     s.next_step = s.step + 1;
     s.last_update = update.clone();

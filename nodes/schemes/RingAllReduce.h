@@ -78,6 +78,8 @@ class RingAllReduce : public Collective, public FaultTolerant {
   void start_round(int rank, Round&& round);
   void start_operation(int rank);
   void advance(int rank);
+  /// kChunkSum's all-gather: decodes the fully reduced chunk in slot `index` into its part.
+  void decode_part(int rank, int index);
   /// Completes the current operation of `rank`; returns true when its step is over.
   bool complete_operation(int rank);
   /// Sends `payload` to the ring successor. Reduce-scatter moves its partial sums in: the

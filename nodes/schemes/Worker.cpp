@@ -14,6 +14,7 @@
 #include "nodes/schemes/DeviceStreams.h"
 #include "nodes/schemes/TrainingScheme.h"
 #include "nodes/schemes/WallClockAccount.h"
+#include "nodes/training/FlatGradient.h"
 #include "nodes/training/Loss.h"
 #include "nodes/training/Model.h"
 #include "nodes/training/ShardLoader.h"
@@ -174,17 +175,16 @@ void Worker::Compute() {
     auto [inputs, labels] = loader_->next();
     inputs = inputs.to(device_);
     labels = labels.to(device_);
-    optimizer_->zero_grad();
+    const std::vector<at::Tensor> parameters = model_->parameters();
+    gradient_.bind(parameters);
     at::Tensor loss = softmax_cross_entropy(model_->forward(inputs), labels);
     loss.backward();
     backward_end_ = std::chrono::duration<double>(
                         std::chrono::steady_clock::now().time_since_epoch())
                         .count();
     current_.loss = loss.item<double>();
-    // One flat float32 CPU vector: the unit codecs and collectives work on.
-    std::vector<at::Tensor> grads;
-    for (const auto& p : model_->parameters()) grads.push_back(p.grad().reshape({-1}));
-    step_gradient_ = at::cat(grads).to(at::kCPU).contiguous();
+    // One flat CPU vector: the unit codecs and collectives work on.
+    step_gradient_ = gradient_.take(parameters);
   }
   wall_started_ = std::chrono::duration<double>(wall_start.time_since_epoch()).count();
   current_.compute_wall_s =
@@ -248,13 +248,8 @@ double Worker::learning_rate() const { return options_.lr.at(step_); }
 void Worker::ApplyGradient(const at::Tensor& update) {
   AwaitCompute();
   WallClockAccount::Charge charge(account_);
-  at::Tensor on_device = update.to(device_);
-  std::int64_t offset = 0;
-  for (auto& p : model_->parameters()) {
-    const std::int64_t n = p.numel();
-    p.mutable_grad().copy_(on_device.slice(0, offset, offset + n).view_as(p));
-    offset += n;
-  }
+  const std::vector<at::Tensor> parameters = model_->parameters();
+  FlatGradient::point_at(parameters, update.to(device_));
   for (auto& group : optimizer_->param_groups()) {
     static_cast<torch::optim::SGDOptions&>(group.options()).lr(learning_rate());
   }
@@ -262,6 +257,7 @@ void Worker::ApplyGradient(const at::Tensor& update) {
   optimizer_->step();
   optimizer_wall_s_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  FlatGradient::release(parameters);
 }
 
 at::Tensor Worker::Parameters() const {

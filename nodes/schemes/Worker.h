@@ -22,6 +22,7 @@
 #include <ns3/application.h>
 #include <torch/types.h>
 
+#include "nodes/training/FlatGradient.h"
 #include "nodes/training/GradientBuckets.h"
 #include "nodes/training/LearningRateSchedule.h"
 
@@ -180,6 +181,7 @@ class Worker : public ns3::Application {
   double backward_end_ = 0;
   bool bucketed_ = false;
   at::Tensor step_gradient_;             // the step's flat gradient (released bucket by bucket)
+  FlatGradient gradient_;                 // the parameters' gradients, as one flat vector
   std::vector<double> bucket_fractions_;  // per bucket: release as a fraction of compute (fixed)
   std::vector<double> release_s_;        // per bucket: simulated seconds after the step began
   std::vector<double> ready_wall_;       // per parameter: wall instant its gradient was done

@@ -13,6 +13,7 @@
 #include "netmodels/Network.h"
 #include "netmodels/OffloadTcpSocketFactory.h"
 #include "nodes/transport/DatagramTransport.h"
+#include "nodes/transport/HeadroomMark.h"
 
 namespace gradwire {
 
@@ -124,7 +125,13 @@ Messenger::Connection& Messenger::ConnectionTo(std::uint32_t destination) {
   ns3::UintegerValue segment;
   c.socket->GetAttribute("SegmentSize", segment);
   const auto segment_bytes = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, segment.Get()));
-  c.chunk = std::max(segment_bytes, kMaxChunk / segment_bytes * segment_bytes);
+  // An offloading socket sends super-segments of up to MaxSegmentFrames segments: chunks of
+  // whole super-segments let it send each chunk as one without joining two.
+  ns3::UintegerValue super_segment(1);
+  c.socket->GetAttributeFailSafe("MaxSegmentFrames", super_segment);
+  const auto unit = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(kMaxChunk, segment_bytes * std::max<std::uint64_t>(1, super_segment.Get())));
+  c.chunk = std::max(segment_bytes, kMaxChunk / unit * unit);
   c.socket->SetConnectCallback(
       ns3::Callback<void, ns3::Ptr<ns3::Socket>>(
           [this, destination](ns3::Ptr<ns3::Socket>) {
@@ -168,18 +175,23 @@ void Messenger::Pump(std::uint32_t destination) {
     const std::size_t left = frame.size() - c.offset;
     const auto n = static_cast<std::uint32_t>(std::min<std::size_t>({left, room, c.chunk}));
     ns3::Ptr<ns3::Packet> packet;
-    if (c.offset >= kFrameHeaderBytes) {
-      packet = ns3::Create<ns3::Packet>(frame.payload.data() + (c.offset - kFrameHeaderBytes), n);
+    const std::size_t at = c.offset - kFrameHeaderBytes;  // in the payload, when past the header
+    if (c.offset >= kFrameHeaderBytes && at >= HeadroomMark::kBytes) {
+      packet = HeadroomMark::MakePacket(frame.payload.data() + at, n);
     } else {
-      // The header goes with the payload's first bytes, in the same chunks as one contiguous
-      // frame would: TCP forms the same segments at the same instants.
-      first_chunk_.resize(n);
-      const std::size_t from_header = std::min<std::size_t>(n, kFrameHeaderBytes - c.offset);
-      std::memcpy(first_chunk_.data(), frame.header + c.offset, from_header);
+      // The frame's start: the header goes with the payload's first bytes, in the same chunks
+      // as one contiguous frame would, so TCP forms the same segments at the same instants.
+      first_chunk_.resize(HeadroomMark::kBytes + n);
+      std::uint8_t* out = first_chunk_.data() + HeadroomMark::kBytes;
+      const std::size_t from_header =
+          c.offset < kFrameHeaderBytes ? std::min<std::size_t>(n, kFrameHeaderBytes - c.offset)
+                                       : 0;
+      std::memcpy(out, frame.header + c.offset, from_header);
+      const std::size_t payload_at = c.offset + from_header - kFrameHeaderBytes;
       if (n > from_header) {
-        std::memcpy(first_chunk_.data() + from_header, frame.payload.data(), n - from_header);
+        std::memcpy(out + from_header, frame.payload.data() + payload_at, n - from_header);
       }
-      packet = ns3::Create<ns3::Packet>(first_chunk_.data(), n);
+      packet = HeadroomMark::MakePacket(out, n);
     }
     const int sent = c.socket->Send(packet);
     if (sent <= 0) return;

@@ -72,16 +72,12 @@ TEST(FrameReader, AnnouncedLengthIsNotAllocatedBeforeTheBytesArrive) {
   EXPECT_EQ(reader.pending(), kFrameHeaderBytes);
 }
 
-class MessengerTest : public ::testing::TestWithParam<std::uint32_t> {};
-
-TEST_P(MessengerTest, PayloadsCrossTheNetworkIntact) {
-  EthernetConfig config;
-  config.mtu = GetParam();
+// Host 0 and host 1 both send `sizes` (and half of each) to host 2: every byte arrives, in order.
+void expect_payloads_intact(const EthernetConfig& config, const std::vector<std::size_t>& sizes) {
   testing::StarWithMessengers star(config, 3);
   std::mt19937 rng(11);
   std::vector<Message> sent;
-  // Host 0 and host 1 both send to host 2, several sizes including multi-megabyte ones.
-  for (std::size_t size : {1u, 1400u, 65536u, 1000003u, 3000000u}) {
+  for (std::size_t size : sizes) {
     sent.push_back(random_message(rng, size, 1));
     sent.push_back(random_message(rng, size / 2 + 1, 2));
   }
@@ -105,6 +101,26 @@ TEST_P(MessengerTest, PayloadsCrossTheNetworkIntact) {
       EXPECT_EQ(a[i]->payload, b[i]->payload) << "message " << i << " from host " << src;
       EXPECT_EQ(a[i]->step, b[i]->step);
     }
+  }
+}
+
+class MessengerTest : public ::testing::TestWithParam<std::uint32_t> {};
+
+TEST_P(MessengerTest, PayloadsCrossTheNetworkIntact) {
+  EthernetConfig config;
+  config.mtu = GetParam();
+  expect_payloads_intact(config, {1, 1400, 65536, 1000003, 3000000});
+}
+
+// A send buffer of a few frames hands TCP chunks of whatever room it has, so packets start at
+// every kind of offset in a frame (inside its header, just past it, deep in the payload):
+// headers are written in front of each without touching the payload, with offload and without.
+TEST(Messenger, PayloadsCrossIntactWhenASmallSendBufferCutsTheChunks) {
+  for (const bool offload : {true, false}) {
+    EthernetConfig config;
+    config.offload = offload;
+    config.tcp_buffer_bytes = 5000;
+    expect_payloads_intact(config, {1, 100, 129, 4000, 70000, 300001});
   }
 }
 
