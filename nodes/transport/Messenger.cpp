@@ -129,8 +129,9 @@ Messenger::Connection& Messenger::ConnectionTo(std::uint32_t destination) {
   // whole super-segments let it send each chunk as one without joining two.
   ns3::UintegerValue super_segment(1);
   c.socket->GetAttributeFailSafe("MaxSegmentFrames", super_segment);
-  const auto unit = static_cast<std::uint32_t>(
-      std::min<std::uint64_t>(kMaxChunk, segment_bytes * std::max<std::uint64_t>(1, super_segment.Get())));
+  const std::uint64_t frames = std::max<std::uint64_t>(1, super_segment.Get());
+  const auto unit =
+      static_cast<std::uint32_t>(std::min<std::uint64_t>(kMaxChunk, segment_bytes * frames));
   c.chunk = std::max(segment_bytes, kMaxChunk / unit * unit);
   c.socket->SetConnectCallback(
       ns3::Callback<void, ns3::Ptr<ns3::Socket>>(
@@ -175,8 +176,9 @@ void Messenger::Pump(std::uint32_t destination) {
     const std::size_t left = frame.size() - c.offset;
     const auto n = static_cast<std::uint32_t>(std::min<std::size_t>({left, room, c.chunk}));
     ns3::Ptr<ns3::Packet> packet;
-    const std::size_t at = c.offset - kFrameHeaderBytes;  // in the payload, when past the header
-    if (c.offset >= kFrameHeaderBytes && at >= HeadroomMark::kBytes) {
+    const bool past_header = c.offset >= kFrameHeaderBytes;
+    const std::size_t at = past_header ? c.offset - kFrameHeaderBytes : 0;  // in the payload
+    if (past_header && at >= HeadroomMark::kBytes) {
       packet = HeadroomMark::MakePacket(frame.payload.data() + at, n);
     } else {
       // The frame's start: the header goes with the payload's first bytes, in the same chunks
@@ -184,10 +186,9 @@ void Messenger::Pump(std::uint32_t destination) {
       first_chunk_.resize(HeadroomMark::kBytes + n);
       std::uint8_t* out = first_chunk_.data() + HeadroomMark::kBytes;
       const std::size_t from_header =
-          c.offset < kFrameHeaderBytes ? std::min<std::size_t>(n, kFrameHeaderBytes - c.offset)
-                                       : 0;
-      std::memcpy(out, frame.header + c.offset, from_header);
-      const std::size_t payload_at = c.offset + from_header - kFrameHeaderBytes;
+          past_header ? 0 : std::min<std::size_t>(n, kFrameHeaderBytes - c.offset);
+      if (from_header > 0) std::memcpy(out, frame.header + c.offset, from_header);
+      const std::size_t payload_at = past_header ? at : 0;
       if (n > from_header) {
         std::memcpy(out + from_header, frame.payload.data() + payload_at, n - from_header);
       }
