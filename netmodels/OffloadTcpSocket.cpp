@@ -4,8 +4,6 @@
 
 #include <ns3/packet.h>
 #include <ns3/tcp-header.h>
-#include <ns3/trace-source-accessor.h>
-
 #include <ns3/uinteger.h>
 
 #include "netmodels/AckFramesTag.h"

@@ -6,7 +6,8 @@
 //                          [--bytes 1e3,1e4,1e5,1e6,1e7,1e8] [--rates 1e9,1e10,2.5e10]
 //                          [--frames 44] [--max-frame-bytes 2e9]
 // Rows whose per-frame run would move more than --max-frame-bytes in total are skipped (the
-// per-frame simulation of 64 workers x 100 MB takes many minutes).
+// per-frame simulation of 64 workers x 100 MB takes many minutes). --frames 1 turns offload
+// off altogether (EthernetConfig::offload_active), so both columns are then per-frame.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>

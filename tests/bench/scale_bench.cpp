@@ -53,9 +53,9 @@ int main(int argc, char** argv) {
   // grid that runs for an hour.
   if (argc % 2 == 0) {
     std::fprintf(stderr,
-                 "usage: scale_bench [--gradwire PATH] [--workers 4,16,64] [--mb 0.25,7.45,45,100]\n"
-                 "                   [--gbps 1,10] [--steps 3] [--offload off,on] [--topology ring]\n"
-                 "                   [--keep DIR]\n");
+                 "usage: scale_bench [--gradwire PATH] [--workers 4,16,64]\n"
+                 "                   [--mb 0.25,7.45,45,100] [--gbps 1,10] [--steps 3]\n"
+                 "                   [--offload off,on] [--topology ring] [--keep DIR]\n");
     return std::string(argv[argc - 1]) == "--help" ? 0 : 2;
   }
   for (int i = 1; i + 1 < argc; i += 2) {
