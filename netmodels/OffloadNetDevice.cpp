@@ -18,7 +18,15 @@ ns3::TypeId OffloadNetDevice::GetTypeId() {
   static ns3::TypeId tid = ns3::TypeId("gradwire::OffloadNetDevice")
                                .SetParent<ns3::NetDevice>()
                                .SetGroupName("gradwire")
-                               .AddConstructor<OffloadNetDevice>();
+                               .AddConstructor<OffloadNetDevice>()
+                               .AddTraceSource(
+                                   "PhyTxBegin", "a packet (all its frames) starts on the wire",
+                                   ns3::MakeTraceSourceAccessor(&OffloadNetDevice::phy_tx_begin_),
+                                   "ns3::Packet::TracedCallback")
+                               .AddTraceSource(
+                                   "MacTxDrop", "a packet the full queue dropped",
+                                   ns3::MakeTraceSourceAccessor(&OffloadNetDevice::mac_tx_drop_),
+                                   "ns3::Packet::TracedCallback");
   return tid;
 }
 
@@ -122,6 +130,7 @@ bool OffloadNetDevice::Send(ns3::Ptr<ns3::Packet> packet, const ns3::Address&,
   // Drop-tail on frames, as the per-frame link's packet-counted queue would be.
   if (queued_frames_ + wire.frames > queue_limit_frames_) {
     ++dropped_;
+    mac_tx_drop_(packet);
     return false;
   }
   queued_frames_ += wire.frames;
@@ -144,6 +153,7 @@ ns3::Time OffloadNetDevice::WireTime(double bytes) const {
 void OffloadNetDevice::TransmitStart(ns3::Ptr<ns3::Packet> packet, std::uint16_t protocol,
                                      const WireFrames& w) {
   busy_ = true;
+  phy_tx_begin_(packet);
   // The inter-frame gap follows each frame's last bit.
   const double gap = framing_bytes_ - bytes_before_arrival_;
   ns3::Simulator::Schedule(WireTime(w.bytes), &OffloadNetDevice::TransmitComplete, this);

@@ -18,6 +18,7 @@
 #include <ns3/net-device.h>
 #include <ns3/nstime.h>
 #include <ns3/packet.h>
+#include <ns3/trace-source-accessor.h>
 #include <ns3/traced-callback.h>
 
 namespace gradwire {
@@ -133,6 +134,9 @@ class OffloadNetDevice : public ns3::NetDevice {
   ns3::NetDevice::ReceiveCallback rx_;
   ns3::NetDevice::PromiscReceiveCallback promisc_rx_;
   ns3::TracedCallback<> link_change_;
+  // Named as on ns-3's point-to-point device, so one tracing script reads both.
+  ns3::TracedCallback<ns3::Ptr<const ns3::Packet>> phy_tx_begin_;
+  ns3::TracedCallback<ns3::Ptr<const ns3::Packet>> mac_tx_drop_;
 };
 
 }  // namespace gradwire

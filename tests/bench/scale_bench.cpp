@@ -4,9 +4,11 @@
 // spin and take CPU from the simulation), buckets off, 1500-byte MTU, through `gradwire run`.
 //
 //   scale_bench [--gradwire PATH] [--workers 4,16,64] [--mb 0.25,7.45,45,100] [--gbps 1,10]
-//               [--steps 3] [--offload off,on] [--topology ring] [--keep DIR]
+//               [--steps 3] [--warmup 1] [--offload off,on] [--topology ring] [--keep DIR]
 // prints one row per run: workers, gradient MB, Gbps, offload, simulated seconds per step,
-// wall seconds per step after the first (start-up left out) and that over the simulated step,
+// wall seconds per step after the first --warmup steps (start-up left out; the first steps
+// also grow the heap: gradients, optimizer state and receive buffers are touched for the
+// first time) and that over the simulated step of those same steps,
 // ns-3's wall seconds per step and its share of the run's wall time, and the run's CPU
 // seconds per step (user + system, start-up included: on a machine that other work loads,
 // the column to compare). Runs that would need more than half of this machine's memory
@@ -49,13 +51,15 @@ int main(int argc, char** argv) {
   std::string topology = "ring";
   std::string keep;
   int steps = 3;
+  int warmup = 1;
   // Flags come in pairs: a lone one (--help included) prints the usage instead of starting a
   // grid that runs for an hour.
   if (argc % 2 == 0) {
     std::fprintf(stderr,
                  "usage: scale_bench [--gradwire PATH] [--workers 4,16,64]\n"
                  "                   [--mb 0.25,7.45,45,100] [--gbps 1,10] [--steps 3]\n"
-                 "                   [--offload off,on] [--topology ring] [--keep DIR]\n");
+                 "                   [--warmup 1] [--offload off,on] [--topology ring]\n"
+                 "                   [--keep DIR]\n");
     return std::string(argv[argc - 1]) == "--help" ? 0 : 2;
   }
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -66,6 +70,7 @@ int main(int argc, char** argv) {
     else if (flag == "--mb") megabytes = number_list(value);
     else if (flag == "--gbps") gbps = number_list(value);
     else if (flag == "--steps") steps = std::stoi(value);
+    else if (flag == "--warmup") warmup = std::stoi(value);
     else if (flag == "--offload") offload = split_list(value);
     else if (flag == "--topology") topology = value;
     else if (flag == "--keep") keep = value;
@@ -73,6 +78,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
     }
+  }
+  if (warmup < 1 || warmup >= steps) {
+    std::fprintf(stderr, "--warmup must be at least 1 and less than --steps (%d)\n", steps);
+    return 2;
   }
   char dir_template[] = "/tmp/scale_bench.XXXXXX";
   const std::string dir = keep.empty() ? std::string(::mkdtemp(dir_template)) : keep;
@@ -139,22 +148,28 @@ int main(int argc, char** argv) {
           const double recorded = summary.at("steps").get<double>();
           const double sim = summary.at("sim_time_s").get<double>() / recorded;
           const double wall = summary.at("wall_time_s").get<double>() / recorded;
-          // Steady state: wall time between the first and the last step's end (start-up,
-          // connection set-up and the first step left out).
-          double first_end = -1, last_end = -1;
+          // Steady state: wall and simulated time between the end of the last warm-up step and
+          // the last step's end (start-up, connection set-up and the warm-up left out).
+          double first_end = -1, last_end = -1, first_sim = 0, last_sim = 0;
           int step_lines = 0;
           std::ifstream metrics(dir + "/" + name.str() + "/metrics.jsonl");
           for (std::string line; std::getline(metrics, line);) {
             const auto m = nlohmann::json::parse(line, nullptr, false);
             if (m.is_discarded() || m.value("type", "") != "step") continue;
             const double at = m.value("wall_time_s", 0.0);
-            if (step_lines++ == 0) first_end = at;
+            if (++step_lines == warmup) {
+              first_end = at;
+              first_sim = m.value("sim_time_s", 0.0);
+            }
             last_end = at;
+            last_sim = m.value("sim_time_s", 0.0);
           }
-          const double steady = step_lines > 1 ? (last_end - first_end) / (step_lines - 1) : wall;
+          const int measured = step_lines - warmup;
+          const double steady = measured > 0 ? (last_end - first_end) / measured : wall;
+          const double steady_sim = measured > 0 ? (last_sim - first_sim) / measured : sim;
           const double ns3 = summary.at("ns3_wall_time_s").get<double>();
           std::printf("%7.0f %8.2f %5.0f %7s %10.4f %10.3f %9.1f %10.3f %8.0f%% %10.3f\n", n,
-                      mb, rate, mode.c_str(), sim, steady, steady / sim, ns3 / recorded,
+                      mb, rate, mode.c_str(), sim, steady, steady / steady_sim, ns3 / recorded,
                       100 * ns3 / summary.at("wall_time_s").get<double>(), cpu / recorded);
           std::fflush(stdout);
         }

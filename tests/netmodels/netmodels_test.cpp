@@ -132,6 +132,20 @@ TEST(OffloadNetDevice, DropTailQueueCountsFrames) {
         arrivals.push_back(ns3::Simulator::Now().GetSeconds());
         return true;
       }));
+  // The point-to-point device's trace names: a packet starting on the wire, one dropped.
+  std::vector<double> starts;
+  int drops = 0;
+  ends[0]->TraceConnectWithoutContext(
+      "PhyTxBegin", ns3::Callback<void, ns3::Ptr<const ns3::Packet>>(
+                        [&](ns3::Ptr<const ns3::Packet>) {
+                          starts.push_back(ns3::Simulator::Now().GetSeconds());
+                        }));
+  ends[0]->TraceConnectWithoutContext(
+      "MacTxDrop",
+      ns3::Callback<void, ns3::Ptr<const ns3::Packet>>([&](ns3::Ptr<const ns3::Packet> p) {
+        EXPECT_EQ(p->GetSize(), 15000u);
+        ++drops;
+      }));
   // Three 10-frame segments at once: one goes on the wire, one waits, the third does not fit.
   for (int i = 0; i < 3; ++i) {
     ends[0]->Send(ns3::Create<ns3::Packet>(15000), ends[1]->GetAddress(), 0x0800);
@@ -143,6 +157,9 @@ TEST(OffloadNetDevice, DropTailQueueCountsFrames) {
   // Back to back: the second segment's last bit arrives one segment's wire time later
   // (10 frames of 1500 bytes plus 38 of framing each).
   EXPECT_NEAR(arrivals[1] - arrivals[0], 10 * 1538 * 8 / 1e9, 1e-9);
+  EXPECT_EQ(drops, 1);
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_NEAR(starts[1] - starts[0], 10 * 1538 * 8 / 1e9, 1e-9);
   ns3::Simulator::Destroy();
 }
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,8 +27,12 @@ struct CollectiveTiming {
 
 /// `kind`: "transfer" (host 0 sends `bytes` to host 1), "ring" or "ps" (all-reduce of a
 /// `bytes` gradient over `workers`; ps adds the server host). Starts at simulated time 0.
+/// `starts`, if given, holds each worker's start time (else all start at 0); `before_run`, if
+/// given, is called once the star is built (to connect traces).
 inline CollectiveTiming time_collective(const std::string& kind, int workers, std::int64_t bytes,
-                                        const EthernetConfig& config) {
+                                        const EthernetConfig& config,
+                                        const std::vector<double>& starts = {},
+                                        const std::function<void()>& before_run = {}) {
   const auto start = std::chrono::steady_clock::now();
   CollectiveTiming out;
   if (kind == "transfer") {
@@ -37,6 +42,7 @@ inline CollectiveTiming time_collective(const std::string& kind, int workers, st
     Message m;
     m.payload.assign(static_cast<std::size_t>(bytes), 7);
     ns3::Simulator::Schedule(ns3::Seconds(0), [&] { star.messengers[0]->Send(1, m); });
+    if (before_run) before_run();
     ns3::Simulator::Run();
   } else {
     const bool ps = kind == "ps";
@@ -62,12 +68,14 @@ inline CollectiveTiming time_collective(const std::string& kind, int workers, st
     }
     const at::Tensor grad = torch::ones({numel});
     for (int r = 0; r < workers; ++r) {
-      ns3::Simulator::Schedule(ns3::Seconds(0), [&, r] {
+      const double start = r < static_cast<int>(starts.size()) ? starts[r] : 0.0;
+      ns3::Simulator::Schedule(ns3::Seconds(start), [&, r] {
         collective->contribute(r, 0, grad, [&](const at::Tensor&) {
           out.simulated_s = ns3::Simulator::Now().GetSeconds();
         });
       });
     }
+    if (before_run) before_run();
     ns3::Simulator::Run();
   }
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
