@@ -34,6 +34,8 @@
 #include "BenchArguments.h"
 #include "CollectiveTiming.h"
 #include "TimingSpread.h"
+#include "netmodels/EthernetNetwork.h"
+#include "netmodels/OffloadNetDevice.h"
 
 namespace {
 
@@ -41,11 +43,10 @@ using gradwire::testing::number_list;
 using gradwire::testing::split_list;
 
 // What the switch's port towards the last host (the receiver, or the parameter server) sent:
-// the bottleneck of a transfer and of the PS's incast. Wire time is computed from each
-// packet's size as the offloading device bills it, in both simulations.
+// the bottleneck of a transfer and of the PS's incast. Wire time is each packet's frames as
+// the offloading device bills them, in both simulations.
 struct BottleneckTrace {
-  static constexpr std::uint32_t kHeaderBytes = 52;  // IPv4 + TCP with timestamps
-  static constexpr std::uint32_t kDataBytes = 200;   // larger packets carry data, not ACKs
+  static constexpr std::uint32_t kDataBytes = 200;  // larger packets carry data, not ACKs
 
   BottleneckTrace(double rate, std::uint32_t frame_mtu) : rate_bps(rate), mtu(frame_mtu) {}
 
@@ -59,32 +60,39 @@ struct BottleneckTrace {
   std::map<std::uint32_t, double> flow_end;  // by source address: its last data frame
   std::map<std::uint32_t, int> flow_drops;
 
-  static std::uint32_t frames_of(std::uint32_t ip_bytes, std::uint32_t mtu) {
-    if (ip_bytes <= mtu) return 1;
-    return (ip_bytes - kHeaderBytes + (mtu - kHeaderBytes) - 1) / (mtu - kHeaderBytes);
+  /// The IP packet's frames and its source address; `ppp` skips the point-to-point header.
+  struct Seen {
+    gradwire::WireFrames wire;
+    std::uint32_t ip_bytes;
+    std::uint32_t source;
+  };
+  Seen see(const ns3::Packet& packet, bool ppp) const {
+    std::uint8_t head[130] = {};
+    const std::uint32_t skip = ppp ? 2 : 0;
+    const std::uint32_t len = packet.CopyData(head, sizeof head);
+    const std::uint8_t* ip = head + skip;
+    const std::uint32_t ip_bytes = packet.GetSize() - skip;
+    return Seen{gradwire::OffloadNetDevice::frames_of(ip, len > skip ? len - skip : 0, ip_bytes,
+                                                      mtu, gradwire::kEthernetFramingBytes),
+                ip_bytes,
+                (std::uint32_t{ip[12]} << 24) | (std::uint32_t{ip[13]} << 16) |
+                    (std::uint32_t{ip[14]} << 8) | ip[15]};
   }
-  static std::uint32_t source_of(const ns3::Packet& packet, bool ppp) {
-    std::uint8_t head[18] = {};
-    packet.CopyData(head, sizeof head);
-    const std::uint8_t* ip = head + (ppp ? 2 : 0);
-    return (std::uint32_t{ip[12]} << 24) | (std::uint32_t{ip[13]} << 16) |
-           (std::uint32_t{ip[14]} << 8) | ip[15];
-  }
-  void sent(std::uint32_t ip_bytes, std::uint32_t source) {
+  void sent(const ns3::Packet& packet, bool ppp) {
     const double now = ns3::Simulator::Now().GetSeconds();
-    const std::uint32_t frames = frames_of(ip_bytes, mtu);
-    const double wire = ip_bytes + (frames - 1) * kHeaderBytes + frames * 38.0;
-    if (ip_bytes > kDataBytes) {
+    const Seen seen = see(packet, ppp);
+    if (seen.ip_bytes > kDataBytes) {
       if (started && now > tx_end_s) idle_s += now - tx_end_s;
       started = true;
-      data_frames += frames;
-      flow_end[source] = now;
+      data_frames += seen.wire.frames;
+      flow_end[seen.source] = now;
     }
-    tx_end_s = std::max(tx_end_s, now) + wire * 8 / rate_bps;
+    tx_end_s = std::max(tx_end_s, now) + seen.wire.bytes * 8 / rate_bps;
   }
   void dropped(const ns3::Packet& packet, bool ppp) {
-    dropped_frames += frames_of(packet.GetSize() - (ppp ? 2 : 0), mtu);
-    if (packet.GetSize() > kDataBytes) ++flow_drops[source_of(packet, ppp)];
+    const Seen seen = see(packet, ppp);
+    dropped_frames += seen.wire.frames;
+    if (seen.ip_bytes > kDataBytes) ++flow_drops[seen.source];
   }
 
   /// Connects to the switch's port of host `host` (the switch is the last node; its device 0
@@ -96,8 +104,7 @@ struct BottleneckTrace {
     port->TraceConnectWithoutContext(
         "PhyTxBegin", ns3::MakeCallback(+[](BottleneckTrace* t, bool p,
                                             ns3::Ptr<const ns3::Packet> packet) {
-                                          t->sent(packet->GetSize() - (p ? 2 : 0),
-                                                  source_of(*packet, p));
+                                          t->sent(*packet, p);
                                         }).Bind(this, ppp));
     const auto drop = [this](bool with_ppp) {
       return ns3::MakeCallback(+[](BottleneckTrace* t, bool p,
@@ -174,8 +181,8 @@ int main(int argc, char** argv) {
   if (seeds > 1 && jitter <= 0) jitter = 10e-6;
   if (seeds > 1) {
     std::printf("%-8s %4s %10s %6s | %-38s | %-38s | %7s\n", "kind", "n", "bytes", "Gbps",
-                "per-frame: mean sd [min max] s, timeouts", "offload: mean sd [min max] s, timeouts",
-                "means_%");
+                "per-frame: mean sd [min max] s, timeouts",
+                "offload: mean sd [min max] s, timeouts", "means_%");
   } else {
     std::printf("%-8s %4s %10s %6s %12s %12s %8s %9s %9s\n", "kind", "n", "bytes", "Gbps",
                 "frame_s", "offload_s", "err_%", "wall_fr", "wall_off");
@@ -202,25 +209,22 @@ int main(int argc, char** argv) {
                            : std::function<void()>();
             };
             config.offload = false;
-            gradwire::testing::time_with_jitter(frame_spread, kind, static_cast<int>(n),
-                                                static_cast<std::int64_t>(bytes), config, jitter,
-                                                static_cast<std::uint64_t>(seed),
-                                                connect(frame_trace));
+            const auto per_frame = gradwire::testing::time_with_jitter(
+                frame_spread, kind, static_cast<int>(n), static_cast<std::int64_t>(bytes), config,
+                jitter, static_cast<std::uint64_t>(seed), connect(frame_trace));
             config.offload = true;
             config.offload_frames = static_cast<std::uint32_t>(frames);
-            gradwire::testing::time_with_jitter(offload_spread, kind, static_cast<int>(n),
-                                                static_cast<std::int64_t>(bytes), config, jitter,
-                                                static_cast<std::uint64_t>(seed),
-                                                connect(offload_trace));
+            const auto offload = gradwire::testing::time_with_jitter(
+                offload_spread, kind, static_cast<int>(n), static_cast<std::int64_t>(bytes), config,
+                jitter, static_cast<std::uint64_t>(seed), connect(offload_trace));
             if (seeds == 1) {
-              const double per_frame = frame_spread.last_s;
-              const double offload = offload_spread.last_s;
-              const double err = 100.0 * (offload - per_frame) / per_frame;
+              const double err = 100.0 * (offload.simulated_s - per_frame.simulated_s) /
+                                 per_frame.simulated_s;
               worst = std::max(worst, std::fabs(err));
               std::printf("%-8s %4d %10.0f %6.1f %12.6f %12.6f %+8.3f %9.3f %9.3f\n",
                           kind.c_str(), kind == "transfer" ? 2 : static_cast<int>(n), bytes,
-                          rate / 1e9, per_frame, offload, err, frame_spread.last_wall_s,
-                          offload_spread.last_wall_s);
+                          rate / 1e9, per_frame.simulated_s, offload.simulated_s, err,
+                          per_frame.wall_s, offload.wall_s);
             }
             if (trace) {
               frame_trace.print("per-frame");
@@ -230,7 +234,7 @@ int main(int argc, char** argv) {
           }
           if (seeds > 1) {
             const double err =
-                100.0 * (offload_spread.mean - frame_spread.mean) / frame_spread.mean;
+                100.0 * (offload_spread.mean() - frame_spread.mean()) / frame_spread.mean();
             worst = std::max(worst, std::fabs(err));
             std::printf("%-8s %4d %10.0f %6.1f | %s | %s | %+7.2f\n", kind.c_str(),
                         kind == "transfer" ? 2 : static_cast<int>(n), bytes, rate / 1e9,

@@ -29,44 +29,56 @@ inline std::vector<double> jittered_starts(int workers, double jitter_s, std::ui
   return starts;
 }
 
-struct TimingSpread {
-  double mean = 0, sd = 0, min = 0, max = 0;  ///< over the runs without a timeout
-  int runs = 0;
-  int timeouts = 0;  ///< runs in which a retransmission timeout fired
-  double last_s = 0;       ///< the latest run's simulated time
-  double last_wall_s = 0;  ///< and its wall time
-
+/// Simulated times of runs, apart by whether a retransmission timeout fired in them.
+class TimingSpread {
+ public:
   void add(double simulated_s, bool timed_out) {
-    ++runs;
-    last_s = simulated_s;
-    if (timed_out) ++timeouts;
+    ++runs_;
+    if (timed_out) ++timeouts_;
     else clean_.push_back(simulated_s);
-    if (clean_.empty()) return;
-    min = *std::min_element(clean_.begin(), clean_.end());
-    max = *std::max_element(clean_.begin(), clean_.end());
-    const double n = static_cast<double>(clean_.size());
-    mean = 0;
-    for (const double t : clean_) mean += t / n;
-    double squares = 0;
-    for (const double t : clean_) squares += (t - mean) * (t - mean);
-    sd = clean_.size() > 1 ? std::sqrt(squares / (n - 1)) : 0;
   }
+  int runs() const { return runs_; }
+  int timeouts() const { return timeouts_; }
+  /// Over the runs without a timeout (0 when there are none).
+  double mean() const {
+    double sum = 0;
+    for (const double t : clean_) sum += t;
+    return clean_.empty() ? 0 : sum / static_cast<double>(clean_.size());
+  }
+  double sd() const {
+    if (clean_.size() < 2) return 0;
+    const double m = mean();
+    double squares = 0;
+    for (const double t : clean_) squares += (t - m) * (t - m);
+    return std::sqrt(squares / static_cast<double>(clean_.size() - 1));
+  }
+  double min() const {
+    return clean_.empty() ? 0 : *std::min_element(clean_.begin(), clean_.end());
+  }
+  double max() const {
+    return clean_.empty() ? 0 : *std::max_element(clean_.begin(), clean_.end());
+  }
+  /// "mean sd [min max] timeouts/runs", in seconds.
   std::string describe() const {
     char line[96];
-    std::snprintf(line, sizeof line, "%.6f %.6f [%.6f %.6f] %2d/%-2d", mean, sd, min, max,
-                  timeouts, runs);
+    std::snprintf(line, sizeof line, "%.6f %.6f [%.6f %.6f] %2d/%-2d", mean(), sd(), min(),
+                  max(), timeouts_, runs_);
     return line;
   }
 
  private:
   std::vector<double> clean_;
+  int runs_ = 0;
+  int timeouts_ = 0;
 };
 
-/// One run of `time_collective` with jittered starts, noting whether a timeout fired;
-/// `before_run` as there.
-inline void time_with_jitter(TimingSpread& spread, const std::string& kind, int workers,
-                             std::int64_t bytes, const EthernetConfig& config, double jitter_s,
-                             std::uint64_t seed, const std::function<void()>& before_run = {}) {
+/// One run of `time_collective` with jittered starts, added to `spread` with whether a
+/// timeout fired; `before_run` as there. Returns the run's timing.
+inline CollectiveTiming time_with_jitter(TimingSpread& spread, const std::string& kind,
+                                         int workers, std::int64_t bytes,
+                                         const EthernetConfig& config, double jitter_s,
+                                         std::uint64_t seed,
+                                         const std::function<void()>& before_run = {}) {
   RetransmissionTimeouts timeouts;
   const auto timing = time_collective(kind, workers, bytes, config,
                                       jittered_starts(workers, jitter_s, seed), [&] {
@@ -75,7 +87,7 @@ inline void time_with_jitter(TimingSpread& spread, const std::string& kind, int 
                                         timeouts.listen_from(jitter_s + 1e-6);
                                       });
   spread.add(timing.simulated_s, timeouts.fired() > 0);
-  spread.last_wall_s = timing.wall_s;
+  return timing;
 }
 
 }  // namespace gradwire::testing

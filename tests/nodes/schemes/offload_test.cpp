@@ -121,12 +121,12 @@ TEST(Offload, HeavyIncastMatchesPerFrameOverStartJitter) {
   // a timeout agree on average within 1 %, and timeouts fire about as often.
   for (const double rate : {1e10, 2.5e10}) {
     const auto [per_frame, offload] = incast_over_jitter(32, rate, 8);
-    ASSERT_LT(per_frame.timeouts, per_frame.runs) << rate / 1e9 << " Gb/s";
-    ASSERT_LT(offload.timeouts, offload.runs) << rate / 1e9 << " Gb/s";
-    EXPECT_LT(std::fabs(offload.mean - per_frame.mean) / per_frame.mean, 0.01)
+    ASSERT_LT(per_frame.timeouts(), per_frame.runs()) << rate / 1e9 << " Gb/s";
+    ASSERT_LT(offload.timeouts(), offload.runs()) << rate / 1e9 << " Gb/s";
+    EXPECT_LT(std::fabs(offload.mean() - per_frame.mean()) / per_frame.mean(), 0.01)
         << rate / 1e9 << " Gb/s: per-frame " << per_frame.describe() << ", offload "
         << offload.describe();
-    EXPECT_LE(std::abs(offload.timeouts - per_frame.timeouts), 2)
+    EXPECT_LE(std::abs(offload.timeouts() - per_frame.timeouts()), 2)
         << rate / 1e9 << " Gb/s: per-frame " << per_frame.describe() << ", offload "
         << offload.describe();
   }
