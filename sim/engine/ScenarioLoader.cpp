@@ -377,7 +377,10 @@ DatasetSpec read_dataset(const JsonFields& root) {
     d.text.path = d.path;
     d.text.unit = f.string("unit", d.text.unit, {"word", "char"});
     d.text.bptt = f.integer("bptt", d.text.bptt, 1, 100000);
-    d.text.vocab = f.integer("vocab", d.text.vocab, 2, 1000000);
+    // The vocabulary holds the unknown token (and, for words, the end of line) besides at
+    // least one unit of the text.
+    const std::int64_t least_vocab = d.text.unit == "word" ? 3 : 2;
+    d.text.vocab = f.integer("vocab", d.text.vocab, least_vocab, 1000000);
     d.text.test_fraction = f.number("test_fraction", d.text.test_fraction, 0, 0.9, true);
     struct stat st {};
     if (::stat(d.path.c_str(), &st) != 0) {
