@@ -46,6 +46,12 @@ ParamSpec base(std::string name, ParamSpec::Type type, json value, std::string h
 
 }  // namespace
 
+nlohmann::json params_json(const std::vector<ParamSpec>& params) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& p : params) out.push_back(p.to_json());
+  return out;
+}
+
 std::string join_names(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) {

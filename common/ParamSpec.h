@@ -63,6 +63,9 @@ std::string join_names(const std::vector<std::string>& names);
 /// A JSON value as the user wrote it, shortened for messages (1 not 1.0; long values cut).
 std::string brief_value(const nlohmann::json& value);
 
+/// The JSON array of declared keys (`--json` listings): each one's to_json().
+nlohmann::json params_json(const std::vector<ParamSpec>& params);
+
 /// Every declared name, for JsonFields::allow.
 std::vector<std::string> param_names(const std::vector<ParamSpec>& params);
 

@@ -200,12 +200,6 @@ std::string group_markdown(const NetworkFamilyInfo& f) {
          param_table_markdown(f.group_params);
 }
 
-json params_json(const std::vector<ParamSpec>& params) {
-  json out = json::array();
-  for (const auto& p : params) out.push_back(p.to_json());
-  return out;
-}
-
 json keys_by_json(const ParamSpec& selector,
                   std::vector<std::string> (*keys)(const std::string&)) {
   json out = json::object();

@@ -1,0 +1,72 @@
+// The one shape every registry of configurable kinds takes (codecs, network families, training
+// schemes, models, datasets). A kind is declared once, as an `Info` deriving from
+// `KindDeclaration`: its name, a one-line summary, its keys as ParamSpecs, and whatever the
+// registry's layer needs to resolve and make it (function members of the `Info`). Validation,
+// the `gradwire codecs|networks|schemes|models|datasets` listings and the docs' key tables are
+// all read from these declarations.
+//
+// Adding a kind is one new file that returns its `Info`, plus one `add` line in the registry's
+// builtin list. Tests register kinds of their own through `extend()` before anything reads the
+// registry, and remove them with `remove()` when done.
+#pragma once
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/ParamSpec.h"
+
+namespace gradwire {
+
+/// What every declared kind has.
+struct KindDeclaration {
+  std::string name;     ///< what the scenario names it by (`kind`, `family`)
+  std::string summary;  ///< one line for listings and docs
+  std::vector<ParamSpec> params;  ///< keys of its own, besides the selector
+};
+
+template <typename Info>
+class KindRegistry {
+ public:
+  /// std::logic_error when a kind of that name is already declared (a bug).
+  void add(Info info) {
+    if (find(info.name) != nullptr) {
+      throw std::logic_error("kind '" + info.name + "' declared twice");
+    }
+    kinds_.push_back(std::move(info));
+  }
+  /// Removes a kind (tests that registered one of their own); false when there is none.
+  bool remove(const std::string& name) {
+    const auto it = std::find_if(kinds_.begin(), kinds_.end(),
+                                 [&name](const Info& k) { return k.name == name; });
+    if (it == kinds_.end()) return false;
+    kinds_.erase(it);
+    return true;
+  }
+  /// nullptr when no kind has that name.
+  const Info* find(const std::string& name) const {
+    for (const auto& k : kinds_) {
+      if (k.name == name) return &k;
+    }
+    return nullptr;
+  }
+  /// std::logic_error when no kind has that name: callers hold names the registry gave them.
+  const Info& at(const std::string& name) const {
+    const Info* k = find(name);
+    if (k == nullptr) throw std::logic_error("kind '" + name + "' is not declared");
+    return *k;
+  }
+  /// In declaration order: the order listings show.
+  const std::vector<Info>& list() const { return kinds_; }
+  std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (const auto& k : kinds_) out.push_back(k.name);
+    return out;
+  }
+
+ private:
+  std::vector<Info> kinds_;
+};
+
+}  // namespace gradwire
