@@ -64,10 +64,12 @@ CodecRegistry make_builtin() {
 
 }  // namespace
 
-const CodecRegistry& CodecRegistry::builtin() {
+const CodecRegistry& CodecRegistry::builtin() { return extend(); }
+
+CodecRegistry& CodecRegistry::extend() {
   // make_builtin registers none/topk, then each family's registration function
   // (codecs/BuiltinCodecs.h) adds its codecs.
-  static const CodecRegistry registry = make_builtin();  // thread-safe one-time init
+  static CodecRegistry registry = make_builtin();  // thread-safe one-time init
   return registry;
 }
 

@@ -62,8 +62,12 @@ class CodecRegistry {
  public:
   /// The registry with every built-in codec registered.
   static const CodecRegistry& builtin();
+  /// The same registry, for a test that declares a codec of its own before reading it.
+  static CodecRegistry& extend();
 
   void add(CodecInfo info);
+  /// Removes a codec (tests that declared one of their own); false when there is none.
+  bool remove(const std::string& name) { return codecs_.erase(name) > 0; }
   const CodecInfo* find(const std::string& name) const;
   std::vector<const CodecInfo*> list() const;
 

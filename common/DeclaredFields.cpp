@@ -139,4 +139,23 @@ std::vector<std::string> allowed_keys(const std::vector<std::string>& before,
   return keys;
 }
 
+std::vector<std::int64_t> declared_integer_list(const JsonFields& f, const std::string& key,
+                                                std::vector<std::int64_t> fallback,
+                                                std::int64_t min) {
+  if (!f.has(key)) return fallback;
+  const auto& v = f.object().at(key);
+  const std::string expected = "expected an array of integers >= " + std::to_string(min);
+  if (!v.is_array()) throw ConfigError(f.path_of(key), expected + ", got " + json_brief(v));
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto& e = v[i];
+    const std::string path = f.path_of(key) + "[" + std::to_string(i) + "]";
+    if (!e.is_number_integer() || e.get<std::int64_t>() < min) {
+      throw ConfigError(path, expected + ", got " + json_brief(e));
+    }
+    out.push_back(e.get<std::int64_t>());
+  }
+  return out;
+}
+
 }  // namespace gradwire

@@ -40,6 +40,11 @@ double declared_duration(const JsonFields& fields, const ParamSpec& spec, double
 /// ConfigError at the key unless `seconds` lies within the duration's declared bounds.
 void check_declared_bounds(const JsonFields& fields, const ParamSpec& spec, double seconds);
 
+/// A list of integers >= `min` (`fallback` when absent); ConfigError at the key or the element.
+std::vector<std::int64_t> declared_integer_list(const JsonFields& fields, const std::string& key,
+                                                std::vector<std::int64_t> fallback,
+                                                std::int64_t min);
+
 /// The declared names of `params` after `before` and followed by `after`, for JsonFields::allow.
 std::vector<std::string> allowed_keys(const std::vector<std::string>& before,
                                       const std::vector<ParamSpec>& params,

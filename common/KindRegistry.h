@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "common/ConfigError.h"
+#include "common/JsonFields.h"
 #include "common/ParamSpec.h"
 
 namespace gradwire {
@@ -68,5 +70,30 @@ class KindRegistry {
  private:
   std::vector<Info> kinds_;
 };
+
+/// Refuses every key of `fields` that neither `common` nor `kind` declares. A key another kind
+/// declares says which kinds take it ("expected only with topology.kind \"leader\""), so a
+/// key that would be silently ignored is an error naming the fix.
+template <typename Info>
+void allow_kind_keys(const JsonFields& fields, const KindRegistry<Info>& registry,
+                     const Info& kind, const std::vector<std::string>& common,
+                     const std::string& selector_path) {
+  std::vector<std::string> allowed = common;
+  for (const auto& p : kind.params) allowed.push_back(p.name);
+  for (const auto& item : fields.object().items()) {
+    const std::string& key = item.key();
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string takers;
+    for (const auto& other : registry.list()) {
+      for (const auto& p : other.params) {
+        if (p.name == key) takers += (takers.empty() ? "\"" : " or \"") + other.name + "\"";
+      }
+    }
+    if (!takers.empty()) {
+      throw ConfigError(fields.path_of(key), "expected only with " + selector_path + " " + takers);
+    }
+  }
+  fields.allow(allowed);
+}
 
 }  // namespace gradwire

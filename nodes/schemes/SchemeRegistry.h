@@ -1,60 +1,87 @@
-// The training schemes a scenario's `topology` can name, declared once: each entry's kind,
-// modes, what it supports (faults, compression codecs, worker processes) and its parameters.
-// Scenario validation, `gradwire schemes` and docs/schemes.md all read this declaration.
+// The training schemes a scenario's `topology` can name, declared once (common/KindRegistry.h):
+// each one's modes, what it supports (faults, compression codecs, gradient buckets, worker
+// processes), its keys bound to its typed settings, and how a run builds it. Scenario
+// validation, `gradwire schemes`, docs/schemes.md and TrainingSetup all read this declaration.
 #pragma once
 
+#include <any>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/FieldTable.h"
+#include "common/JsonFields.h"
+#include "common/KindRegistry.h"
 #include "common/ParamSpec.h"
+#include "nodes/schemes/SchemeParts.h"
+#include "nodes/schemes/SyncMode.h"
 
 namespace gradwire {
 
-enum class SchemeKind { kRing, kParameterServer, kGossip, kLeader };
+class Collective;
+class TrainingScheme;
 
-/// sync: every step waits for the aggregate; async: the parameter server applies each push as
-/// it lands.
-enum class SyncMode { kSync, kAsync };
-
-struct SchemeInfo {
-  SchemeKind kind = SchemeKind::kRing;
-  std::string name;  ///< `topology.kind`
-  std::string summary;
+struct SchemeInfo : KindDeclaration {
   std::vector<SyncMode> modes;
-  bool server_host = false;  ///< needs a host of its own for the server
-  bool sends_gradients = true;  ///< false: exchanges parameters, so codecs must be `none`
-  bool faults_sync = false;     ///< handles workers leaving and rejoining (sync mode)
-  bool processes = false;       ///< runs with `gradwire run --processes`
-  std::vector<ParamSpec> params;  ///< keys of its own, besides kind, mode and timeout
+  bool server_host = false;      ///< needs a host of its own for the server
+  bool sends_gradients = true;   ///< false: exchanges parameters, so codecs must be `none`
+  bool gradient_buckets = false; ///< takes `training.buckets` (reduces buckets while backward runs)
+  bool faults_sync = false;      ///< handles workers leaving and rejoining (sync mode)
+  bool processes = false;        ///< runs with `gradwire run --processes`
+  /// The scheme's settings from its own keys (`params`), typed (an options struct), with the
+  /// checks that involve its mode; ConfigError naming topology.<key>.
+  std::function<std::any(const JsonFields& topology, SyncMode mode)> read;
+  /// Its keys back as the resolved topology object carries them.
+  std::function<void(const std::any& settings, nlohmann::json& topology)> write;
+  /// With `faults`: ConfigError for settings that cannot be replayed when a worker leaves.
+  std::function<void(const std::any& settings)> check_with_faults;
+  /// Synchronous schemes in `collective_modes`: one collective over the parts' endpoints and
+  /// codecs. A run with gradient buckets gets one per bucket (TrainingSetup).
+  std::vector<SyncMode> collective_modes;
+  std::function<std::unique_ptr<Collective>(const CollectiveParts&, const std::any& settings)>
+      collective;
+  /// Every other mode: the scheme itself.
+  std::function<std::unique_ptr<TrainingScheme>(const SchemeParts&, const std::any& settings)>
+      scheme;
 
   bool has_mode(SyncMode mode) const;
+  bool collective_in(SyncMode mode) const;
+
+  /// Declares `fields` as the scheme's keys: params, read (then `check`) and write.
+  template <typename Settings>
+  void declare(FieldTable<Settings> fields,
+               std::function<void(const Settings&, const JsonFields&, SyncMode)> check = {}) {
+    params = fields.params();
+    read = [fields, check](const JsonFields& f, SyncMode mode) -> std::any {
+      Settings s;
+      fields.read(f, s);
+      if (check) check(s, f, mode);
+      return s;
+    };
+    write = [fields](const std::any& settings, nlohmann::json& out) {
+      fields.write(std::any_cast<const Settings&>(settings), out);
+    };
+  }
 };
 
-class SchemeRegistry {
+class SchemeRegistry : public KindRegistry<SchemeInfo> {
  public:
   static const SchemeRegistry& builtin();
-
-  const SchemeInfo& at(SchemeKind kind) const;
-  /// nullptr when no scheme has that name.
-  const SchemeInfo* find(const std::string& name) const;
-  const std::vector<SchemeInfo>& list() const { return schemes_; }
-  std::vector<std::string> names() const;
-  /// `kind`, `mode` and `timeout`: the keys every topology object takes.
-  const std::vector<ParamSpec>& common_params() const { return common_; }
+  /// The same registry, for a test that declares a scheme of its own before reading it.
+  static SchemeRegistry& extend();
+  /// `kind`, `mode` and `timeout`: the keys every topology object takes. `kind`'s choices are
+  /// the declared names when it is asked for.
+  std::vector<ParamSpec> common_params() const;
 
  private:
   SchemeRegistry();
-  std::vector<SchemeInfo> schemes_;
-  std::vector<ParamSpec> common_;
 };
 
-std::string scheme_name(SchemeKind kind);
 /// The schemes that run as worker processes, quoted: "\"ring\" and \"ps\"".
 std::string schemes_with_processes();
-std::string mode_name(SyncMode mode);
-SyncMode parse_mode(const std::string& name);  ///< "sync" | "async"; std::invalid_argument
 
 /// The declaration as Markdown (docs/schemes.md's generated part) and as JSON.
 std::string scheme_reference_markdown();

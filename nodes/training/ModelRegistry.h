@@ -1,14 +1,20 @@
-// The model kinds a scenario can name, declared once: what data each reads, where it comes
-// from, and its keys (ParamSpec). Scenario validation, `gradwire models` and the generated
-// table in docs/models.md all read this declaration.
+// The model kinds a scenario can name, declared once (common/KindRegistry.h): the data each
+// reads, where the architecture comes from, its keys bound to ModelConfig, the checks that
+// involve its keys and the data, its parameter count before it is built, and how it is built.
+// Scenario validation, `gradwire models`, docs/models.md and make_model all read it.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "common/ParamSpec.h"
+#include "common/FieldTable.h"
+#include "common/JsonFields.h"
+#include "common/KindRegistry.h"
+#include "nodes/training/Model.h"
 
 namespace gradwire {
 
@@ -21,29 +27,46 @@ enum class ModelData {
   kFromFile,        ///< whatever the TorchScript file was exported for
 };
 
-struct ModelInfo {
-  std::string kind;
-  std::string summary;
+struct ModelInfo : KindDeclaration {
   ModelData data = ModelData::kAny;
-  std::string reference;         ///< the paper or source of the architecture
-  std::vector<ParamSpec> params; ///< keys besides `kind`
+  std::string reference;  ///< the paper or source of the architecture
+  FieldTable<ModelConfig> fields;  ///< its keys besides `kind` (params are these)
+  /// Rules between its own keys (tied needs embedding = hidden_size); ConfigError at model.<key>.
+  std::function<void(const ModelConfig&, const JsonFields& model)> check_keys;
+  /// Rules between its keys and the data (patches that divide the image); ConfigError.
+  std::function<void(const ModelConfig&, const ModelInput&)> check_data;
+  /// Parameters of the model for `input`, counted from its sizes without building it (an upper
+  /// bound where the count is not exact), so a run too large for memory is refused before
+  /// anything is allocated.
+  std::function<double(const ModelConfig&, const ModelInput&)> parameters;
+  /// Builds it; std::invalid_argument when the samples do not fit.
+  std::function<std::shared_ptr<Model>(const ModelConfig&, const ModelInput&)> make;
+
+  void declare(FieldTable<ModelConfig> keys) {
+    fields = std::move(keys);
+    params = fields.params();
+  }
 };
 
-class ModelRegistry {
+class ModelRegistry : public KindRegistry<ModelInfo> {
  public:
   static const ModelRegistry& builtin();
-  const std::vector<ModelInfo>& list() const { return models_; }
-  /// nullptr when `kind` is not declared.
-  const ModelInfo* find(const std::string& kind) const;
-  std::vector<std::string> kinds() const;
+  /// The same registry, for a test that declares a kind of its own before reading it.
+  static ModelRegistry& extend();
+  /// std::logic_error unless the kind declares its parameter count and how it is built.
+  void add(ModelInfo info);
 
  private:
   ModelRegistry();
-  std::vector<ModelInfo> models_;
 };
 
 /// "features or images", "images", ... as the listings say it.
 std::string model_data_text(ModelData data);
+
+/// Reads `model` through the kinds' declarations (`kind`, then that kind's keys).
+ModelConfig read_model(const JsonFields& model);
+/// The resolved `model` object.
+nlohmann::json model_json(const ModelConfig& model);
 
 /// docs/models.md's generated block and `gradwire models --json`.
 std::string model_reference_markdown();

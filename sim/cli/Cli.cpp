@@ -10,6 +10,7 @@
 #include "common/ParamSpec.h"
 #include "netmodels/NetworkRegistry.h"
 #include "nodes/schemes/SchemeRegistry.h"
+#include "nodes/training/DatasetRegistry.h"
 #include "nodes/training/ModelRegistry.h"
 #include "sim/cli/CodecCommand.h"
 #include "sim/cli/EmulateCommand.h"
@@ -59,33 +60,42 @@ void list_codecs(std::ostream& out, bool as_json) {
          "sent and add it to the next gradient.\n";
 }
 
+/// A kind's keys, one per line, as every listing prints them.
+void print_params(std::ostream& out, const std::vector<ParamSpec>& params) {
+  for (const auto& p : params) {
+    out << "    " << p.name << " (" << p.type_name() << ", default " << p.default_shown()
+        << "): " << p.help << "\n";
+  }
+}
+
 void list_schemes(std::ostream& out) {
   const SchemeRegistry& registry = SchemeRegistry::builtin();
-  const auto print_params = [&out](const std::vector<ParamSpec>& params) {
-    for (const auto& p : params) {
-      out << "    " << p.name << " (" << p.type_name() << ", default " << p.default_shown()
-          << "): " << p.help << "\n";
-    }
-  };
   out << "Every topology takes:\n";
-  print_params(registry.common_params());
+  print_params(out, registry.common_params());
   for (const auto& s : registry.list()) {
     std::string modes;
     for (SyncMode m : s.modes) modes += (modes.empty() ? "" : ", ") + mode_name(m);
     out << s.name << "  -  " << s.summary << " [modes: " << modes
         << (s.sends_gradients ? "" : "; codec none only") << (s.faults_sync ? "; faults" : "")
         << (s.processes ? "; --processes" : "") << "]\n";
-    print_params(s.params);
+    print_params(out, s.params);
   }
 }
 
 void list_models(std::ostream& out) {
   for (const auto& m : ModelRegistry::builtin().list()) {
-    out << m.kind << "  -  " << m.summary << " [" << model_data_text(m.data) << "]\n";
-    for (const auto& p : m.params) {
-      out << "    " << p.name << " (" << p.type_name() << ", default " << p.default_shown()
-          << "): " << p.help << "\n";
-    }
+    out << m.name << "  -  " << m.summary << " [" << model_data_text(m.data) << "]\n";
+    print_params(out, m.params);
+  }
+}
+
+void list_datasets(std::ostream& out) {
+  const DatasetRegistry& registry = DatasetRegistry::builtin();
+  out << "Every dataset takes:\n";
+  print_params(out, registry.common_params());
+  for (const auto& d : registry.list()) {
+    out << d.name << "  -  " << d.summary << "\n";
+    print_params(out, d.params);
   }
 }
 
@@ -140,6 +150,10 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CLI::App* models =
       app.add_subcommand("models", "List model kinds and their keys (scenario `model`)");
   models_format.add_to(models, "docs/models.md");
+  ListingFormat datasets_format;
+  CLI::App* datasets =
+      app.add_subcommand("datasets", "List dataset kinds and their keys (scenario `dataset`)");
+  datasets_format.add_to(datasets, "docs/models.md");
   ListingFormat schemes_format;
   CLI::App* schemes = app.add_subcommand(
       "schemes", "List training schemes and their keys (scenario `topology`)");
@@ -236,6 +250,16 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
         out << model_reference_markdown();
       } else {
         list_models(out);
+      }
+      return kExitOk;
+    }
+    if (*datasets) {
+      if (datasets_format.json) {
+        out << dataset_reference_json().dump(2) << "\n";
+      } else if (datasets_format.markdown) {
+        out << dataset_reference_markdown();
+      } else {
+        list_datasets(out);
       }
       return kExitOk;
     }

@@ -8,24 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "nodes/schemes/SchemeRegistry.h"
-#include "nodes/training/Dataset.h"
+#include "nodes/schemes/TopologyConfig.h"
+#include "nodes/training/DatasetSpec.h"
 #include "nodes/training/LearningRateSchedule.h"
 #include "nodes/training/Model.h"
 
 namespace gradwire {
-
-struct DatasetSpec {
-  std::string kind = "fashion-mnist";  ///< "fashion-mnist" | "cifar10" | "cifar100" | "text" | "synthetic"
-  std::string path = kDefaultFashionMnistDir;
-  bool augment = false;                ///< images: random crop + flip of training batches
-  TextConfig text;                     ///< kind "text" (its path is `path`)
-  std::int64_t train_limit = 0;  ///< 0: all samples
-  std::int64_t test_limit = 0;
-  SyntheticConfig synthetic;
-  std::string partition = "iid";  ///< "iid" | "dirichlet"
-  double alpha = 0.5;             ///< Dirichlet concentration
-};
 
 struct TrainingSpec {
   int workers = 4;
@@ -69,25 +57,6 @@ struct ComputeSpec {
   std::string codec_device;  ///< a device profile name (profile codec time)
 };
 
-struct TopologySpec {
-  SchemeKind kind = SchemeKind::kRing;
-  SyncMode mode = SyncMode::kSync;  ///< async: parameter server only
-  int max_staleness = -1;     ///< async ps: bounded staleness (< 0: unbounded)
-  int peers = 1;              ///< gossip: out-peers per step
-  bool overlap = false;       ///< gossip: mix the shares of the previous step (SGP, tau = 1)
-  std::int64_t l_comm = 16;   ///< leader: steps between group-leader pulls
-  std::int64_t g_comm = 64;   ///< leader: steps between global-leader pulls
-  double c1 = 0.5;
-  double c2 = 0.5;
-  int group_size = 4;
-  double timeout_s = 0.2;     ///< faults: how long a collective waits before declaring a peer gone
-
-  /// The scheme's declaration (what it supports).
-  const SchemeInfo& scheme() const { return SchemeRegistry::builtin().at(kind); }
-  std::string name() const { return scheme_name(kind); }
-  bool async() const { return mode == SyncMode::kAsync; }
-};
-
 /// One worker leaving (and optionally rejoining) at a simulated time (`faults` in the JSON).
 struct FaultSpec {
   int rank = 0;
@@ -103,7 +72,7 @@ struct Scenario {
   TrainingSpec training;
   ComputeSpec compute;
   nlohmann::json codec;    ///< resolved codec object (CodecRegistry)
-  TopologySpec topology;
+  TopologyConfig topology;
   nlohmann::json network;  ///< resolved network object (NetworkFactory)
   std::vector<FaultSpec> faults;  ///< empty: no worker ever leaves
   std::string output_dir = "runs";

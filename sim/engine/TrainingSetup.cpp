@@ -8,7 +8,6 @@
 #include <torch/torch.h>
 
 #include "codecs/CodecRegistry.h"
-#include "codecs/MultiRoundCodec.h"
 #include "common/ConfigError.h"
 #include "netmodels/NetworkFactory.h"
 #include "nodes/schemes/AsyncParameterServer.h"
@@ -17,20 +16,16 @@
 #include "nodes/schemes/ComputeBatch.h"
 #include "nodes/schemes/DeviceStreams.h"
 #include "nodes/schemes/DeviceTimedEndpoint.h"
-#include "nodes/schemes/LeaderSgd.h"
-#include "nodes/schemes/ParameterServer.h"
-#include "nodes/schemes/PushSumGossip.h"
-#include "nodes/schemes/RingAllReduce.h"
 #include "nodes/schemes/SynchronousScheme.h"
 #include "nodes/schemes/WallClockAccount.h"
 #include "nodes/schemes/Worker.h"
 #include "nodes/training/BackwardTimeline.h"
+#include "nodes/training/DatasetRegistry.h"
 #include "nodes/training/GradientBuckets.h"
 #include "nodes/training/Partition.h"
 #include "nodes/training/RunningStatistics.h"
 #include "nodes/training/ShardLoader.h"
 #include "nodes/transport/EndpointChannels.h"
-#include "nodes/transport/TransportConfig.h"
 #include "sim/engine/ComputeTime.h"
 #include "sim/engine/Evaluation.h"
 
@@ -47,38 +42,6 @@ torch::Device pick_device(const std::string& requested) {
   }
   if (requested == "cuda" || (requested == "auto" && cuda)) return torch::Device(torch::kCUDA);
   return torch::Device(torch::kCPU);
-}
-
-/// The first `limit` samples of `d` (all when limit is 0).
-void keep_first(Dataset& d, std::int64_t limit) {
-  if (limit <= 0 || limit >= d.size()) return;
-  d.inputs = d.inputs.slice(0, 0, limit);
-  d.labels = d.labels.slice(0, 0, limit);
-}
-
-DatasetSplit read_data(const DatasetSpec& spec, std::uint64_t seed) {
-  if (spec.kind == "synthetic") return make_synthetic(spec.synthetic, seed);
-  try {
-    if (spec.kind == "text") {
-      DatasetSplit split = load_text(spec.text);
-      keep_first(split.train, spec.train_limit);
-      keep_first(split.test, spec.test_limit);
-      return split;
-    }
-    if (spec.kind == "cifar10" || spec.kind == "cifar100") {
-      return load_cifar(spec.path, spec.kind == "cifar10" ? 10 : 100, spec.train_limit,
-                        spec.test_limit);
-    }
-    return load_fashion_mnist(spec.path, spec.train_limit, spec.test_limit);
-  } catch (const DatasetError& e) {
-    throw ConfigError("dataset.path", e.what());
-  }
-}
-
-DatasetSplit load_dataset(const DatasetSpec& spec, std::uint64_t seed) {
-  DatasetSplit split = read_data(spec, seed);
-  split.train.augment = spec.augment;
-  return split;
 }
 
 }  // namespace
@@ -206,17 +169,8 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
     s.server_codecs.push_back(registry.create(sc.codec, context(-1)));
   }
   if (sc.compute.codec_time != "free") s.time_codecs();
+  // The other rules on faults are the scenario's (ScenarioRules); this one is the run's.
   if (!sc.faults.empty()) {
-    if (dynamic_cast<MultiRoundCodec*>(s.codecs[0][0].get())) {
-      throw ConfigError("codec.kind", "\"" + s.codecs[0][0]->name() +
-                                          "\" exchanges in several rounds, which cannot be "
-                                          "replayed when a worker leaves; faults need a "
-                                          "single-round codec");
-    }
-    if (TransportConfig::of_network(sc.network).udp()) {
-      throw ConfigError("network.transport", "faults are simulated over the tcp transport "
-                                             "only; remove `faults` or use \"tcp\"");
-    }
     if (model_ranks.size() != static_cast<std::size_t>(s.n)) {
       throw ConfigError("faults", "faults are simulated in-process only (gradwire run), not "
                                   "with one process per worker");
@@ -265,73 +219,45 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
       server = s.timed_endpoints.back().get();
     }
   }
-  const auto& topo = sc.topology;
-  // A synchronous collective (ring or PS) over `ends` and `server_end`, with bucket b's codecs.
-  auto synchronous = [&](std::vector<Endpoint*> ends, Endpoint* server_end,
-                         std::size_t b) -> std::unique_ptr<Collective> {
-    if (topo.kind == SchemeKind::kRing) return std::make_unique<RingAllReduce>(ends, codecs_of(b));
-    return std::make_unique<ParameterServer>(ends, server_end, codecs_of(b), server_codec_of(b));
-  };
-  const bool collective = topo.kind == SchemeKind::kRing ||
-                          (topo.kind == SchemeKind::kParameterServer && !topo.async());
-  if (collective && s.buckets.size() > 1) {
-    // One collective per bucket, each on its own channel of every host's endpoint.
-    const int count = static_cast<int>(s.buckets.size());
-    for (Endpoint* e : workers) s.channels.push_back(std::make_unique<EndpointChannels>(*e, count));
-    if (server) s.channels.push_back(std::make_unique<EndpointChannels>(*server, count));
-    std::vector<std::unique_ptr<Collective>> inner;
-    for (int b = 0; b < count; ++b) {
-      std::vector<Endpoint*> ends;
-      for (int r = 0; r < s.n; ++r) ends.push_back(&s.channels[static_cast<std::size_t>(r)]->channel(b));
-      inner.push_back(synchronous(ends, server ? &s.channels.back()->channel(b) : nullptr,
-                                  static_cast<std::size_t>(b)));
-    }
-    s.collective = std::make_unique<BucketedCollective>(s.buckets, std::move(inner), s.numel);
-  } else if (collective) {
-    s.collective = synchronous(workers, server, 0);
-  } else switch (topo.kind) {
-    case SchemeKind::kRing:  // a collective, built above
-      break;
-    case SchemeKind::kParameterServer: {  // asynchronous
-      AsyncServerOptions o;
-      o.momentum = s.codecs[0][0]->applies_momentum() ? 0.0 : sc.training.momentum;
-      o.weight_decay = sc.training.weight_decay;
-      o.nesterov = sc.training.nesterov;
-      o.lr = sc.training.lr;
-      o.max_staleness = topo.max_staleness;
-      std::vector<std::vector<Codec*>> per_bucket;
-      std::vector<Codec*> server_per_bucket;
-      for (std::size_t b = 0; b < s.buckets.size(); ++b) {
-        per_bucket.push_back(codecs_of(b));
-        server_per_bucket.push_back(server_codec_of(b));
+  const TopologyConfig& topo = sc.topology;
+  const SchemeInfo& info = topo.scheme();
+  if (info.collective_in(topo.mode)) {
+    // One bucket's collective over `ends` and `server_end`, with bucket b's codecs.
+    auto collective = [&](std::vector<Endpoint*> ends, Endpoint* server_end, std::size_t b) {
+      return info.collective(CollectiveParts{std::move(ends), server_end, codecs_of(b),
+                                             server_codec_of(b)},
+                             topo.settings);
+    };
+    if (s.buckets.size() > 1) {
+      // One collective per bucket, each on its own channel of every host's endpoint.
+      const int count = static_cast<int>(s.buckets.size());
+      for (Endpoint* e : workers) s.channels.push_back(std::make_unique<EndpointChannels>(*e, count));
+      if (server) s.channels.push_back(std::make_unique<EndpointChannels>(*server, count));
+      std::vector<std::unique_ptr<Collective>> inner;
+      for (int b = 0; b < count; ++b) {
+        std::vector<Endpoint*> ends;
+        for (int r = 0; r < s.n; ++r) ends.push_back(&s.channels[static_cast<std::size_t>(r)]->channel(b));
+        inner.push_back(collective(ends, server ? &s.channels.back()->channel(b) : nullptr,
+                                   static_cast<std::size_t>(b)));
       }
-      s.scheme = std::make_unique<AsyncParameterServer>(workers, server, s.buckets,
-                                                        std::move(per_bucket),
-                                                        std::move(server_per_bucket), o,
-                                                        std::move(on_update));
-      break;
+      s.collective = std::make_unique<BucketedCollective>(s.buckets, std::move(inner), s.numel);
+    } else {
+      s.collective = collective(workers, server, 0);
     }
-    case SchemeKind::kGossip: {
-      PushSumOptions o;
-      o.peers = topo.peers;
-      o.overlap = topo.overlap;
-      o.momentum = sc.training.momentum;
-      o.weight_decay = sc.training.weight_decay;
-      o.nesterov = sc.training.nesterov;
-      o.lr = sc.training.lr;
-      s.scheme = std::make_unique<PushSumGossip>(workers, o);
-      break;
-    }
-    case SchemeKind::kLeader: {
-      LeaderOptions o;
-      o.l_comm = topo.l_comm;
-      o.g_comm = topo.g_comm;
-      o.c1 = topo.c1;
-      o.c2 = topo.c2;
-      o.group_size = topo.group_size;
-      s.scheme = std::make_unique<LeaderSgd>(workers, o);
-      break;
-    }
+  } else {
+    SchemeParts parts;
+    parts.workers = workers;
+    parts.server = server;
+    parts.buckets = s.buckets;
+    parts.codecs = codecs_of;
+    parts.server_codec = server_codec_of;
+    // A codec that keeps momentum itself (DGC's momentum correction) must not see it twice.
+    parts.optimizer.momentum = s.codecs[0][0]->applies_momentum() ? 0.0 : sc.training.momentum;
+    parts.optimizer.weight_decay = sc.training.weight_decay;
+    parts.optimizer.nesterov = sc.training.nesterov;
+    parts.optimizer.lr = sc.training.lr;
+    parts.on_update = std::move(on_update);
+    s.scheme = info.scheme(parts, topo.settings);
   }
   if (s.collective) {
     s.collective->set_wall_account(&s.torch_account);

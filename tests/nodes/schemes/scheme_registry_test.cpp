@@ -19,8 +19,7 @@ TEST(SchemeRegistry, ListsEverySchemeOnceByName) {
   const SchemeRegistry& r = SchemeRegistry::builtin();
   EXPECT_EQ(r.names(), (std::vector<std::string>{"ring", "ps", "gossip", "leader"}));
   for (const auto& info : r.list()) {
-    EXPECT_EQ(r.find(info.name), &r.at(info.kind)) << info.name;
-    EXPECT_EQ(scheme_name(info.kind), info.name);
+    EXPECT_EQ(r.find(info.name), &r.at(info.name)) << info.name;
     EXPECT_TRUE(info.has_mode(SyncMode::kSync)) << info.name;
   }
   EXPECT_EQ(r.find("mesh"), nullptr);
@@ -33,7 +32,7 @@ TEST(SchemeRegistry, KindChoicesAreTheRegisteredSchemes) {
 
 TEST(SchemeRegistry, OnlyTheParameterServerHasAServerHostAndAnAsyncMode) {
   for (const auto& info : SchemeRegistry::builtin().list()) {
-    const bool ps = info.kind == SchemeKind::kParameterServer;
+    const bool ps = info.name == "ps";
     EXPECT_EQ(info.server_host, ps) << info.name;
     EXPECT_EQ(info.has_mode(SyncMode::kAsync), ps) << info.name;
   }

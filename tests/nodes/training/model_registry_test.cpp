@@ -26,25 +26,25 @@ TEST(ModelRegistry, EveryDeclaredKindIsBuiltForTheDataItDeclares) {
   for (const ModelInfo& info : ModelRegistry::builtin().list()) {
     if (info.data == ModelData::kFromFile) continue;  // needs a file: torchscript_test
     ModelConfig config;
-    config.kind = info.kind;
+    config.kind = info.name;
     // Small sizes where the defaults are large; the architecture is what is checked here.
     config.embedding = config.hidden_size = 16;
     const ModelInput& input = info.data == ModelData::kTokens ? tokens
                               : info.data == ModelData::kAny  ? features
                                                               : images;
     std::shared_ptr<Model> model;
-    ASSERT_NO_THROW(model = make_model(config, input)) << info.kind;
-    EXPECT_GT(model->forward_flops_per_sample(), 0) << info.kind;
-    EXPECT_FALSE(model->layer_costs().empty()) << info.kind;
+    ASSERT_NO_THROW(model = make_model(config, input)) << info.name;
+    EXPECT_GT(model->forward_flops_per_sample(), 0) << info.name;
+    EXPECT_FALSE(model->layer_costs().empty()) << info.name;
     if (info.data == ModelData::kImages) {
-      EXPECT_THROW(make_model(config, features), std::invalid_argument) << info.kind;
-      EXPECT_THROW(make_model(config, tokens), std::invalid_argument) << info.kind;
+      EXPECT_THROW(make_model(config, features), std::invalid_argument) << info.name;
+      EXPECT_THROW(make_model(config, tokens), std::invalid_argument) << info.name;
     }
     if (info.data == ModelData::kTokens) {
-      EXPECT_THROW(make_model(config, images), std::invalid_argument) << info.kind;
+      EXPECT_THROW(make_model(config, images), std::invalid_argument) << info.name;
     }
     if (info.data == ModelData::kTokensOrImages) {
-      EXPECT_NO_THROW(make_model(config, tokens)) << info.kind;
+      EXPECT_NO_THROW(make_model(config, tokens)) << info.name;
     }
   }
   ModelConfig unknown;

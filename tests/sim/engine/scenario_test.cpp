@@ -28,7 +28,7 @@ TEST(Scenario, MinimalResolvesWithDefaults) {
   EXPECT_EQ(s.training.steps, 10);
   EXPECT_EQ(s.codec["kind"], "none");
   EXPECT_EQ(s.codec["error_feedback"], false);
-  EXPECT_EQ(s.topology.kind, SchemeKind::kRing);
+  EXPECT_EQ(s.topology.kind, "ring");
   EXPECT_EQ(s.network["family"], "ethernet");
   EXPECT_EQ(s.resolved["network"]["mtu"], 1500);
   EXPECT_EQ(s.resolved["training"]["optimizer"]["lr"], 0.05);
@@ -58,7 +58,7 @@ TEST(Scenario, TopologyDefaultsComeFromTheSchemesDeclaration) {
     doc["topology"] = {{"kind", info.name}};
     doc["codec"] = {{"kind", "none"}};
     const Scenario s = load_scenario(doc);
-    EXPECT_EQ(s.topology.kind, info.kind);
+    EXPECT_EQ(s.topology.kind, info.name);
     EXPECT_EQ(mode_name(s.topology.mode),
               param_named(schemes.common_params(), "mode").default_value.get<std::string>());
     for (const auto& p : info.params) {

@@ -88,6 +88,12 @@ TEST(SweepPlan, RejectsBadSweepsWithPaths) {
   doc = sweep_doc();
   doc["grid"]["network.rate"] = nlohmann::json::array();
   expect_path(doc, "grid.network.rate");
+  // A rule between sections (faults need TCP) refuses the one run that breaks it before any
+  // run starts, as `gradwire run` would refuse it.
+  doc = sweep_doc();
+  doc["base"]["faults"] = {{{"rank", 1}, {"leave_at", "1ms"}}};
+  doc["grid"]["network.transport"] = {{{"kind", "tcp"}}, {{"kind", "udp"}}};
+  expect_path(doc, "network.transport");
   // 100 x 100 x 2 x 2 seeds = 40,000 runs: refused before one scenario is made.
   doc = sweep_doc();
   std::vector<int> hundred(100);

@@ -1,0 +1,37 @@
+// Leader SGD's declaration: local steps, and pulls towards the group's and the global leader.
+#include <memory>
+
+#include "nodes/schemes/BuiltinSchemes.h"
+#include "nodes/schemes/LeaderSgd.h"
+
+namespace gradwire {
+
+SchemeInfo leader_scheme() {
+  using namespace params;
+  SchemeInfo leader;
+  leader.name = "leader";
+  leader.summary =
+      "Leader SGD: local steps; every l_comm steps the workers of a group (consecutive ranks) "
+      "are pulled towards the group's leader (lowest loss), every g_comm steps towards the "
+      "global leader; only the leaders' parameters travel";
+  leader.modes = {SyncMode::kSync};
+  leader.sends_gradients = false;
+  FieldTable<LeaderOptions> fields;
+  fields.add(integer("l_comm", 16, 1, 100000000, "steps between pulls towards the group leader"),
+             &LeaderOptions::l_comm);
+  fields.add(integer("g_comm", 64, 1, 100000000, "steps between pulls towards the global leader"),
+             &LeaderOptions::g_comm);
+  fields.add(number("c1", 0.5, 0, 1, "x = (1 - c1) x + c1 x_leader at a group pull"),
+             &LeaderOptions::c1);
+  fields.add(number("c2", 0.5, 0, 1, "the same with the global leader at a global pull"),
+             &LeaderOptions::c2);
+  fields.add(integer("group_size", 4, 1, 1024, "workers per group (consecutive ranks)"),
+             &LeaderOptions::group_size);
+  leader.declare(fields);
+  leader.scheme = [](const SchemeParts& p, const std::any& settings) -> std::unique_ptr<TrainingScheme> {
+    return std::make_unique<LeaderSgd>(p.workers, std::any_cast<const LeaderOptions&>(settings));
+  };
+  return leader;
+}
+
+}  // namespace gradwire

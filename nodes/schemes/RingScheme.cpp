@@ -1,0 +1,31 @@
+// Ring all-reduce's declaration: synchronous only, no keys of its own.
+#include <memory>
+
+#include "nodes/schemes/BuiltinSchemes.h"
+#include "nodes/schemes/RingAllReduce.h"
+
+namespace gradwire {
+
+namespace {
+struct RingSettings {};
+}  // namespace
+
+SchemeInfo ring_scheme() {
+  SchemeInfo ring;
+  ring.name = "ring";
+  ring.summary =
+      "synchronous ring all-reduce (reduce-scatter then all-gather); summable codecs are "
+      "reduced hop by hop without decoding";
+  ring.modes = {SyncMode::kSync};
+  ring.gradient_buckets = true;
+  ring.faults_sync = true;
+  ring.processes = true;
+  ring.declare(FieldTable<RingSettings>());
+  ring.collective_modes = {SyncMode::kSync};
+  ring.collective = [](const CollectiveParts& p, const std::any&) -> std::unique_ptr<Collective> {
+    return std::make_unique<RingAllReduce>(p.workers, p.codecs);
+  };
+  return ring;
+}
+
+}  // namespace gradwire

@@ -1,0 +1,48 @@
+// What a run hands a scheme's declaration to build it from (SchemeRegistry): the hosts'
+// endpoints, each bucket's codecs, the gradient buckets and the optimizer's settings. The
+// parts outlive what is built from them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "nodes/training/GradientBuckets.h"
+#include "nodes/training/LearningRateSchedule.h"
+
+namespace gradwire {
+
+class Codec;
+class Endpoint;
+struct StalenessEvent;
+
+/// One collective's share of a run: the workers' endpoints (or channels of them), the server's
+/// (schemes with a server host; else nullptr) and one bucket's codecs.
+struct CollectiveParts {
+  std::vector<Endpoint*> workers;
+  Endpoint* server = nullptr;
+  std::vector<Codec*> codecs;   ///< one per worker
+  Codec* server_codec = nullptr;
+};
+
+/// The optimizer every replica runs, for schemes that apply updates themselves.
+struct OptimizerSettings {
+  double momentum = 0.0;  ///< 0 when the codec keeps momentum itself
+  double weight_decay = 0.0;
+  bool nesterov = false;
+  LearningRateSchedule lr;
+};
+
+struct SchemeParts {
+  std::vector<Endpoint*> workers;
+  Endpoint* server = nullptr;
+  std::vector<GradientBucket> buckets;  ///< at least one
+  std::function<std::vector<Codec*>(std::size_t bucket)> codecs;
+  std::function<Codec*(std::size_t bucket)> server_codec;
+  OptimizerSettings optimizer;
+  /// Asynchronous schemes report each applied update (staleness metrics).
+  std::function<void(const StalenessEvent&)> on_update;
+};
+
+}  // namespace gradwire

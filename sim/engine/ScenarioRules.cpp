@@ -1,0 +1,219 @@
+#include "sim/engine/ScenarioRules.h"
+
+#include <cstdio>
+#include <unistd.h>
+
+#include "codecs/CodecRegistry.h"
+#include "common/ConfigError.h"
+#include "common/JsonFields.h"
+#include "nodes/training/DatasetRegistry.h"
+#include "nodes/training/ModelFileError.h"
+#include "nodes/training/ModelRegistry.h"
+#include "nodes/training/TorchScriptModel.h"
+#include "nodes/transport/TransportConfig.h"
+
+namespace gradwire {
+
+namespace {
+
+ModelInput expected_input(const DatasetSpec& d) {
+  return DatasetRegistry::builtin().at(d.kind).input(d);
+}
+
+/// The model kind must read the dataset's samples; sizes that depend on the data (patches,
+/// image sides) are checked here too, so a mismatch is a scenario error, not a failed run.
+void check_model_fits_data(const Scenario& s) {
+  const ModelInfo& info = ModelRegistry::builtin().at(s.model.kind);
+  const ModelInput in = expected_input(s.dataset);
+  const bool images = !in.tokens && in.sample_shape.size() == 3;
+  const std::string samples =
+      in.tokens ? "token sequences (dataset " + s.dataset.kind + ")"
+                : "samples shaped " + shape_text(in.sample_shape) + " (dataset " +
+                      s.dataset.kind + ")";
+  bool fits = true;
+  switch (info.data) {
+    case ModelData::kAny: fits = !in.tokens; break;
+    case ModelData::kImages: fits = images; break;
+    case ModelData::kTokens: fits = in.tokens; break;
+    case ModelData::kTokensOrImages: fits = in.tokens || images; break;
+    case ModelData::kFromFile: fits = !in.tokens; break;
+  }
+  if (!fits) {
+    throw ConfigError("model.kind", "expected a model for " + samples + "; \"" + info.name +
+                                        "\" reads " + model_data_text(info.data) +
+                                        (in.tokens ? " (use \"lstm_lm\" or \"transformer\")"
+                                                   : ""));
+  }
+  if (info.check_data) info.check_data(s.model, in);
+}
+
+/// Host indices in `impairments` (hosts, outages[].hosts, background[].target) must name a
+/// host: 0 .. n-1, or -n .. -1 counted from the end. A hybrid group's hosts and outages count
+/// within the group (`listed_hosts` is its workers); background targets count over the run.
+void check_impairment_hosts(const nlohmann::json& network, const std::string& path,
+                            std::int64_t listed_hosts, std::int64_t run_hosts) {
+  const auto check = [](const nlohmann::json& index, const std::string& where,
+                        std::int64_t hosts) {
+    if (!index.is_number_integer()) return;  // the network's own reader reports the type
+    const std::int64_t h = index.get<std::int64_t>();
+    if (h >= hosts || h < -hosts) {
+      throw ConfigError(where, "expected a host index in [0, " + std::to_string(hosts - 1) +
+                                   "] or [-" + std::to_string(hosts) + ", -1] (this run has " +
+                                   std::to_string(hosts) + " hosts), got " + std::to_string(h));
+    }
+  };
+  const auto check_list = [&](const nlohmann::json& list, const std::string& where) {
+    if (!list.is_array()) return;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      check(list[i], where + "[" + std::to_string(i) + "]", listed_hosts);
+    }
+  };
+  const auto it = network.find("impairments");
+  if (it != network.end() && it->is_object()) {
+    const std::string base = path + ".impairments";
+    if (it->contains("hosts")) check_list(it->at("hosts"), base + ".hosts");
+    const auto& outages = it->value("outages", nlohmann::json::array());
+    for (std::size_t i = 0; outages.is_array() && i < outages.size(); ++i) {
+      const std::string where = base + ".outages[" + std::to_string(i) + "]";
+      if (outages[i].is_object() && outages[i].contains("hosts")) {
+        check_list(outages[i].at("hosts"), where + ".hosts");
+      }
+    }
+    const auto& background = it->value("background", nlohmann::json::array());
+    for (std::size_t i = 0; background.is_array() && i < background.size(); ++i) {
+      if (background[i].is_object() && background[i].contains("target")) {
+        check(background[i].at("target"),
+              base + ".background[" + std::to_string(i) + "].target", run_hosts);
+      }
+    }
+  }
+  const auto groups = network.find("groups");
+  if (groups != network.end() && groups->is_array()) {
+    for (std::size_t g = 0; g < groups->size(); ++g) {
+      const nlohmann::json& group = (*groups)[g];
+      const auto workers = group.find("workers");
+      check_impairment_hosts(group, path + ".groups[" + std::to_string(g) + "]",
+                             workers != group.end() && workers->is_number_integer()
+                                 ? workers->get<std::int64_t>()
+                                 : run_hosts,
+                             run_hosts);
+    }
+  }
+}
+
+/// Memory the in-process run holds per model: weights, gradient, momentum, the flat gradient
+/// and a codec's residual, 4 bytes each; every worker and the evaluation model have one.
+void check_memory(const Scenario& s) {
+  const double parameters =
+      ModelRegistry::builtin().at(s.model.kind).parameters(s.model, expected_input(s.dataset));
+  const double per_model = 5 * 4 * parameters;
+  const double models = static_cast<double>(s.training.workers) + 1;
+  const double pages = static_cast<double>(::sysconf(_SC_PHYS_PAGES));
+  const double memory = pages * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  if (memory <= 0 || per_model * models <= 0.8 * memory) return;
+  const auto gib = [](double bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+    return std::string(buf);
+  };
+  const bool one_model_too_large = per_model > 0.8 * memory;
+  throw ConfigError(one_model_too_large ? "model" : "training.workers",
+                    "expected a run that fits in memory: " +
+                        std::to_string(s.training.workers) + " workers x " +
+                        std::to_string(static_cast<long long>(parameters)) +
+                        " parameters need about " + gib(per_model * models) +
+                        " (weights, gradients, optimizer and codec state), this machine has " +
+                        gib(memory));
+}
+
+/// A TorchScript file is checked before any data is loaded: it must load, have parameters,
+/// and (when it states them) fit the dataset's sample shape and classes; a compute profile
+/// needs the FLOPs the exporter counts.
+void check_torchscript(const Scenario& s) {
+  TorchScriptInfo info;
+  try {
+    info = read_torchscript_info(s.model.path);
+  } catch (const ModelFileError& e) {
+    throw ConfigError("model.path", e.what());
+  }
+  const ModelInput input = expected_input(s.dataset);
+  const std::vector<std::int64_t>& shape = input.sample_shape;
+  const std::int64_t classes = input.classes;
+  if (!info.input_shape.empty() && info.input_shape != shape) {
+    throw ConfigError("model.path", "expected a model for samples shaped " + shape_text(shape) +
+                                        " (" + s.dataset.kind + "); " + s.model.path +
+                                        " was exported for " + shape_text(info.input_shape));
+  }
+  if (info.classes > 0 && info.classes != classes) {
+    throw ConfigError("model.path", "expected a model with " + std::to_string(classes) +
+                                        " classes (" + s.dataset.kind + "); " + s.model.path +
+                                        " has " + std::to_string(info.classes));
+  }
+  if (s.compute.mode == "profile" && !s.compute.profile.empty() &&
+      s.compute.flops_per_sample <= 0 && info.forward_flops_per_sample <= 0) {
+    throw ConfigError("compute.profile",
+                      "expected a model whose file states its FLOPs per sample (export it with "
+                      "scripts/export-model), compute.flops_per_sample, or "
+                      "compute.seconds_per_sample");
+  }
+}
+
+/// Faults are replayed by the schemes that handle them, over TCP, with single-round codecs.
+void check_faults(const Scenario& s) {
+  if (s.faults.empty()) return;
+  const TopologyConfig& tp = s.topology;
+  if (!tp.scheme().faults_sync || tp.async()) {
+    std::string supported;
+    for (const auto& info : SchemeRegistry::builtin().list()) {
+      if (!info.faults_sync) continue;
+      supported += (supported.empty() ? "" : ", ") + info.name +
+                   (info.has_mode(SyncMode::kAsync) ? " (sync)" : "");
+    }
+    throw ConfigError("faults", "supported with topology " + supported + ", not " + tp.name() +
+                                    (tp.async() ? " (async)" : ""));
+  }
+  if (tp.scheme().check_with_faults) tp.scheme().check_with_faults(tp.settings);
+  const std::string codec = s.codec.at("kind").get<std::string>();
+  const CodecInfo* info = CodecRegistry::builtin().find(codec);
+  if (info != nullptr && info->multi_round) {
+    throw ConfigError("codec.kind", "\"" + codec + "\" exchanges in several rounds, which "
+                                    "cannot be replayed when a worker leaves; faults need a "
+                                    "single-round codec");
+  }
+  if (TransportConfig::of_network(s.network).udp()) {
+    throw ConfigError("network.transport", "faults are simulated over the tcp transport only; "
+                                           "remove `faults` or use \"tcp\"");
+  }
+}
+
+}  // namespace
+
+void check_scenario_rules(const Scenario& s, std::int64_t train_samples) {
+  if (train_samples < s.training.workers) {
+    const std::string where = s.dataset.kind == "synthetic" ? "dataset.train_samples"
+                              : s.dataset.train_limit > 0   ? "dataset.train_limit"
+                                                            : "dataset.path";
+    throw ConfigError(where, "expected at least one training sample per worker (" +
+                                 std::to_string(s.training.workers) + "), got " +
+                                 std::to_string(train_samples));
+  }
+  if (s.compute.worker_scale.size() > static_cast<std::size_t>(s.training.workers)) {
+    throw ConfigError("compute.slow_workers",
+                      "expected ranks below training.workers (" +
+                          std::to_string(s.training.workers) + ")");
+  }
+  check_faults(s);
+  const TopologyConfig& tp = s.topology;
+  const std::int64_t hosts = s.training.workers + (tp.scheme().server_host ? 1 : 0);
+  check_impairment_hosts(s.network, "network", hosts, hosts);
+  if (!tp.scheme().sends_gradients && s.codec.at("kind") != "none") {
+    throw ConfigError("codec.kind", "expected \"none\" with topology " + tp.name() +
+                                        ": it sends parameters, not gradients, and compressing "
+                                        "parameters is not supported yet");
+  }
+  check_model_fits_data(s);
+  check_memory(s);
+  if (s.model.kind == "torchscript") check_torchscript(s);
+}
+
+}  // namespace gradwire

@@ -1,0 +1,25 @@
+// A scenario's `training` section: workers, steps or epochs, batch, optimizer, evaluation,
+// targets and gradient buckets.
+#pragma once
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "common/JsonFields.h"
+#include "sim/engine/Scenario.h"
+
+namespace gradwire {
+
+/// `tokens`: the dataset yields token sequences (perplexity targets); `train_samples`: the
+/// training set's size, for `epochs`. Buckets are read apart (read_buckets): they depend on
+/// the topology and faults.
+TrainingSpec read_training(const JsonFields& training, bool tokens, std::int64_t train_samples);
+
+/// `training.buckets`: "none" or {"size_mb": 25, "first_mb": 1}.
+void read_buckets(const JsonFields& training, const TopologyConfig& topology, bool faults,
+                  TrainingSpec& spec);
+
+nlohmann::json training_json(const TrainingSpec& training);
+
+}  // namespace gradwire
