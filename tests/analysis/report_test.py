@@ -6,9 +6,11 @@ expected number is computed here from the times written into the folders, so a w
 speedup or crossover fails. Run by ctest (`report_test`) or directly with /usr/bin/python3.
 Exit 77 (ctest: skipped) when matplotlib is missing.
 """
+import contextlib
 import csv
 import html.parser
 import importlib.util
+import io
 import json
 import math
 import os
@@ -343,6 +345,27 @@ class ReportTest(unittest.TestCase):
         row = rows["n4-100Mbps-topk"]
         self.assertEqual(row["reference"], "n4-10Gbps-none")
         self.assertEqual(row["speedup vs reference (x)"], "%.3g" % (TTT4["10Gbps"]["none"] / TTT4["100Mbps"]["topk"]))
+
+    def test_reference_rate_in_any_unit(self):
+        # 10000 Mbit/s is the 10 Gbps network, however the scenario spells it.
+        out = os.path.join(self.tmp, "ref-rate")
+        self.assertEqual(report.main(["--out", out, "--reference", "codec=fp16,rate=10000 Mb/s",
+                                      os.path.join(self.tmp, "runs")]), 0)
+        with open(os.path.join(out, "report.html")) as f:
+            rows = {r["run"]: r for r in records(Tables(f.read()).tables["speedups"])}
+        self.assertEqual(rows["n4-100Mbps-topk"]["reference"], "n4-10Gbps-fp16_b")
+
+    def test_a_malformed_reference_is_refused(self):
+        for spec, said in (("rate=fast", "--reference: rate: expected a data rate"),
+                           ("speed=1Gbps", "--reference: expected KEY=VALUE"),
+                           ("codec", "--reference: expected KEY=VALUE")):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                code = report.main(["--out", os.path.join(self.tmp, "bad-ref"), "--reference", spec,
+                                    os.path.join(self.tmp, "runs")])
+            self.assertEqual(code, 2, spec)
+            self.assertIn(said, err.getvalue(), spec)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "bad-ref")))
 
     def test_no_empty_figures(self):
         # One compressing run at one rate, without evaluations or a dense run: nothing to plot
