@@ -823,6 +823,8 @@ def main(argv):
             raise run_folders.RunError("no run folders (with summary.json and scenario.json) "
                                        "under " + " ".join(args.dirs))
         runs = [run_folders.load(d) for d in run_dirs]
+        for r in runs:
+            r.rate_bps  # a malformed rate is refused here, before anything is written
         reference = make_reference(runs, args.reference)
     except (run_folders.RunError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

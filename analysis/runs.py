@@ -106,8 +106,8 @@ def is_run(folder):
 
 
 def find(paths):
-    """(run folders, sweep folders) under the given folders, each list in the order the folders
-    were given, sorted within each, without repeats.
+    """(run folders, sweep folders) under the given folders: in the order the folders were
+    given, below each in name order (depth first), each folder once.
 
     A run folder holds summary.json and scenario.json; nothing below it is searched. A sweep
     folder holds results.csv. Hidden folders are skipped: a run is assembled in a hidden

@@ -391,6 +391,16 @@ class ReportTest(unittest.TestCase):
         breakdown = Tables(page).tables["breakdown"]
         self.assertNotIn("codec (ms/step)", breakdown[0])  # no codec time recorded
 
+    def test_a_malformed_rate_is_refused_before_anything_is_written(self):
+        runs = os.path.join(self.tmp, "bad-rate")
+        write_run(runs, "fast", rate="fast", codec={"kind": "none"}, ttt=1.0)
+        out = os.path.join(self.tmp, "bad-rate-report")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(report.main(["--out", out, runs]), 2)
+        self.assertIn("fast/scenario.json: network.rate: expected a data rate", err.getvalue())
+        self.assertFalse(os.path.exists(out))
+
     def test_summary_columns_match_the_sweep_runner(self):
         with open(os.path.join(SOURCE, "sim", "study", "SweepRunner.cpp")) as f:
             text = f.read()
