@@ -10,6 +10,7 @@ report and the demo's answer are run on the same folders and must name every run
 Exit 77 (ctest: skipped), with the reason printed, when a part cannot run: no gradwire binary
 given or built, or no matplotlib for the report.
 """
+import concurrent.futures
 import contextlib
 import html.parser
 import importlib.util
@@ -382,67 +383,85 @@ class Units(unittest.TestCase):
                                 repr(text))
 
 
+def python_value(parse, text):
+    try:
+        return parse(text)
+    except ValueError:
+        return None
+
+
 class UnitsAsTheCppSideParsesThem(TempDir):
-    """Each case in a scenario validated by the built gradwire: it must refuse exactly the texts
-    Python refuses (naming the key), and resolve the others to the same value."""
+    """The cases validated by the built gradwire (`gradwire validate --print`): it must accept
+    the texts Python accepts, resolving them to the same values, and refuse each text Python
+    refuses, naming its key.
+
+    A hybrid network of Ethernet groups carries the cases: each group's `rate` is read with
+    parse_data_rate and its `backhaul_delay` with parse_duration, both over their whole range,
+    so every accepted text fits in one scenario (one start of gradwire takes most of a second).
+    Each refused text gets a scenario of its own."""
 
     BASE = {"gradwire": 1, "name": "units", "model": {"kind": "mlp", "hidden": [4]},
-            "dataset": {"kind": "synthetic", "train_samples": 16, "test_samples": 16},
-            "training": {"workers": 2, "steps": 1, "batch": 4},
-            "compute": {"mode": "fixed", "seconds": 0.001}}
-    # Keys read with parse_data_rate / parse_duration over their whole range, in a network
-    # that has them.
-    RATE = ({"family": "ethernet"}, "rate")
-    DURATION = ({"family": "wifi"}, "backhaul_delay")
+            "dataset": {"kind": "synthetic", "train_samples": 256, "test_samples": 16},
+            "training": {"steps": 1, "batch": 4}, "compute": {"mode": "fixed", "seconds": 0.001}}
 
     def setUp(self):
         if not GRADWIRE or not os.access(GRADWIRE, os.X_OK):
             self.skipTest(f"no gradwire binary to compare with (given: {GRADWIRE or 'none'})")
         super().setUp()
 
-    def validate(self, network, key, text):
-        """(resolved text or None, gradwire's error output)."""
-        scenario = dict(self.BASE, network=dict(network, **{key: text}))
-        path = os.path.join(self.dir, "scenario.json")
-        write_json(path, scenario)
+    def validate(self, name, groups):
+        """gradwire's resolved network, or None and its error output."""
+        path = os.path.join(self.dir, name + ".json")
+        workers = len(groups)
+        write_json(path, dict(self.BASE, training=dict(self.BASE["training"], workers=workers),
+                              network={"family": "hybrid", "groups": groups}))
         done = subprocess.run([GRADWIRE, "validate", path, "--print"], capture_output=True,
                               text=True, timeout=60)
         if done.returncode != 0:
             return None, done.stderr
-        return json.loads(done.stdout)["network"][key], ""
+        return json.loads(done.stdout)["network"], ""
 
-    def test_rates(self):
-        network, key = self.RATE
-        for text, _ in RATE_CASES:
-            try:
-                python = runs.parse_data_rate(text)
-            except ValueError:
-                python = None
-            resolved, error = self.validate(network, key, text)
-            if python is None:
-                self.assertIsNone(resolved, f"{text!r}: gradwire accepts it as {resolved}")
-                self.assertIn(f"network.{key}", error, text)
-                continue
-            self.assertIsNotNone(resolved, f"{text!r}: gradwire refuses it: {error}")
-            # gradwire writes the rate back in whole bits per second (llround).
-            self.assertEqual(runs.parse_data_rate(resolved), math.floor(python + 0.5), text)
+    @staticmethod
+    def group(**keys):
+        return dict({"family": "ethernet", "workers": 1}, **keys)
 
-    def test_durations(self):
-        network, key = self.DURATION
-        for text, _ in DURATION_CASES:
-            try:
-                python = runs.parse_duration(text)
-            except ValueError:
-                python = None
-            resolved, error = self.validate(network, key, text)
-            if python is None:
-                self.assertIsNone(resolved, f"{text!r}: gradwire accepts it as {resolved}")
-                self.assertIn(f"network.{key}", error, text)
-                continue
-            self.assertIsNotNone(resolved, f"{text!r}: gradwire refuses it: {error}")
-            # gradwire writes the duration back with 12 significant digits.
-            self.assertTrue(math.isclose(runs.parse_duration(resolved), python, rel_tol=1e-11),
-                            (text, resolved, python))
+    def test_accepted_texts_resolve_to_the_same_values(self):
+        rates = [(t, python_value(runs.parse_data_rate, t)) for t, _ in RATE_CASES]
+        rates = [(t, v) for t, v in rates if v is not None]
+        durations = [(t, python_value(runs.parse_duration, t)) for t, _ in DURATION_CASES]
+        durations = [(t, v) for t, v in durations if v is not None]
+        groups = [self.group() for _ in range(max(len(rates), len(durations)))]
+        for g, (text, _) in zip(groups, rates):
+            g["rate"] = text
+        for g, (text, _) in zip(groups, durations):
+            g["backhaul_delay"] = text
+        network, error = self.validate("accepted", groups)
+        self.assertIsNotNone(network, "gradwire refuses a text Python accepts: " + error)
+        resolved = network["groups"]
+        for (text, bps), g in zip(rates, resolved):
+            # gradwire writes a rate back in whole bits per second (llround).
+            self.assertEqual(runs.parse_data_rate(g["rate"]), math.floor(bps + 0.5), (text, g["rate"]))
+        for (text, seconds), g in zip(durations, resolved):
+            # and a duration with 12 significant digits.
+            self.assertTrue(math.isclose(runs.parse_duration(g["backhaul_delay"]), seconds,
+                                         rel_tol=1e-11), (text, g["backhaul_delay"], seconds))
+
+    def test_refused_texts_are_refused(self):
+        cases = [("rate", t, "expected a data rate") for t, _ in RATE_CASES
+                 if python_value(runs.parse_data_rate, t) is None]
+        cases += [("backhaul_delay", t, "expected a duration") for t, _ in DURATION_CASES
+                  if python_value(runs.parse_duration, t) is None]
+
+        def one(i):
+            key, text, _ = cases[i]
+            return self.validate(f"refused-{i}", [self.group(**{key: text}), self.group()])
+
+        # In parallel: one gradwire per case.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            results = list(pool.map(one, range(len(cases))))
+        for (key, text, said), (network, error) in zip(cases, results):
+            self.assertIsNone(network, f"{text!r}: gradwire accepts it as {network and network['groups'][0][key]}")
+            self.assertIn(f"network.groups[0].{key}: {said}", error, text)
 
 
 if __name__ == "__main__":
