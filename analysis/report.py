@@ -106,8 +106,8 @@ def is_dense(run):
     return run.codec_kind in DENSE_KINDS
 
 
-def buckets_label(run):
-    return run_folders.buckets_label(run.scenario)
+def buckets(run):
+    return run_folders.buckets(run.scenario)
 
 
 # Scenario keys that tell nothing about the configuration: a seed sweep's runs differ in them
@@ -328,8 +328,8 @@ def baselines(runs, reference):
                 best_name += f" ({best.name})"
         fp32 = [r for r in dense if r.codec_kind == "none"]
         for r in members:
-            same_buckets = [d for d in fp32 if buckets_label(d) == buckets_label(r)]
-            plain = [d for d in fp32 if not buckets_label(d)]
+            same_buckets = [d for d in fp32 if buckets(d) == buckets(r)]
+            plain = [d for d in fp32 if buckets(d) == "none"]
             d32 = (same_buckets or plain or [None])[0]
             ref = reference(r)
             out[r.name] = {
@@ -379,7 +379,7 @@ def make_reference(runs, spec):
         wanted = parse_reference(spec)
         candidates = [r for r in runs if all(REFERENCE_KEYS[k](r) == v for k, v in wanted.items())]
     else:
-        candidates = [r for r in runs if r.codec_kind == "none" and not buckets_label(r)]
+        candidates = [r for r in runs if r.codec_kind == "none" and buckets(r) == "none"]
         candidates = candidates or [r for r in runs if r.codec_kind == "none"]
 
     def reference(run):

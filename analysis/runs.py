@@ -314,11 +314,33 @@ def codec_label(codec):
     return name + (f" ({', '.join(details)})" if details else "")
 
 
-def buckets_label(scenario):
-    """'' without gradient buckets, else e.g. 'buckets 25 MB (first 1 MB)'."""
+# The gradient buckets gradwire takes when a scenario names none: PyTorch DDP's on the schemes
+# that send gradients without faults, none elsewhere (sim/engine/ScenarioLoader.cpp,
+# read_buckets; runs_test compares). A run's name mentions its buckets only where they differ.
+DDP_BUCKETS = {"size_mb": 25, "first_mb": 1}
+BUCKET_SCHEMES = ("ring", "ps")
+
+
+def buckets(scenario):
+    """The run's gradient buckets: "none" or {"size_mb": ..., "first_mb": ...}. Runs from
+    before buckets existed have no training.buckets and had none."""
     b = (scenario.get("training") or {}).get("buckets", "none")
-    if not isinstance(b, dict):
+    return b if isinstance(b, dict) else "none"
+
+
+def default_buckets(scenario):
+    kind = (scenario.get("topology") or {}).get("kind", "ring")
+    return DDP_BUCKETS if kind in BUCKET_SCHEMES and not scenario.get("faults") else "none"
+
+
+def buckets_label(scenario):
+    """'' with the buckets gradwire takes by default, else 'no buckets' or e.g.
+    'buckets 10 MB (first 1 MB)'."""
+    b = buckets(scenario)
+    if b == default_buckets(scenario):
         return ""
+    if b == "none":
+        return "no buckets"
     text = f"buckets {_number(b.get('size_mb'))} MB"
     if b.get("first_mb") not in (None, b.get("size_mb")):
         text += f" (first {_number(b.get('first_mb'))} MB)"
@@ -326,10 +348,11 @@ def buckets_label(scenario):
 
 
 def method_label(run):
-    """How the run's gradients are sent: its codec, then its buckets when it has them:
-    'topk (1%, error feedback)', 'fp16, buckets 25 MB (first 1 MB)'."""
-    buckets = buckets_label(run.scenario)
-    return codec_label(run.codec) + (f", {buckets}" if buckets else "")
+    """How the run's gradients are sent: its codec, then its buckets where they are not the
+    default: 'topk (1%, error feedback)', 'dense SGD, no buckets',
+    'fp16, buckets 10 MB (first 1 MB)'."""
+    label = buckets_label(run.scenario)
+    return codec_label(run.codec) + (f", {label}" if label else "")
 
 
 def network_label(run):

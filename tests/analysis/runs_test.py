@@ -46,8 +46,11 @@ def write_json(path, doc):
         json.dump(doc, f)
 
 
+DDP_BUCKETS = {"size_mb": 25.0, "first_mb": 1.0}
+
+
 def write_run(parent, name, *, rate="1Gbps", codec=None, workers=4, ttt=None, accuracy=0.5,
-              buckets="none", metrics=None, family="ethernet"):
+              buckets=DDP_BUCKETS, metrics=None, family="ethernet", topology="ring"):
     """A run folder as gradwire leaves it; metrics: the records of metrics.jsonl."""
     path = os.path.join(parent, name)
     os.makedirs(path)
@@ -59,7 +62,7 @@ def write_run(parent, name, *, rate="1Gbps", codec=None, workers=4, ttt=None, ac
         "training": {"workers": workers, "steps": 10, "batch": 8, "eval_every": 5,
                      "target_accuracy": 0.5, "buckets": buckets},
         "compute": {"mode": "fixed", "seconds": 0.01},
-        "network": network, "topology": {"kind": "ring"},
+        "network": network, "topology": {"kind": topology},
         "codec": codec or {"kind": "none"}})
     write_json(os.path.join(path, "summary.json"), {
         "name": name, "steps": 10, "workers": workers, "codec": (codec or {"kind": "none"})["kind"],
@@ -223,13 +226,34 @@ class Labels(TempDir):
 
     def test_method_and_network_labels(self):
         run = runs.load(write_run(self.dir, "b", rate="100Mbps", codec={"kind": "fp16"},
-                                  buckets={"size_mb": 25, "first_mb": 1}))
-        self.assertEqual(runs.method_label(run), "fp16, buckets 25 MB (first 1 MB)")
+                                  buckets={"size_mb": 10, "first_mb": 1}))
+        self.assertEqual(runs.method_label(run), "fp16, buckets 10 MB (first 1 MB)")
         self.assertEqual(runs.network_label(run), "100Mbps ethernet")
         run = runs.load(write_run(self.dir, "c", buckets={"size_mb": 4.5, "first_mb": 4.5}))
         self.assertEqual(runs.method_label(run), "dense SGD, buckets 4.5 MB")
         run = runs.load(write_run(self.dir, "w", rate=None, family="wifi"))
         self.assertEqual(runs.network_label(run), "wifi")
+
+    def test_buckets_are_named_where_they_are_not_the_default(self):
+        cases = [("ring", DDP_BUCKETS, "topk (1%)"), ("ps", {"size_mb": 25, "first_mb": 1}, "topk (1%)"),
+                 ("ring", "none", "topk (1%), no buckets"), ("ps", "none", "topk (1%), no buckets"),
+                 # Gossip sends parameters: it has no buckets, and that goes without saying.
+                 ("gossip", "none", "topk (1%)")]
+        for i, (topology, buckets, label) in enumerate(cases):
+            run = runs.load(write_run(self.dir, f"r{i}", topology=topology, buckets=buckets,
+                                      codec={"kind": "topk", "ratio": 0.01}))
+            self.assertEqual(runs.method_label(run), label, (topology, buckets))
+        # Nor does a ring with faults; and a run from before buckets existed had none.
+        path = write_run(self.dir, "faults", buckets="none")
+        with open(os.path.join(path, "scenario.json")) as f:
+            scenario = json.load(f)
+        write_json(os.path.join(path, "scenario.json"),
+                   dict(scenario, faults=[{"rank": 1, "leave_at": "1ms"}]))
+        self.assertEqual(runs.method_label(runs.load(path)), "dense SGD")
+        del scenario["training"]["buckets"]
+        path = write_run(self.dir, "old")
+        write_json(os.path.join(path, "scenario.json"), scenario)
+        self.assertEqual(runs.method_label(runs.load(path)), "dense SGD, no buckets")
 
     def test_networks_by_family_then_slowest_link(self):
         rates = ["10Gbps", "100 Mbps", "1 Gb/s", "2500Mbps"]
@@ -280,7 +304,7 @@ class OneNaming(TempDir):
         write_run(self.runs, "topk", rate="100Mbps", ttt=2.2, accuracy=0.84,
                   codec={"kind": "topk", "ratio": 0.01, "error_feedback": True})
         write_run(self.runs, "dgc-buckets", rate="100Mbps", ttt=4.4, accuracy=0.81,
-                  codec={"kind": "dgc", "density": 0.001}, buckets={"size_mb": 25, "first_mb": 1})
+                  codec={"kind": "dgc", "density": 0.001}, buckets={"size_mb": 10, "first_mb": 1})
         write_run(self.runs, "dense-fast", rate="10Gbps", ttt=1.0, accuracy=0.85)
         write_run(self.runs, "topk-fast", rate="10Gbps", ttt=1.5, accuracy=0.84,
                   codec={"kind": "topk", "ratio": 0.01, "error_feedback": True})
@@ -303,7 +327,7 @@ class OneNaming(TempDir):
         with open(os.path.join(out, "report.html")) as f:
             rows = {row["runs"][0]: row["labels"] for row in Headline(f.read()).rows}
         self.assertEqual(rows["topk"], ["100Mbps ethernet", "topk (1%, error feedback)", "4"])
-        self.assertEqual(rows["dgc-buckets"][1], "dgc (0.1%), buckets 25 MB (first 1 MB)")
+        self.assertEqual(rows["dgc-buckets"][1], "dgc (0.1%), buckets 10 MB (first 1 MB)")
         lines = self.answer_lines()
         # The fastest at 100 Mbps is top-k; at 10 Gbps dense wins and top-k is named among
         # the slower ones.
@@ -321,7 +345,7 @@ class OneNaming(TempDir):
         lines = out.getvalue().splitlines()
         self.assertTrue(lines[0].startswith("run,method,codec,"))
         self.assertTrue(lines[1].startswith('topk,"topk (1%, error feedback)",topk,'), lines[1])
-        self.assertTrue(lines[2].startswith('dgc-buckets,"dgc (0.1%), buckets 25 MB (first 1 MB)",dgc,'),
+        self.assertTrue(lines[2].startswith('dgc-buckets,"dgc (0.1%), buckets 10 MB (first 1 MB)",dgc,'),
                         lines[2])
 
     def test_tools_refuse_what_is_not_a_run(self):
@@ -390,35 +414,63 @@ def python_value(parse, text):
         return None
 
 
-class UnitsAsTheCppSideParsesThem(TempDir):
-    """The cases validated by the built gradwire (`gradwire validate --print`): it must accept
-    the texts Python accepts, resolving them to the same values, and refuse each text Python
-    refuses, naming its key.
+class WithGradwire(TempDir):
+    """Scenarios validated by the built gradwire (`gradwire validate --print`)."""
 
-    A hybrid network of Ethernet groups carries the cases: each group's `rate` is read with
-    parse_data_rate and its `backhaul_delay` with parse_duration, both over their whole range,
-    so every accepted text fits in one scenario (one start of gradwire takes most of a second).
-    Each refused text gets a scenario of its own."""
-
-    BASE = {"gradwire": 1, "name": "units", "model": {"kind": "mlp", "hidden": [4]},
+    BASE = {"gradwire": 1, "name": "runs-test", "model": {"kind": "mlp", "hidden": [4]},
             "dataset": {"kind": "synthetic", "train_samples": 256, "test_samples": 16},
-            "training": {"steps": 1, "batch": 4}, "compute": {"mode": "fixed", "seconds": 0.001}}
+            "training": {"workers": 3, "steps": 4, "batch": 4},
+            "compute": {"mode": "fixed", "seconds": 0.001}}
 
     def setUp(self):
         if not GRADWIRE or not os.access(GRADWIRE, os.X_OK):
             self.skipTest(f"no gradwire binary to compare with (given: {GRADWIRE or 'none'})")
         super().setUp()
 
-    def validate(self, name, groups):
-        """gradwire's resolved network, or None and its error output."""
-        path = os.path.join(self.dir, name + ".json")
-        write_json(path, dict(self.BASE, training=dict(self.BASE["training"], workers=len(groups)),
-                              network={"family": "hybrid", "groups": groups}))
-        done = subprocess.run([GRADWIRE, "validate", path, "--print"], capture_output=True,
-                              text=True, timeout=60)
-        if done.returncode != 0:
-            return None, done.stderr
-        return json.loads(done.stdout)["network"], ""
+    def resolve(self, scenarios):
+        """Per scenario: (gradwire's resolved scenario or None, its error output), each
+        validated by a gradwire of its own, in parallel (each start takes most of a second)."""
+        def one(i):
+            path = os.path.join(self.dir, f"scenario-{i}.json")
+            write_json(path, scenarios[i])
+            done = subprocess.run([GRADWIRE, "validate", path, "--print"], capture_output=True,
+                                  text=True, timeout=60)
+            if done.returncode != 0:
+                return None, done.stderr
+            return json.loads(done.stdout), ""
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            return list(pool.map(one, range(len(scenarios))))
+
+
+class BucketsAsGradwireDefaultsThem(WithGradwire):
+    """A run's name leaves out the buckets gradwire takes by default: runs.default_buckets must
+    be what gradwire resolves for a scenario that names none, on every scheme."""
+
+    def test_default_buckets_per_scheme(self):
+        topologies = [({"kind": "ring"}, None), ({"kind": "ps"}, None),
+                      ({"kind": "ps", "mode": "async"}, None), ({"kind": "gossip"}, None),
+                      ({"kind": "leader"}, None), ({"kind": "ring"}, [{"rank": 1, "leave_at": "1ms"}])]
+        scenarios = [dict(self.BASE, topology=topology, **({"faults": faults} if faults else {}))
+                     for topology, faults in topologies]
+        for (topology, faults), (resolved, error) in zip(topologies, self.resolve(scenarios)):
+            self.assertIsNotNone(resolved, error)
+            self.assertEqual(runs.buckets(resolved), runs.default_buckets(resolved), (topology, faults))
+            self.assertEqual(runs.buckets_label(resolved), "", (topology, faults))
+        self.assertEqual(runs.buckets(resolved), "none")  # the ring with faults has none
+
+
+class UnitsAsTheCppSideParsesThem(WithGradwire):
+    """The cases validated by the built gradwire: it must accept the texts Python accepts,
+    resolving them to the same values, and refuse each text Python refuses, naming its key.
+
+    A hybrid network of Ethernet groups carries the cases: each group's `rate` is read with
+    parse_data_rate and its `backhaul_delay` with parse_duration, both over their whole range,
+    so every accepted text fits in one scenario. Each refused text gets a scenario of its own."""
+
+    def hybrid(self, groups):
+        return dict(self.BASE, training=dict(self.BASE["training"], workers=len(groups)),
+                    network={"family": "hybrid", "groups": groups})
 
     @staticmethod
     def group(**keys):
@@ -434,9 +486,9 @@ class UnitsAsTheCppSideParsesThem(TempDir):
             g["rate"] = text
         for g, (text, _) in zip(groups, durations):
             g["backhaul_delay"] = text
-        network, error = self.validate("accepted", groups)
-        self.assertIsNotNone(network, "gradwire refuses a text Python accepts: " + error)
-        resolved = network["groups"]
+        [(scenario, error)] = self.resolve([self.hybrid(groups)])
+        self.assertIsNotNone(scenario, "gradwire refuses a text Python accepts: " + error)
+        resolved = scenario["network"]["groups"]
         for (text, bps), g in zip(rates, resolved):
             # gradwire writes a rate back in whole bits per second (llround).
             self.assertEqual(runs.parse_data_rate(g["rate"]), math.floor(bps + 0.5), (text, g["rate"]))
@@ -450,17 +502,11 @@ class UnitsAsTheCppSideParsesThem(TempDir):
                  if python_value(runs.parse_data_rate, t) is None]
         cases += [("backhaul_delay", t, "expected a duration") for t, _ in DURATION_CASES
                   if python_value(runs.parse_duration, t) is None]
-
-        def one(i):
-            key, text, _ = cases[i]
-            return self.validate(f"refused-{i}", [self.group(**{key: text}), self.group()])
-
-        # In parallel: one gradwire per case.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            results = list(pool.map(one, range(len(cases))))
-        for (key, text, said), (network, error) in zip(cases, results):
-            self.assertTrue(network is None,
-                            f"{text!r}: gradwire accepts it as {network and network['groups'][0][key]}")
+        results = self.resolve([self.hybrid([self.group(**{key: text}), self.group()])
+                                for key, text, _ in cases])
+        for (key, text, said), (scenario, error) in zip(cases, results):
+            self.assertTrue(scenario is None, f"{text!r}: gradwire accepts it as "
+                            f"{scenario and scenario['network']['groups'][0][key]}")
             self.assertIn(f"network.groups[0].{key}: {said}", error, text)
 
 
