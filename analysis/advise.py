@@ -15,6 +15,9 @@ import math
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runs as run_folders  # noqa: E402  (analysis/runs.py: loading run folders)
+
 # Evaluations before this fraction of the screening are left out of the fit: the first steps
 # of training do not follow the power law of the later ones.
 FIT_FROM = 0.25
@@ -27,21 +30,13 @@ MAX_REACH = 50
 
 
 def load_run(folder):
-    """The run's summary, step times and evaluations; None when it has no results."""
-    summary_path = os.path.join(folder, "summary.json")
-    if not os.path.exists(summary_path):
+    """A screened codec's run: the simulated time at each step ({step: seconds}), its
+    evaluations and bytes per step; None when the screening left no finished run there."""
+    if not run_folders.is_run(folder):
         return None
-    with open(summary_path) as f:
-        summary = json.load(f)
-    steps, evals = {}, []
-    with open(os.path.join(folder, "metrics.jsonl")) as f:
-        for line in f:
-            rec = json.loads(line)
-            if rec.get("type") == "eval":
-                evals.append(rec)
-            elif rec.get("type") == "step":
-                steps[rec["step"]] = rec["sim_time_s"]
-    return {"summary": summary, "steps": steps, "evals": sorted(evals, key=lambda e: e["step"])}
+    run = run_folders.load(folder)
+    return {"steps": {rec["step"]: rec["sim_time_s"] for rec in run.steps}, "evals": run.evals,
+            "bytes_per_step": run.bytes_per_step}
 
 
 class Target:
@@ -155,11 +150,6 @@ def assess(run, plan, target, settled_after=0):
     return out
 
 
-def bytes_per_step(summary):
-    steps = max(1, summary.get("steps") or 1)
-    return (summary.get("payload_bytes") or 0) / steps / max(1, summary.get("workers") or 1)
-
-
 def rank(plan, target):
     """One entry per candidate, fastest first; those that do not reach the target last."""
     entries = []
@@ -175,7 +165,7 @@ def rank(plan, target):
         final = run["evals"][-1]
         entry["screening_quality"] = target.quality(final)
         entry["screening_quality_step"] = final["step"]
-        entry["bytes_per_step"] = bytes_per_step(run["summary"])
+        entry["bytes_per_step"] = run["bytes_per_step"]
         if entry.get("fit") and target.accuracy:
             k, alpha = entry["fit"]["k"], entry["fit"]["alpha"]
             entry["projected_final_accuracy"] = max(0.0, 1.0 - k * plan["full_steps"] ** -alpha)
@@ -303,9 +293,17 @@ def main(argv):
     args = parser.parse_args(argv)
     with open(args.plan) as f:
         plan = json.load(f)
-    first = os.path.join(plan["screening"], plan["candidates"][0]["run"], "scenario.json")
-    with open(first) as f:
-        training = json.load(f).get("training", {})
+    # Every screening run has the scenario's target; any finished one says what it is.
+    folders = [os.path.join(plan["screening"], c["run"]) for c in plan["candidates"]]
+    finished = [f for f in folders if run_folders.is_run(f)]
+    if not finished:
+        print(f"error: no screened codec left a finished run in {plan['screening']}", file=sys.stderr)
+        return 2
+    try:
+        training = run_folders.load(finished[0]).training
+    except run_folders.RunError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     target = Target(training.get("target_accuracy"), training.get("target_perplexity"))
     ranked, dense = rank(plan, target)
     text = answer(ranked, dense, target)

@@ -7,7 +7,8 @@ to the sweep folder as question.json. Its selectors pick runs by scenario keys, 
 are averaged over their seeds; the verdict compares times to target and also reports the
 per-step throughput (samples per simulated second), the way compression papers frame speed.
 
-Standard library only: report.py renders the answer, and this module can be used on its own.
+Runs are analysis/runs.py's Run objects. Standard library only: report.py renders the answer,
+and this module can be used on its own.
 """
 import json
 import os
@@ -57,28 +58,21 @@ def mean_sd(values):
     return mean, sd, len(present)
 
 
-def step_time_s(summary):
-    """Mean simulated step time: compute plus the communication left exposed after it."""
-    if summary.get("mean_step_compute_s") is None or summary.get("mean_step_comm_s") is None:
-        return None
-    return summary["mean_step_compute_s"] + summary["mean_step_comm_s"]
-
-
 def throughput(run):
     """Samples per simulated second of the whole job: workers x batch / mean step time."""
-    step = step_time_s(run["summary"])
-    training = run["scenario"].get("training", {})
+    step = run.step_time_s
+    training = run.training
     if not step or "workers" not in training or "batch" not in training:
         return None
     return training["workers"] * training["batch"] / step
 
 
 def describe_side(runs):
-    ttt = mean_sd([r["summary"].get("time_to_target_s") for r in runs])
-    return {"runs": [r["name"] for r in runs], "time_to_target_s": ttt[0],
+    ttt = mean_sd([r.time_to_target_s for r in runs])
+    return {"runs": [r.name for r in runs], "time_to_target_s": ttt[0],
             "time_to_target_sd": ttt[1], "reached": ttt[2],
             "throughput": mean_sd([throughput(r) for r in runs])[0],
-            "final_accuracy": mean_sd([r["summary"].get("final_accuracy") for r in runs])[0]}
+            "final_accuracy": mean_sd([r.summary.get("final_accuracy") for r in runs])[0]}
 
 
 def verdict(candidate, baseline):
@@ -98,14 +92,14 @@ def answer(question, runs):
     {"per": {key: value}, "candidate": side, "baseline": side, "verdict", "why",
     "speedup" (baseline time to target / candidate's), "throughput_ratio"}."""
     per = question.get("per", [])
-    cand = [r for r in runs if matches(r["scenario"], question["candidate"])]
-    base = [r for r in runs if matches(r["scenario"], question["baseline"])]
+    cand = [r for r in runs if matches(r.scenario, question["candidate"])]
+    base = [r for r in runs if matches(r.scenario, question["baseline"])]
 
     def split_key(run):
         values = []
         for path in per:
             try:
-                values.append(json.dumps(scenario_value(run["scenario"], path), sort_keys=True))
+                values.append(json.dumps(scenario_value(run.scenario, path), sort_keys=True))
             except KeyError:
                 values.append("null")
         return tuple(values)
@@ -136,8 +130,8 @@ def answer(question, runs):
 
 def unanswered_reason(question, runs):
     """Why no row could be formed, for the report (None when rows exist)."""
-    cand = [r for r in runs if matches(r["scenario"], question["candidate"])]
-    base = [r for r in runs if matches(r["scenario"], question["baseline"])]
+    cand = [r for r in runs if matches(r.scenario, question["candidate"])]
+    base = [r for r in runs if matches(r.scenario, question["baseline"])]
     if not cand:
         return "no finished run matches the candidate " + json.dumps(question["candidate"])
     if not base:

@@ -25,6 +25,8 @@ import matplotlib.ticker  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import question  # noqa: E402  (analysis/question.py: a sweep's question and its answer)
+import runs as run_folders  # noqa: E402  (analysis/runs.py: finding, loading and naming runs)
+from runs import method_label, network_label  # noqa: E402
 
 # The summary columns of results.csv, in the order SweepRunner::summary_columns() writes them
 # (sim/study/SweepRunner.cpp), so a report over loose runs writes the same columns as a sweep.
@@ -94,110 +96,27 @@ def fmt(value):
     return str(value)
 
 
-def find_runs(paths):
-    runs, sweeps = [], []
-    for top in paths:
-        if not os.path.isdir(top):
-            raise SystemExit(f"error: {top}: not a folder")
-        for root, dirs, files in os.walk(top):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("logs", "scenarios"))
-            if "results.csv" in files:
-                sweeps.append(root)
-            if "summary.json" in files and "scenario.json" in files:
-                runs.append(root)
-    return sorted(set(runs)), sweeps
-
-
-def load_run(path):
-    with open(os.path.join(path, "summary.json")) as f:
-        summary = json.load(f)
-    with open(os.path.join(path, "scenario.json")) as f:
-        scenario = json.load(f)
-    evals, steps = [], []
-    metrics = os.path.join(path, "metrics.jsonl")
-    if os.path.exists(metrics):
-        with open(metrics) as f:
-            for line in f:
-                rec = json.loads(line)
-                (evals if rec.get("type") == "eval" else steps).append(rec)
-    return {"path": path, "name": os.path.basename(path), "summary": summary,
-            "scenario": scenario, "evals": evals, "steps": steps}
-
-
-def rate_bps(text):
-    units = {"bps": 1, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9, "tbps": 1e12}
-    t = str(text).strip().lower().replace(" ", "")
-    for unit in sorted(units, key=len, reverse=True):
-        if t.endswith(unit):
-            try:
-                return float(t[: -len(unit)]) * units[unit]
-            except ValueError:
-                return None
-    return None
-
-
-def network_label(run):
-    net = run["scenario"].get("network", {})
-    label = net.get("family", "?")
-    if "rate" in net:
-        label += " " + str(net["rate"])
-    return label
-
-
-def network_order(label):
-    """Networks in tables and figures: by family, then slowest link first."""
-    family, _, rate = label.partition(" ")
-    return (family, rate_bps(rate) or 0.0, label)
-
-
-def codec_kind(run):
-    return (run["scenario"].get("codec") or {}).get("kind", "?")
+def networks_in_order(runs):
+    """The network labels of the runs, by family, then slowest link first."""
+    keys = {network_label(r): run_folders.network_key(r) for r in runs}
+    return sorted(keys, key=keys.get)
 
 
 def is_dense(run):
-    return codec_kind(run) in DENSE_KINDS
+    return run.codec_kind in DENSE_KINDS
 
 
-def buckets_label(run):
-    """'' without buckets, else e.g. 'buckets 25 MB (first 1 MB)'."""
-    b = run["scenario"].get("training", {}).get("buckets", "none")
-    if not isinstance(b, dict):
-        return ""
-    text = f"buckets {fmt(b.get('size_mb'))} MB"
-    if b.get("first_mb") not in (None, b.get("size_mb")):
-        text += f" (first {fmt(b.get('first_mb'))} MB)"
-    return text
-
-
-def method_label(run):
-    codec = run["scenario"].get("codec", {})
-    parts = [codec.get("kind", "?")]
-    for key in ("ratio", "density", "levels", "rank"):
-        if key in codec:
-            parts.append(f"{key} {codec[key]}")
-    if codec.get("error_feedback"):
-        parts.append("EF")
-    label = " ".join(parts)
-    if buckets_label(run):
-        label += ", " + buckets_label(run)
-    return label + " / " + run["scenario"].get("topology", {}).get("kind", "?")
-
-
-def dense_label(run):
-    """How a dense configuration is named in the tables: 'fp16, buckets 25 MB', 'none, no buckets'."""
-    return codec_kind(run) + ", " + (buckets_label(run) or "no buckets")
-
-
-def workers(run):
-    return run["scenario"].get("training", {}).get("workers", 0)
+def buckets(run):
+    return run_folders.buckets(run.scenario)
 
 
 # Scenario keys that tell nothing about the configuration: a seed sweep's runs differ in them
 # only. Everything else that differs between two runs makes them different configurations.
 NOT_CONFIGURATION = ("seed", "name", "description", "output")
-# Settings the network, method and workers columns already show.
+# Settings the network, method and workers columns already show. The topology is not among
+# them: where runs differ in it, it is named with the other settings that tell them apart.
 SHOWN_SETTINGS = ("network.family", "network.rate", "codec", "training.workers",
-                  "training.buckets", "topology.kind")
+                  "training.buckets")
 
 
 def flatten(value, prefix=""):
@@ -211,7 +130,7 @@ def flatten(value, prefix=""):
 
 
 def settings(run):
-    flat = flatten(run["scenario"])
+    flat = flatten(run.scenario)
     return {k: v for k, v in flat.items() if k.split(".")[0] not in NOT_CONFIGURATION}
 
 
@@ -233,16 +152,12 @@ def settings_label(run, paths):
     return ", ".join(f"{p}={json.loads(flat[p]) if p in flat else '-'}" for p in paths)
 
 
-def seed(run):
-    return run["scenario"].get("seed")
-
-
 def configurations(runs):
     """Runs grouped by configuration (everything but the seed), each group sorted by seed."""
     groups = {}
     for r in runs:
         groups.setdefault(config_key(r), []).append(r)
-    return [sorted(g, key=lambda r: (str(seed(r)), r["name"])) for g in groups.values()]
+    return [sorted(g, key=lambda r: (str(r.seed), r.name)) for g in groups.values()]
 
 
 # One definition of the seed statistics for the headline table and the question's answer.
@@ -253,8 +168,8 @@ def config_label(group, runs, paths=None):
     """A configuration's name in figures: the method, then what else tells it apart."""
     r = group[0]
     label = method_label(r)
-    if len({workers(x) for x in runs}) > 1:
-        label += f", n={workers(r)}"
+    if len({x.workers for x in runs}) > 1:
+        label += f", n={r.workers}"
     if len({compute_label(x) for x in runs}) > 1:
         label += f", {compute_label(r)}"
     paths = varying_settings(runs) if paths is None else paths
@@ -301,7 +216,7 @@ def save(fig, out_dir, stem):
 
 def accuracy_points(run):
     """{step: (simulated time, accuracy)} of a run's evaluations."""
-    return {e["step"]: (e["sim_time_s"], e["accuracy"]) for e in run["evals"]
+    return {e["step"]: (e["sim_time_s"], e["accuracy"]) for e in run.evals
             if e.get("accuracy") is not None}
 
 
@@ -310,7 +225,7 @@ def plot_accuracy(runs, out_dir):
     if not with_evals:
         return (None, "no run has evaluations with an accuracy in metrics.jsonl; "
                 "set training.eval_every (and a classification model) to get this figure.")
-    nets = sorted({network_label(r) for r in with_evals}, key=network_order)
+    nets = networks_in_order(with_evals)
     groups = configurations(with_evals)
     paths = varying_settings(runs)
     labels = {id(g[0]): config_label(g, runs, paths) for g in groups}
@@ -340,7 +255,7 @@ def plot_accuracy(runs, out_dir):
             ax.fill_between(t, [max(0.0, m - d) for m, d in zip(mean, sd)],
                             [min(1.0, m + d) for m, d in zip(mean, sd)],
                             color=color, alpha=0.2, linewidth=0)
-        target = max((r["scenario"].get("training", {}).get("target_accuracy") or 0 for r in runs), default=0)
+        target = max((r.training.get("target_accuracy") or 0 for r in runs), default=0)
         if target:
             ax.axhline(target, color="grey", linestyle="--", linewidth=0.8)
         ax.set_title(net)
@@ -352,30 +267,32 @@ def plot_accuracy(runs, out_dir):
 
 
 def compute_label(run):
-    c = run["scenario"].get("compute", {})
+    c = run.scenario.get("compute", {})
     mode = c.get("mode", "?")
     detail = c.get("profile") or c.get("seconds_per_sample") or c.get("seconds") or c.get("scale")
     return f"{mode} {detail}" if detail is not None else mode
 
 
+def topology(run):
+    return (run.scenario.get("topology") or {}).get("kind", "?")
+
+
 def group_key(run):
     """Runs that differ only in codec, buckets and network are compared with each other."""
-    return (workers(run), run["scenario"].get("topology", {}).get("kind"),
-            run["scenario"].get("seed"), compute_label(run),
-            run["scenario"].get("compute", {}).get("codec_time", "free"))
+    return (run.workers, topology(run), run.seed, compute_label(run),
+            run.scenario.get("compute", {}).get("codec_time", "free"))
 
 
 def comparison_key(run):
     return (network_label(run),) + group_key(run)
 
 
-def step_time_s(run):
-    """Mean simulated step time: compute plus the communication left exposed after it."""
-    return question.step_time_s(run["summary"])
-
-
 def ttt(run):
-    return run["summary"].get("time_to_target_s")
+    return run.time_to_target_s
+
+
+def step_time_s(run):
+    return run.step_time_s
 
 
 def ratio(base, value):
@@ -394,85 +311,104 @@ def baselines(runs, reference):
     out = {}
     for key, members in groups.items():
         dense = [r for r in members if is_dense(r)]
-        reached = [r for r in dense if ttt(r)]
-        timed = [r for r in dense if step_time_s(r)]
+        reached = [r for r in dense if r.time_to_target_s]
+        timed = [r for r in dense if r.step_time_s]
         if reached:
             basis, metric = "time to target", ttt
-            best = min(reached, key=lambda r: (ttt(r), r["name"]))
+            best = min(reached, key=lambda r: (r.time_to_target_s, r.name))
         elif timed:
             basis, metric = "step time", step_time_s
-            best = min(timed, key=lambda r: (step_time_s(r), r["name"]))
+            best = min(timed, key=lambda r: (r.step_time_s, r.name))
         else:
             basis, metric, best = None, None, None
         best_name = None
         if best is not None:
-            best_name = dense_label(best)
-            if sum(dense_label(d) == best_name for d in dense) > 1:
-                best_name += f" ({best['name']})"
-        fp32 = [r for r in dense if codec_kind(r) == "none"]
+            best_name = method_label(best)
+            if sum(method_label(d) == best_name for d in dense) > 1:
+                best_name += f" ({best.name})"
+        fp32 = [r for r in dense if r.codec_kind == "none"]
         for r in members:
-            same_buckets = [d for d in fp32 if buckets_label(d) == buckets_label(r)]
-            plain = [d for d in fp32 if not buckets_label(d)]
+            same_buckets = [d for d in fp32 if buckets(d) == buckets(r)]
+            plain = [d for d in fp32 if buckets(d) == "none"]
             d32 = (same_buckets or plain or [None])[0]
             ref = reference(r)
-            out[r["name"]] = {
+            out[r.name] = {
                 "basis": basis,
                 "vs_dense_fp32": ratio(metric(d32), metric(r)) if metric and d32 else None,
-                "dense_fp32": d32["name"] if d32 else None,
+                "dense_fp32": d32.name if d32 else None,
                 "vs_best_dense": ratio(metric(best), metric(r)) if metric else None,
                 "best_dense": best_name,
-                "best_dense_run": best["name"] if best else None,
-                "vs_ref": ratio(ttt(ref), ttt(r)) if ref else None,
-                "reference": ref["name"] if ref else None,
+                "best_dense_run": best.name if best else None,
+                "vs_ref": ratio(ref.time_to_target_s, r.time_to_target_s) if ref else None,
+                "reference": ref.name if ref else None,
             }
     return out
 
 
+# What --reference may select on: KEY=VALUE -> the run's value compared with VALUE.
+REFERENCE_KEYS = {
+    "codec": lambda r: r.codec_kind,
+    "name": lambda r: r.name,
+    "rate": lambda r: r.rate_bps,
+    "family": lambda r: r.network.get("family"),
+    "workers": lambda r: str(r.workers),
+    "topology": topology,
+}
+
+
+def parse_reference(spec):
+    """{key: value} of a --reference such as codec=none,rate=10Gbps; the rate in bits per
+    second, so that 10Gbps selects the same runs as 10000Mbps. ValueError when malformed."""
+    wanted = {}
+    for item in spec.split(","):
+        key, eq, value = item.partition("=")
+        if not eq or key not in REFERENCE_KEYS:
+            raise ValueError(f"--reference: expected KEY=VALUE[,KEY=VALUE...] with KEY one of "
+                             f"{', '.join(REFERENCE_KEYS)}, got {item!r}")
+        if key == "rate":
+            try:
+                value = run_folders.parse_data_rate(value)
+            except ValueError as e:
+                raise ValueError(f"--reference: rate: {e}") from None
+        wanted[key] = value
+    return wanted
+
+
 def make_reference(runs, spec):
     if spec:
-        wanted = dict(item.split("=", 1) for item in spec.split(","))
-
-        def matches(r):
-            flat = {"codec": codec_kind(r), "name": r["name"],
-                    "rate": str(r["scenario"]["network"].get("rate")),
-                    "family": r["scenario"]["network"].get("family"),
-                    "workers": str(workers(r)),
-                    "topology": r["scenario"]["topology"].get("kind")}
-            return all(flat.get(k) == v for k, v in wanted.items())
-
-        candidates = [r for r in runs if matches(r)]
+        wanted = parse_reference(spec)
+        candidates = [r for r in runs if all(REFERENCE_KEYS[k](r) == v for k, v in wanted.items())]
     else:
-        candidates = [r for r in runs if codec_kind(r) == "none" and not buckets_label(r)]
-        candidates = candidates or [r for r in runs if codec_kind(r) == "none"]
+        candidates = [r for r in runs if r.codec_kind == "none" and buckets(r) == "none"]
+        candidates = candidates or [r for r in runs if r.codec_kind == "none"]
 
     def reference(run):
         same = [c for c in candidates
-                if workers(c) == workers(run) and compute_label(c) == compute_label(run)]
-        same = same or [c for c in candidates if workers(c) == workers(run)] or candidates
+                if c.workers == run.workers and compute_label(c) == compute_label(run)]
+        same = same or [c for c in candidates if c.workers == run.workers] or candidates
         # In a seed sweep each seed is compared with the reference of the same seed.
-        same = [c for c in same if seed(c) == seed(run)] or same
+        same = [c for c in same if c.seed == run.seed] or same
         if not same:
             return None
-        return max(same, key=lambda c: rate_bps(c["scenario"]["network"].get("rate", "0bps")) or 0)
+        return max(same, key=lambda c: c.rate_bps or 0)
 
     return reference
 
 
-def rate_of(run):
-    return rate_bps(run["scenario"].get("network", {}).get("rate", ""))
-
-
 def series_key(run, runs, with_seed=True):
-    """One line / one crossover row per method and worker count (and compute model, if several).
-    Without the seed, the runs of a seed sweep fall into one series (the figure's error bars)."""
-    key = (method_label(run), workers(run), run["scenario"].get("network", {}).get("family", "?"))
+    """One line / one crossover row per method and worker count (and topology or compute model,
+    if several). Without the seed, the runs of a seed sweep fall into one series (the figure's
+    error bars)."""
+    key = (method_label(run), run.workers, run.network.get("family", "?"))
     extra = []
+    if len({topology(x) for x in runs}) > 1:
+        extra.append(topology(run))
     if len({compute_label(x) for x in runs}) > 1:
         extra.append(compute_label(run))
-    if len({x["scenario"].get("compute", {}).get("codec_time", "free") for x in runs}) > 1:
-        extra.append("codec time " + run["scenario"].get("compute", {}).get("codec_time", "free"))
-    if with_seed and len({x["scenario"].get("seed") for x in runs}) > 1:
-        extra.append(f"seed {run['scenario'].get('seed')}")
+    if len({x.scenario.get("compute", {}).get("codec_time", "free") for x in runs}) > 1:
+        extra.append("codec time " + run.scenario.get("compute", {}).get("codec_time", "free"))
+    if with_seed and len({x.seed for x in runs}) > 1:
+        extra.append(f"seed {run.seed}")
     return key + (", ".join(extra),)
 
 
@@ -488,11 +424,11 @@ def rate_series(runs, table, with_seed=True):
     result at that rate."""
     series = {}
     for r in runs:
-        bw = rate_of(r)
-        if bw is None or table[r["name"]]["basis"] is None:
+        bw = r.rate_bps
+        if bw is None or table[r.name]["basis"] is None:
             continue
         series.setdefault(series_key(r, runs, with_seed), []).append(
-            (bw, table[r["name"]]["vs_best_dense"]))
+            (bw, table[r.name]["vs_best_dense"]))
     return {k: sorted(v, key=lambda p: p[0]) for k, v in series.items()}
 
 
@@ -547,8 +483,8 @@ def plot_speedup(runs, table, out_dir):
                 "(none, fp16 or bf16) in every group to get this figure and the crossover table.")
     refs = {}
     for r in runs:
-        if rate_of(r) is not None and table[r["name"]]["vs_ref"] is not None:
-            refs.setdefault(series_key(r, runs, False), []).append((rate_of(r), table[r["name"]]["vs_ref"]))
+        if r.rate_bps is not None and table[r.name]["vs_ref"] is not None:
+            refs.setdefault(series_key(r, runs, False), []).append((r.rate_bps, table[r.name]["vs_ref"]))
     refs = {k: by_rate(v) for k, v in refs.items()}
     refs = {k: v for k, v in refs.items() if len(v) >= 2}
     fig, axes = plt.subplots(1, 2 if refs else 1, figsize=(11 if refs else 6.5, 4), squeeze=False)
@@ -560,7 +496,7 @@ def plot_speedup(runs, table, out_dir):
 
     colors = colors_for({name(k) for k in list(series) + list(refs)})
     dense_keys = {series_key(r, runs, False) for r in runs if is_dense(r)}
-    by_step_time = {series_key(r, runs, False) for r in runs if table[r["name"]]["basis"] == "step time"}
+    by_step_time = {series_key(r, runs, False) for r in runs if table[r.name]["basis"] == "step time"}
 
     def draw(ax, key, pts, label):
         # Error bars: one sample standard deviation over the seeds at that rate.
@@ -588,14 +524,8 @@ def plot_speedup(runs, table, out_dir):
     return save(fig, out_dir, "speedup_vs_bandwidth")
 
 
-def bytes_per_step(run):
-    s = run["summary"]
-    steps = max(1, s.get("steps", 1) or 1)
-    return (s.get("payload_bytes") or 0) / steps / max(1, s.get("workers", 1) or 1)
-
-
 def plot_bytes(runs, out_dir):
-    pts = [r for r in runs if r["summary"].get("final_accuracy") is not None and bytes_per_step(r) > 0]
+    pts = [r for r in runs if r.summary.get("final_accuracy") is not None and r.bytes_per_step > 0]
     if not pts:
         return (None, "no run has both a final accuracy and payload bytes; runs "
                 "with evaluations (training.eval_every) give this figure.")
@@ -606,14 +536,14 @@ def plot_bytes(runs, out_dir):
     colors = colors_for(set(labels.values()))
     # A method has the same bytes on every network and often the same accuracy: a marker shape
     # per network, hollow, keeps coinciding points visible.
-    nets = sorted({network_label(r) for r in pts}, key=network_order)
+    nets = networks_in_order(pts)
     markers = dict(zip(nets, "osD^vP*Xph" * (1 + len(nets) // 10)))
     sizes = dict(zip(nets, [9 - 5 * i / max(1, len(nets) - 1) for i in range(len(nets))]))
-    for group in sorted(groups, key=lambda g: (network_order(network_label(g[0])), labels[id(g[0])])):
+    for group in sorted(groups, key=lambda g: (run_folders.network_key(g[0]), labels[id(g[0])])):
         net = network_label(group[0])
         label = f"{labels[id(group[0])]}, {net}"
-        acc, acc_sd, _ = mean_sd([r["summary"]["final_accuracy"] for r in group])
-        size, size_sd, _ = mean_sd([bytes_per_step(r) for r in group])
+        acc, acc_sd, _ = mean_sd([r.summary["final_accuracy"] for r in group])
+        size, size_sd, _ = mean_sd([r.bytes_per_step for r in group])
         if len(group) > 1:
             label += f" (mean ± sd, {len(group)} seeds)"
         color = colors[labels[id(group[0])]]
@@ -621,7 +551,7 @@ def plot_bytes(runs, out_dir):
                     yerr=[acc_sd] if acc_sd else None, fmt=markers[net], markersize=sizes[net],
                     markerfacecolor="none", capsize=3, label=label, color=color)
     ax.set_xscale("log")
-    sizes_seen = [bytes_per_step(r) for r in pts]
+    sizes_seen = [r.bytes_per_step for r in pts]
     ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter(unit="B", sep=""))
     # Within a decade the log axis has no major tick to label; label the minor ones then.
     ax.xaxis.set_minor_formatter(matplotlib.ticker.EngFormatter(unit="B", sep="")
@@ -638,12 +568,12 @@ def breakdown(runs):
     """Per run with step times: (name, compute ms, codec ms or None, exposed comm ms, step ms)."""
     rows = []
     for r in runs:
-        s = r["summary"]
-        if step_time_s(r) is None:
+        s = r.summary
+        if r.step_time_s is None:
             continue
         codec = s.get("mean_step_codec_s")
-        rows.append((r["name"], 1e3 * s["mean_step_compute_s"],
-                     1e3 * codec if codec else None, 1e3 * s["mean_step_comm_s"], 1e3 * step_time_s(r)))
+        rows.append((r.name, 1e3 * s["mean_step_compute_s"],
+                     1e3 * codec if codec else None, 1e3 * s["mean_step_comm_s"], 1e3 * r.step_time_s))
     return rows
 
 
@@ -679,15 +609,15 @@ def headline_measures(runs, table):
     measures = [
         ("time_to_target_s", "time to target (s)", ttt, fmt),
         ("speedup_vs_dense_fp32", "speedup vs dense fp32 (x)",
-         lambda r: table[r["name"]]["vs_dense_fp32"], speedup),
+         lambda r: table[r.name]["vs_dense_fp32"], speedup),
         ("speedup_vs_best_dense", "speedup vs best dense (x)",
-         lambda r: table[r["name"]]["vs_best_dense"], speedup),
-        ("final_accuracy", "final accuracy", lambda r: r["summary"].get("final_accuracy"), fmt),
-        ("bytes_per_step", "bytes per step", lambda r: bytes_per_step(r) or None, fmt),
+         lambda r: table[r.name]["vs_best_dense"], speedup),
+        ("final_accuracy", "final accuracy", lambda r: r.summary.get("final_accuracy"), fmt),
+        ("bytes_per_step", "bytes per step", lambda r: r.bytes_per_step or None, fmt),
     ]
-    if any(r["summary"].get("lost_gradient_fraction") is not None for r in runs):
+    if any(r.summary.get("lost_gradient_fraction") is not None for r in runs):
         measures.append(("lost_gradient_fraction", "lost gradient (fraction, UDP)",
-                         lambda r: r["summary"].get("lost_gradient_fraction"), fmt))
+                         lambda r: r.summary.get("lost_gradient_fraction"), fmt))
     return measures
 
 
@@ -715,21 +645,21 @@ def headline(runs, table):
             basis = ""
             if column.startswith("speedup"):
                 # A group whose dense runs never reached the target is compared on step time.
-                bases = {table[x["name"]]["basis"] for x, v in zip(group, values) if v is not None}
+                bases = {table[x.name]["basis"] for x, v in zip(group, values) if v is not None}
                 basis = "step time" if bases == {"step time"} else "mixed" if len(bases) > 1 else ""
                 if basis:
                     shown += f" [{basis}]"
             cells.append((column, mean, sd, n, shown, basis))
-        labels = [network_label(r), method_label(r), fmt(workers(r))]
+        labels = [network_label(r), method_label(r), fmt(r.workers)]
         if paths:
             labels.append(settings_label(r, paths))
         # Per network, the configuration that reached the target first leads; those that never
         # reached it follow, fastest step first.
         time = cells[0][1]
-        steps = mean_sd([step_time_s(x) for x in group])[0]
-        order = (network_order(labels[0]), time is None, time or 0.0,
+        steps = mean_sd([x.step_time_s for x in group])[0]
+        order = (run_folders.network_key(r), time is None, time or 0.0,
                  steps if steps is not None else math.inf, labels[1:])
-        rows.append((order, ([x["name"] for x in group], labels, cells, [seed(x) for x in group])))
+        rows.append((order, ([x.name for x in group], labels, cells, [x.seed for x in group])))
     header = (["network", "method", "workers"] + (["settings"] if paths else [])
               + [m[1] for m in measures] + ["runs (seeds)"])
     return header, [row for _, row in sorted(rows, key=lambda r: r[0])]
@@ -801,7 +731,7 @@ def results_rows(runs, sweeps, out_dir):
                 rows.extend(reader)
         return header, rows
     header = ["run", "status"] + SUMMARY_COLUMNS
-    rows = [[r["name"], "ok"] + [fmt(r["summary"].get(c)) for c in SUMMARY_COLUMNS] for r in runs]
+    rows = [[r.name, "ok"] + [fmt(r.summary.get(c)) for c in SUMMARY_COLUMNS] for r in runs]
     with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(header)
@@ -887,11 +817,18 @@ def main(argv):
     parser.add_argument("dirs", nargs="+")
     args = parser.parse_args(argv)
 
-    run_dirs, sweeps = find_runs(args.dirs)
-    if not run_dirs:
-        print("error: no run folders (with summary.json) under " + " ".join(args.dirs), file=sys.stderr)
+    try:
+        run_dirs, sweeps = run_folders.find(args.dirs)
+        if not run_dirs:
+            raise run_folders.RunError("no run folders (with summary.json and scenario.json) "
+                                       "under " + " ".join(args.dirs))
+        runs = [run_folders.load(d) for d in run_dirs]
+        for r in runs:
+            r.rate_bps  # a malformed rate is refused here, before anything is written
+        reference = make_reference(runs, args.reference)
+    except (run_folders.RunError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
-    runs = [load_run(d) for d in run_dirs]
     os.makedirs(args.out, exist_ok=True)
     # Figures from an earlier report into the same folder must not outlive a figure now omitted.
     for stem in FIGURES:
@@ -899,7 +836,7 @@ def main(argv):
             if os.path.exists(os.path.join(args.out, stem + ext)):
                 os.remove(os.path.join(args.out, stem + ext))
 
-    table = baselines(runs, make_reference(runs, args.reference))
+    table = baselines(runs, reference)
     steps = breakdown(runs)
     head_header, head_rows = headline(runs, table)
     figures = {"time_to_target": plot_time_to_target(head_rows, args.out),
@@ -910,15 +847,17 @@ def main(argv):
     header, rows = results_rows(runs, sweeps, args.out)
 
     speed_rows = []
-    for r in sorted(runs, key=lambda r: (network_label(r), method_label(r), workers(r), r["name"])):
-        t = table[r["name"]]
-        speed_rows.append([r["name"], network_label(r), method_label(r), fmt(workers(r)),
-                           fmt(ttt(r)), ms(1e3 * step_time_s(r) if step_time_s(r) else None),
+    paths = varying_settings(runs)
+    for r in sorted(runs, key=lambda r: (run_folders.network_key(r), method_label(r), r.workers, r.name)):
+        t = table[r.name]
+        method = method_label(r) + (", " + settings_label(r, paths) if paths else "")
+        speed_rows.append([r.name, network_label(r), method, fmt(r.workers),
+                           fmt(r.time_to_target_s), ms(1e3 * r.step_time_s if r.step_time_s else None),
                            t["basis"] or "-", speedup_text(t["vs_dense_fp32"]),
                            speedup_text(t["vs_best_dense"]), t["best_dense"] or "-",
                            speedup_text(t["vs_ref"]), t["reference"] or "-",
-                           fmt(bytes_per_step(r)), fmt(r["summary"].get("compression_ratio")),
-                           fmt(r["summary"].get("final_accuracy"))])
+                           fmt(r.bytes_per_step), fmt(r.summary.get("compression_ratio")),
+                           fmt(r.summary.get("final_accuracy"))])
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>gradwire report</title>",
              "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}"
              "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}"

@@ -2,39 +2,44 @@
 """Tabulate gradwire run folders (runs/<name>/summary.json + scenario.json) as Markdown or CSV.
 
 Usage: analysis/summarize_runs.py [--csv] RUN_DIR [RUN_DIR ...]
-Standard library only, so it works with any python3. Plotted reports come with the `report`
-command; this is the quick comparison table.
+Standard library only, so it works with any python3. Methods and networks are named as the
+report names them (analysis/runs.py). Plotted reports come with the `report` command; this is
+the quick comparison table.
 """
 import argparse
 import csv
-import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runs as run_folders  # noqa: E402  (analysis/runs.py: loading and naming runs)
+
+def ms(seconds):
+    return None if seconds is None else 1e3 * seconds
+
+
 COLUMNS = [
-    ("run", lambda s, c: s["name"]),
-    ("codec", lambda s, c: s["codec"]),
-    ("topology", lambda s, c: s["topology"]),
-    ("rate", lambda s, c: c["network"].get("rate", "")),
-    ("workers", lambda s, c: s["workers"]),
-    ("final_accuracy", lambda s, c: s["final_accuracy"]),
-    ("time_to_target_s", lambda s, c: s["time_to_target_s"]),
-    ("sim_time_s", lambda s, c: s["sim_time_s"]),
-    ("step_compute_ms", lambda s, c: 1e3 * s["mean_step_compute_s"]),
-    ("step_comm_ms", lambda s, c: 1e3 * s["mean_step_comm_s"]),
-    ("bytes_on_wire", lambda s, c: s["bytes_on_wire"]),
-    ("compression_ratio", lambda s, c: s["compression_ratio"]),
-    ("wall_time_s", lambda s, c: s["wall_time_s"]),
-    ("ns3_wall_time_s", lambda s, c: s["ns3_wall_time_s"]),
+    ("run", lambda r: r.name),
+    ("method", run_folders.method_label),
+    ("codec", lambda r: r.summary["codec"]),
+    ("topology", lambda r: r.summary["topology"]),
+    ("rate", lambda r: r.network.get("rate", "")),
+    ("workers", lambda r: r.summary["workers"]),
+    ("final_accuracy", lambda r: r.summary["final_accuracy"]),
+    ("time_to_target_s", lambda r: r.summary["time_to_target_s"]),
+    ("sim_time_s", lambda r: r.summary["sim_time_s"]),
+    ("step_compute_ms", lambda r: ms(r.summary["mean_step_compute_s"])),
+    ("step_comm_ms", lambda r: ms(r.summary["mean_step_comm_s"])),
+    ("bytes_on_wire", lambda r: r.summary["bytes_on_wire"]),
+    ("compression_ratio", lambda r: r.summary["compression_ratio"]),
+    ("wall_time_s", lambda r: r.summary["wall_time_s"]),
+    ("ns3_wall_time_s", lambda r: r.summary["ns3_wall_time_s"]),
 ]
 
 
-def load(run_dir):
-    with open(os.path.join(run_dir, "summary.json")) as f:
-        summary = json.load(f)
-    with open(os.path.join(run_dir, "scenario.json")) as f:
-        scenario = json.load(f)
-    return [get(summary, scenario) for _, get in COLUMNS]
+def row(run_dir):
+    run = run_folders.load(run_dir)
+    return [get(run) for _, get in COLUMNS]
 
 
 def fmt(value):
@@ -53,9 +58,13 @@ def main(argv):
     rows = []
     for run in args.runs:
         try:
-            rows.append(load(run))
-        except (OSError, KeyError, json.JSONDecodeError) as e:
-            print(f"error: {run}: not a complete gradwire run ({e})", file=sys.stderr)
+            rows.append(row(run))
+        except run_folders.RunError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        except KeyError as e:
+            print(f"error: {run}: not a complete gradwire run (summary.json has no {e})",
+                  file=sys.stderr)
             return 2
     header = [name for name, _ in COLUMNS]
     if args.csv:
@@ -65,8 +74,8 @@ def main(argv):
         return 0
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    for row in rows:
-        print("| " + " | ".join(fmt(v) for v in row) + " |")
+    for r in rows:
+        print("| " + " | ".join(fmt(v) for v in r) + " |")
     return 0
 
 

@@ -170,6 +170,20 @@ class Advise(unittest.TestCase):
         self.assertTrue(advice["answer"].startswith("No codec beats dense SGD on this scenario"), advice["answer"])
         self.assertIn("top-k, needs 3.6 s", advice["answer"])
 
+    def test_a_failed_first_candidate_leaves_the_target_to_the_others(self):
+        # The target is read from a finished screening run, whichever candidate comes first.
+        k_dense = k_reaching(150)
+        write_run(self.screening, "dense", pace=0.01, accuracy=lambda s: 1 - k_dense / math.sqrt(s))
+        advice = self.run_advise([self.cand("missing", "fp16", "fp16"),
+                                  self.cand("dense", "none", "dense SGD")])
+        self.assertEqual(advice["target"]["accuracy"], TARGET)
+        self.assertEqual([e["run"] for e in advice["ranking"]], ["dense", "missing"])
+        self.assertEqual(advice["ranking"][1]["how"], "failed")
+
+    def test_no_finished_screening_run_is_an_error(self):
+        self.assertEqual(advise.main(["--plan", self.plan([self.cand("missing", "fp16", "fp16")])]), 2)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "advice.json")))
+
     def test_a_projection_past_the_scenarios_steps_is_marked(self):
         k_dense, k_slow = k_reaching(150), k_reaching(900)
         write_run(self.screening, "dense", pace=0.01, accuracy=lambda s: 1 - k_dense / math.sqrt(s))

@@ -6,9 +6,11 @@ expected number is computed here from the times written into the folders, so a w
 speedup or crossover fails. Run by ctest (`report_test`) or directly with /usr/bin/python3.
 Exit 77 (ctest: skipped) when matplotlib is missing.
 """
+import contextlib
 import csv
 import html.parser
 import importlib.util
+import io
 import json
 import math
 import os
@@ -31,8 +33,13 @@ spec = importlib.util.spec_from_file_location("report", os.path.join(SOURCE, "an
 report = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(report)
 
-BUCKETS = {"size_mb": 25, "first_mb": 1}
-BUCKETS_LABEL = "buckets 25 MB (first 1 MB)"
+# Buckets other than gradwire's default (25 MB, first 1 MB), and the methods' names in tables
+# and figures (analysis/runs.py's method_label): the runs here are rings, whose default is to
+# have buckets, so those without are named so.
+BUCKETS = {"size_mb": 10, "first_mb": 1}
+BUCKETS_LABEL = "buckets 10 MB (first 1 MB)"
+TOPK_LABEL = "topk (1%), no buckets"
+POWERSGD_LABEL = "powersgd (rank 2), no buckets"
 
 
 def write_run(parent, name, *, rate, codec, workers=4, buckets="none", ttt=None,
@@ -210,7 +217,7 @@ class ReportTest(unittest.TestCase):
         for rate, times in TTT4.items():
             dense = {k: v for k, v in times.items() if k in ("none", "none_b", "fp16_b")}
             best = min(dense, key=dense.get)
-            name = {"none": "none, no buckets", "none_b": "none, " + BUCKETS_LABEL,
+            name = {"none": "dense SGD, no buckets", "none_b": "dense SGD, " + BUCKETS_LABEL,
                     "fp16_b": "fp16, " + BUCKETS_LABEL}[best]
             for key in ("topk", "powersgd"):
                 row = self.speedups[f"n4-{rate}-{key}"]
@@ -223,13 +230,13 @@ class ReportTest(unittest.TestCase):
             row = self.speedups[f"n4-{rate}-fp16_b"]
             self.assertEqual(row["speedup vs dense fp32 (x)"], "%.3g" % (times["none_b"] / times["fp16_b"]))
         self.assertEqual(self.speedups["n4-100Mbps-topk"]["best dense"], "fp16, " + BUCKETS_LABEL)
-        self.assertEqual(self.speedups["n4-10Gbps-topk"]["best dense"], "none, " + BUCKETS_LABEL)
+        self.assertEqual(self.speedups["n4-10Gbps-topk"]["best dense"], "dense SGD, " + BUCKETS_LABEL)
 
     def test_step_time_basis_when_no_run_reached_the_target(self):
         for rate, times in STEP2.items():
             row = self.speedups[f"n2-{rate}-topk"]
             self.assertEqual(row["basis"], "step time")
-            self.assertEqual(row["best dense"], "none, no buckets")
+            self.assertEqual(row["best dense"], "dense SGD, no buckets")
             dense_step = sum(times["none"][:2])
             self.assertEqual(row["speedup vs best dense (x)"], "%.3g" % (dense_step / sum(times["topk"][:2])))
             self.assertEqual(row["time_to_target_s"], "")
@@ -237,13 +244,13 @@ class ReportTest(unittest.TestCase):
 
     def test_crossover_rate_per_codec_and_worker_count(self):
         cross = {(r["method"], r["workers"]): r for r in records(self.tables["crossover"])}
-        self.assertEqual(cross[("topk ratio 0.01 / ring", "4")]["stops paying at"], "10 Gbps")
-        self.assertEqual(cross[("topk ratio 0.01 / ring", "4")]["beats best dense at"], "100 Mbps, 1 Gbps")
-        self.assertEqual(cross[("powersgd rank 2 / ring", "4")]["stops paying at"], "never beats dense")
-        self.assertEqual(cross[("topk ratio 0.01 / ring", "8")]["stops paying at"], "beats dense at every rate")
-        self.assertEqual(cross[("topk ratio 0.01 / ring", "2")]["stops paying at"], "1 Gbps")
+        self.assertEqual(cross[(TOPK_LABEL, "4")]["stops paying at"], "10 Gbps")
+        self.assertEqual(cross[(TOPK_LABEL, "4")]["beats best dense at"], "100 Mbps, 1 Gbps")
+        self.assertEqual(cross[(POWERSGD_LABEL, "4")]["stops paying at"], "never beats dense")
+        self.assertEqual(cross[(TOPK_LABEL, "8")]["stops paying at"], "beats dense at every rate")
+        self.assertEqual(cross[(TOPK_LABEL, "2")]["stops paying at"], "1 Gbps")
         # Dense configurations are baselines, not rows.
-        self.assertFalse(any(m.startswith(("none", "fp16")) for m, _ in cross))
+        self.assertFalse(any(m.startswith(("dense SGD", "fp16")) for m, _ in cross))
         self.assertEqual(len(cross), 4)
 
     def test_breakdown_has_codec_only_where_measured(self):
@@ -298,14 +305,14 @@ class ReportTest(unittest.TestCase):
         row = next(r for r in head.rows if r["runs"] == ["n4-100Mbps-topk"])
         self.assertEqual(float(row["cells"]["speedup_vs_dense_fp32"]["data-mean"]), 100.0 / 20.0)
         self.assertEqual(float(row["cells"]["speedup_vs_best_dense"]["data-mean"]), 50.0 / 20.0)
-        self.assertEqual(row["labels"], ["ethernet 100Mbps", "topk ratio 0.01 / ring", "4"])
+        self.assertEqual(row["labels"], ["100Mbps ethernet", TOPK_LABEL, "4"])
 
     def test_headline_rows_fastest_first_per_network(self):
         head = Headline(self.page)
         networks = [row["labels"][0] for row in head.rows]
         # Each network's rows together, slowest link first.
         order = [n for i, n in enumerate(networks) if i == 0 or networks[i - 1] != n]
-        self.assertEqual(order, ["ethernet 100Mbps", "ethernet 1Gbps", "ethernet 10Gbps"])
+        self.assertEqual(order, ["100Mbps ethernet", "1Gbps ethernet", "10Gbps ethernet"])
         for net in order:
             times = [row["cells"]["time_to_target_s"]["data-mean"] for row in head.rows
                      if row["labels"][0] == net]
@@ -313,7 +320,7 @@ class ReportTest(unittest.TestCase):
             self.assertEqual(reached, sorted(reached), net)
             # Runs that never reached the target come last.
             self.assertEqual(times[:len(reached)], [t for t in times if t], net)
-        first = next(r for r in head.rows if r["labels"][0] == "ethernet 100Mbps")
+        first = next(r for r in head.rows if r["labels"][0] == "100Mbps ethernet")
         self.assertEqual(first["runs"], ["n4-100Mbps-topk"])  # 20 s: the fastest at 100 Mbps
 
     def test_figures_and_results_agree_with_tables(self):
@@ -341,6 +348,27 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(row["reference"], "n4-10Gbps-none")
         self.assertEqual(row["speedup vs reference (x)"], "%.3g" % (TTT4["10Gbps"]["none"] / TTT4["100Mbps"]["topk"]))
 
+    def test_reference_rate_in_any_unit(self):
+        # 10000 Mbit/s is the 10 Gbps network, however the scenario spells it.
+        out = os.path.join(self.tmp, "ref-rate")
+        self.assertEqual(report.main(["--out", out, "--reference", "codec=fp16,rate=10000 Mb/s",
+                                      os.path.join(self.tmp, "runs")]), 0)
+        with open(os.path.join(out, "report.html")) as f:
+            rows = {r["run"]: r for r in records(Tables(f.read()).tables["speedups"])}
+        self.assertEqual(rows["n4-100Mbps-topk"]["reference"], "n4-10Gbps-fp16_b")
+
+    def test_a_malformed_reference_is_refused(self):
+        for spec, said in (("rate=fast", "--reference: rate: expected a data rate"),
+                           ("speed=1Gbps", "--reference: expected KEY=VALUE"),
+                           ("codec", "--reference: expected KEY=VALUE")):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                code = report.main(["--out", os.path.join(self.tmp, "bad-ref"), "--reference", spec,
+                                    os.path.join(self.tmp, "runs")])
+            self.assertEqual(code, 2, spec)
+            self.assertIn(said, err.getvalue(), spec)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "bad-ref")))
+
     def test_no_empty_figures(self):
         # One compressing run at one rate, without evaluations or a dense run: nothing to plot
         # for accuracy, bytes or speedup; the page says what is missing instead.
@@ -364,6 +392,16 @@ class ReportTest(unittest.TestCase):
         self.assertNotIn('class="crossover"', page)
         breakdown = Tables(page).tables["breakdown"]
         self.assertNotIn("codec (ms/step)", breakdown[0])  # no codec time recorded
+
+    def test_a_malformed_rate_is_refused_before_anything_is_written(self):
+        runs = os.path.join(self.tmp, "bad-rate")
+        write_run(runs, "fast", rate="fast", codec={"kind": "none"}, ttt=1.0)
+        out = os.path.join(self.tmp, "bad-rate-report")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(report.main(["--out", out, runs]), 2)
+        self.assertIn("fast/scenario.json: network.rate: expected a data rate", err.getvalue())
+        self.assertFalse(os.path.exists(out))
 
     def test_summary_columns_match_the_sweep_runner(self):
         with open(os.path.join(SOURCE, "sim", "study", "SweepRunner.cpp")) as f:
@@ -432,7 +470,7 @@ class SeededReportTest(unittest.TestCase):
                 row = self.rows[names]
                 label = f"{rate} {key}"
                 cells = row["cells"]
-                self.assertEqual(row["labels"][0], f"ethernet {rate}")
+                self.assertEqual(row["labels"][0], f"{rate} ethernet")
                 self.assertEqual(cells["runs"]["text"], "3 (seeds 1, 2, 3)")
                 self.assert_stats(cells["time_to_target_s"], times, label)
                 self.assert_stats(cells["final_accuracy"], SEEDED_ACCURACY[key], label)
@@ -449,15 +487,15 @@ class SeededReportTest(unittest.TestCase):
 
     def test_rows_sorted_fastest_mean_first(self):
         order = [(row["labels"][0], row["runs"][0].split("-")[2]) for row in self.head.rows]
-        self.assertEqual(order, [("ethernet 100Mbps", "topk"), ("ethernet 100Mbps", "none"),
-                                 ("ethernet 1Gbps", "topk"), ("ethernet 1Gbps", "none")])
+        self.assertEqual(order, [("100Mbps ethernet", "topk"), ("100Mbps ethernet", "none"),
+                                 ("1Gbps ethernet", "topk"), ("1Gbps ethernet", "none")])
 
     def test_speedup_figure_has_mean_and_sd_over_seeds(self):
-        runs = [report.load_run(os.path.join(self.runs, d)) for d in sorted(os.listdir(self.runs))]
+        runs = [report.run_folders.load(os.path.join(self.runs, d)) for d in sorted(os.listdir(self.runs))]
         table = report.baselines(runs, report.make_reference(runs, ""))
         series = {k[0]: report.by_rate(v)
                   for k, v in report.rate_series(runs, table, with_seed=False).items()}
-        top = series["topk ratio 0.01 / ring"]
+        top = series[TOPK_LABEL]
         self.assertEqual([p[0] for p in top], [1e8, 1e9])
         for (bw, mean, sd, n), rate in zip(top, ("100Mbps", "1Gbps")):
             per_seed = [d / t for d, t in zip(SEEDED_TTT[rate]["none"], SEEDED_TTT[rate]["topk"]) if t]

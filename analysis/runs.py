@@ -1,0 +1,367 @@
+"""Run folders as the analysis scripts read them: finding them, loading them, naming them.
+
+A run folder is what `gradwire run` leaves: scenario.json (the scenario with every default
+filled in), summary.json and metrics.jsonl (docs/outputs.md). report.py, answer.py, advise.py
+and summarize_runs.py read runs through this module only, so they find the same runs and call
+the same configuration by the same name.
+
+The units of a scenario ("1Gbps", "50us") are parsed exactly as the C++ side parses them
+(common/Units.cpp): tests/analysis/runs_test.py compares the two on the same texts.
+
+Standard library only.
+"""
+import functools
+import json
+import math
+import os
+import re
+
+SUMMARY_FILE = "summary.json"
+SCENARIO_FILE = "scenario.json"
+METRICS_FILE = "metrics.jsonl"
+
+
+class RunError(Exception):
+    """A folder that is not a readable run, or a run whose files say something malformed."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Units, as common/Units.cpp reads them: a number as strtod reads it (leading C whitespace
+# skipped, hexadecimal allowed), then a unit compared after dropping every whitespace character
+# and lower-casing A-Z only.
+
+MIN_RATE_BPS = 1.0
+MAX_RATE_BPS = 1e12
+MAX_DURATION_S = 1e6
+
+RATE_UNITS = {"bps": 1.0, "b/s": 1.0, "kbps": 1e3, "kb/s": 1e3, "mbps": 1e6, "mb/s": 1e6,
+              "gbps": 1e9, "gb/s": 1e9, "tbps": 1e12, "tb/s": 1e12}
+DURATION_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+
+# What C's isspace() accepts in the "C" locale; Python's str.isspace() accepts more.
+_C_SPACE = " \t\n\v\f\r"
+_HEX_NUMBER = re.compile(r"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?")
+_DECIMAL_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _number_and_unit(text):
+    """(value, unit) of "12.5 Mbps" -> (12.5, "mbps"), or None when no finite number leads it.
+    The infinities and NaN that strtod also reads are not finite, so they need no case here."""
+    # The C++ side reads the string through c_str(): an embedded NUL ends it.
+    text = text.split("\0", 1)[0].lstrip(_C_SPACE)
+    match = _HEX_NUMBER.match(text)
+    try:
+        value = float.fromhex(match.group()) if match else None
+    except OverflowError:
+        return None
+    if match is None:
+        match = _DECIMAL_NUMBER.match(text)
+        if match is None:
+            return None
+        value = float(match.group())
+    if not math.isfinite(value):
+        return None
+    unit = "".join(c for c in text[match.end():] if c not in _C_SPACE).translate(_ASCII_LOWER)
+    return value, unit
+
+
+def _brief(value):
+    """A value as the error messages quote it (JSON, cut at 60 characters)."""
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def parse_data_rate(text):
+    """Bits per second of a rate such as "1Gbps", "100 Mbps" or "10 Gb/s" (bps to Tbps, also
+    written b/s to Tb/s), from 1 bit/s to 1 Tbit/s; ValueError otherwise."""
+    parsed = _number_and_unit(text) if isinstance(text, str) else None
+    if parsed is not None and parsed[1] in RATE_UNITS:
+        bps = parsed[0] * RATE_UNITS[parsed[1]]
+        if MIN_RATE_BPS <= bps <= MAX_RATE_BPS:
+            return bps
+    raise ValueError('expected a data rate from 1bps to 1Tbps such as "1Gbps" or "100Mbps", '
+                     "got " + _brief(text))
+
+
+def parse_duration(text):
+    """Seconds of a duration such as "50us", "2ms" or "0.1s" (also ns), from 0 to 1000000 s;
+    ValueError otherwise."""
+    parsed = _number_and_unit(text) if isinstance(text, str) else None
+    if parsed is not None and parsed[1] in DURATION_UNITS and not parsed[0] < 0:
+        seconds = parsed[0] * DURATION_UNITS[parsed[1]]
+        if seconds <= MAX_DURATION_S:
+            return seconds
+    raise ValueError('expected a duration up to 1000000s such as "50us", "2ms" or "0.1s", got '
+                     + _brief(text))
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding run folders.
+
+def is_run(folder):
+    """Whether the folder holds a finished run: both summary.json and scenario.json."""
+    return (os.path.isfile(os.path.join(folder, SUMMARY_FILE))
+            and os.path.isfile(os.path.join(folder, SCENARIO_FILE)))
+
+
+def find(paths):
+    """(run folders, sweep folders) under the given folders: in the order the folders were
+    given, below each in name order (depth first), each folder once.
+
+    A run folder holds summary.json and scenario.json; nothing below it is searched. A sweep
+    folder holds results.csv. Hidden folders are skipped: a run is assembled in a hidden
+    staging folder (.NAME.partial-PID) and is not finished until it is renamed. RunError when a
+    path is not a folder."""
+    runs, sweeps, seen = [], [], set()
+    for top in paths:
+        if not os.path.isdir(top):
+            raise RunError(f"{top}: not a folder")
+        for root, dirs, files in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            key = os.path.normpath(root)
+            if key in seen:
+                dirs[:] = []
+                continue
+            seen.add(key)
+            if "results.csv" in files:
+                sweeps.append(root)
+            if SUMMARY_FILE in files and SCENARIO_FILE in files:
+                runs.append(root)
+                dirs[:] = []
+    return runs, sweeps
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading a run.
+
+def _read_json(path):
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise RunError(f"{path}: cannot be read ({e.strerror})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise RunError(f"{path}: not JSON ({e})") from None
+    if not isinstance(doc, dict):
+        raise RunError(f"{path}: expected a JSON object, got {_brief(doc)}")
+    return doc
+
+
+class Run:
+    """One run folder: its scenario and summary, read when loaded, and its metrics, read from
+    metrics.jsonl the first time they are asked for."""
+
+    def __init__(self, path):
+        self.path = path
+        self.name = os.path.basename(os.path.normpath(path))
+        self.scenario = _read_json(os.path.join(path, SCENARIO_FILE))
+        self.summary = _read_json(os.path.join(path, SUMMARY_FILE))
+
+    def __repr__(self):
+        return f"Run({self.path!r})"
+
+    @functools.cached_property
+    def records(self):
+        """Every line of metrics.jsonl (empty without the file)."""
+        path = os.path.join(self.path, METRICS_FILE)
+        if not os.path.exists(path):
+            return []
+        out = []
+        with open(path) as f:
+            for number, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise RunError(f"{path}: line {number} is not JSON ({e})") from None
+                if not isinstance(rec, dict):
+                    raise RunError(f"{path}: line {number}: expected a JSON object")
+                out.append(rec)
+        return out
+
+    @functools.cached_property
+    def steps(self):
+        """The step records ("type": "step"), in step order."""
+        return sorted((r for r in self.records if r.get("type") == "step"), key=lambda r: r["step"])
+
+    @functools.cached_property
+    def evals(self):
+        """The evaluation records ("type": "eval"), in step order."""
+        return sorted((r for r in self.records if r.get("type") == "eval"), key=lambda r: r["step"])
+
+    # The configuration, from the resolved scenario.
+
+    @property
+    def codec(self):
+        return self.scenario.get("codec") or {}
+
+    @property
+    def codec_kind(self):
+        return self.codec.get("kind", "?")
+
+    @property
+    def network(self):
+        return self.scenario.get("network") or {}
+
+    @property
+    def training(self):
+        return self.scenario.get("training") or {}
+
+    @property
+    def workers(self):
+        return self.training.get("workers", 0)
+
+    @property
+    def seed(self):
+        return self.scenario.get("seed")
+
+    @functools.cached_property
+    def rate_bps(self):
+        """The network's link rate in bits per second; None for a family without one."""
+        if "rate" not in self.network:
+            return None
+        try:
+            return parse_data_rate(self.network["rate"])
+        except ValueError as e:
+            raise RunError(f"{os.path.join(self.path, SCENARIO_FILE)}: network.rate: {e}") from None
+
+    # Results, from the summary.
+
+    @property
+    def time_to_target_s(self):
+        return self.summary.get("time_to_target_s")
+
+    @property
+    def step_time_s(self):
+        """Mean simulated step time: compute plus the communication left exposed after it."""
+        compute, comm = self.summary.get("mean_step_compute_s"), self.summary.get("mean_step_comm_s")
+        if compute is None or comm is None:
+            return None
+        return compute + comm
+
+    @property
+    def bytes_per_step(self):
+        """Size of the gradient one worker's codec produced per step (0 when not recorded)."""
+        steps = max(1, self.summary.get("steps") or 1)
+        return (self.summary.get("payload_bytes") or 0) / steps / max(1, self.summary.get("workers") or 1)
+
+
+# Loaded runs by folder, so that a folder's files are read once however many callers ask. A
+# folder rewritten since (a run redone under the same name) is read again.
+_loaded = {}
+
+
+def _signature(path):
+    out = []
+    for name in (SCENARIO_FILE, SUMMARY_FILE, METRICS_FILE):
+        try:
+            st = os.stat(os.path.join(path, name))
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        except FileNotFoundError:
+            out.append(None)
+    return tuple(out)
+
+
+def load(path):
+    """The run in a folder (RunError when it is not a run or its files are malformed)."""
+    if not os.path.isdir(path):
+        raise RunError(f"{path}: not a folder")
+    for name in (SCENARIO_FILE, SUMMARY_FILE):
+        if not os.path.isfile(os.path.join(path, name)):
+            raise RunError(f"{path}: not a finished run (no {name})")
+    key = os.path.realpath(path)
+    signature = _signature(path)
+    cached = _loaded.get(key)
+    if cached is None or cached[0] != signature:
+        cached = (signature, Run(path))
+        _loaded[key] = cached
+    return cached[1]
+
+
+def load_all(paths):
+    """The runs found under the given folders (find), loaded."""
+    return [load(p) for p in find(paths)[0]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Naming a configuration. One naming everywhere: the report's tables and figures, the demo's
+# answer and the summary table call a run the same, e.g. "topk (1%, error feedback)" on
+# "1Gbps ethernet".
+
+# Codec parameters a method's name shows: the fraction sent, as a percentage, then the size of
+# what is sent.
+FRACTION_KEYS = ("ratio", "density")
+SIZE_KEYS = ("rank", "bits", "levels")
+
+
+def _number(value):
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def codec_label(codec):
+    """'dense SGD' for codec none, else the kind and its main parameters:
+    'topk (1%, error feedback)', 'powersgd (rank 2)', 'dgc (0.1%)'."""
+    kind = codec.get("kind", "?")
+    details = [f"{_number(100 * codec[k])}%" for k in FRACTION_KEYS if k in codec]
+    details += [f"{k} {_number(codec[k])}" for k in SIZE_KEYS if k in codec]
+    if codec.get("error_feedback") and kind != "none":
+        details.append("error feedback")
+    if codec.get("zstd"):
+        details.append("zstd")
+    name = "dense SGD" if kind == "none" else kind
+    return name + (f" ({', '.join(details)})" if details else "")
+
+
+# The gradient buckets gradwire takes when a scenario names none: PyTorch DDP's on the schemes
+# that send gradients without faults, none elsewhere (sim/engine/ScenarioLoader.cpp,
+# read_buckets; runs_test compares). A run's name mentions its buckets only where they differ.
+DDP_BUCKETS = {"size_mb": 25, "first_mb": 1}
+BUCKET_SCHEMES = ("ring", "ps")
+
+
+def buckets(scenario):
+    """The run's gradient buckets: "none" or {"size_mb": ..., "first_mb": ...}. Runs from
+    before buckets existed have no training.buckets and had none."""
+    b = (scenario.get("training") or {}).get("buckets", "none")
+    return b if isinstance(b, dict) else "none"
+
+
+def default_buckets(scenario):
+    kind = (scenario.get("topology") or {}).get("kind", "ring")
+    return DDP_BUCKETS if kind in BUCKET_SCHEMES and not scenario.get("faults") else "none"
+
+
+def buckets_label(scenario):
+    """'' with the buckets gradwire takes by default, else 'no buckets' or e.g.
+    'buckets 10 MB (first 1 MB)'."""
+    b = buckets(scenario)
+    if b == default_buckets(scenario):
+        return ""
+    if b == "none":
+        return "no buckets"
+    text = f"buckets {_number(b.get('size_mb'))} MB"
+    if b.get("first_mb") not in (None, b.get("size_mb")):
+        text += f" (first {_number(b.get('first_mb'))} MB)"
+    return text
+
+
+def method_label(run):
+    """How the run's gradients are sent: its codec, then its buckets where they are not the
+    default: 'topk (1%, error feedback)', 'dense SGD, no buckets',
+    'fp16, buckets 10 MB (first 1 MB)'."""
+    label = buckets_label(run.scenario)
+    return codec_label(run.codec) + (f", {label}" if label else "")
+
+
+def network_label(run):
+    """'1Gbps ethernet' (the rate as the scenario writes it), or the family alone when it has
+    no single link rate ('wifi')."""
+    family = run.network.get("family", "?")
+    return f"{run.network['rate']} {family}" if "rate" in run.network else family
+
+
+def network_key(run):
+    """Networks in order: by family, then slowest link first."""
+    return (run.network.get("family", "?"), run.rate_bps or 0.0, network_label(run))
