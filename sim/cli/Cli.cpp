@@ -1,5 +1,6 @@
 #include "sim/cli/Cli.h"
 
+#include <functional>
 #include <ostream>
 
 #include <CLI/CLI.hpp>
@@ -106,6 +107,18 @@ struct ListingFormat {
   void add_to(CLI::App* command, const std::string& markdown_file) {
     command->add_flag("--json", json, "machine-readable output");
     command->add_flag("--markdown", markdown, "the reference as " + markdown_file + " carries it");
+  }
+  /// Prints the listing in the form asked for: JSON, the docs' Markdown, or the plain list.
+  void print(std::ostream& out, const nlohmann::json& reference_json,
+             const std::string& reference_markdown,
+             const std::function<void(std::ostream&)>& plain) const {
+    if (json) {
+      out << reference_json.dump(2) << "\n";
+    } else if (markdown) {
+      out << reference_markdown;
+    } else {
+      plain(out);
+    }
   }
 };
 
@@ -244,33 +257,15 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       return kExitOk;
     }
     if (*models) {
-      if (models_format.json) {
-        out << model_reference_json().dump(2) << "\n";
-      } else if (models_format.markdown) {
-        out << model_reference_markdown();
-      } else {
-        list_models(out);
-      }
+      models_format.print(out, model_reference_json(), model_reference_markdown(), list_models);
       return kExitOk;
     }
     if (*datasets) {
-      if (datasets_format.json) {
-        out << dataset_reference_json().dump(2) << "\n";
-      } else if (datasets_format.markdown) {
-        out << dataset_reference_markdown();
-      } else {
-        list_datasets(out);
-      }
+      datasets_format.print(out, dataset_reference_json(), dataset_reference_markdown(), list_datasets);
       return kExitOk;
     }
     if (*schemes) {
-      if (schemes_format.json) {
-        out << scheme_reference_json().dump(2) << "\n";
-      } else if (schemes_format.markdown) {
-        out << scheme_reference_markdown();
-      } else {
-        list_schemes(out);
-      }
+      schemes_format.print(out, scheme_reference_json(), scheme_reference_markdown(), list_schemes);
       return kExitOk;
     }
   } catch (const ConfigError& e) {
