@@ -29,12 +29,12 @@
 // after sending its last all-gather hop to it), that step cannot be redone, so f is the next
 // step and the survivors still in the old one receive the completed aggregate from it
 // ("recover" message); every replica applies the same update either way.
-// Simplification (documented in README): the membership change is agreed instantly by every
-// rank at the moment one detects it, as if written to a coordination service; no bytes are
-// simulated for it. The join request and the parameters a newcomer receives do cross the
-// network: the newcomer asks the lowest live rank (the donor), which admits it from step
-// s = (its current step) + 2 (no survivor can be in s yet) and sends its parameters when it
-// completes step s - 1.
+// Simplification (docs/scenarios.md, "Workers that leave and rejoin"): the membership change
+// is agreed instantly by every rank at the moment one detects it, as if written to a
+// coordination service; no bytes are simulated for it. The join request and the parameters a
+// newcomer receives do cross the network: the newcomer asks the lowest live rank (the donor),
+// which admits it from step s = (its current step) + 2 (no survivor can be in s yet) and sends
+// its parameters when it completes step s - 1.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // One training step of each built-in model as a worker takes it (batch 32: forward, loss,
 // backward, gradients flattened into the one float32 vector codecs read), timed on this
 // machine. tests/bench/step-vs-pytorch runs it beside the same step in PyTorch eager
-// (step_bench.py) with the same thread count and prints the table the README carries.
+// (step_bench.py) with the same thread count and prints the table docs/models.md carries.
 //
 //   step_bench [--threads N] [--steps N] [--models resnet20,lstm_lm,...]
 // prints one JSON object per model: {"model", "parameters", "flops_per_sample", "step_ms"}
