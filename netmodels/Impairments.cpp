@@ -431,30 +431,46 @@ std::vector<ns3::Ptr<NetemQueueDisc>> apply_impairments(
     const ImpairmentsConfig& config, const std::vector<HostAttachment>& hosts) {
   std::vector<ns3::Ptr<NetemQueueDisc>> out;
   if (!config.shapes_packets()) return out;
-  // Per device: either impaired for everything (with these windows) or per destination.
-  std::map<ns3::NetDevice*, std::pair<ns3::Ptr<ns3::NetDevice>, NetemQueueDisc::Windows>> whole;
-  std::map<ns3::NetDevice*,
-           std::pair<ns3::Ptr<ns3::NetDevice>, std::map<ns3::Ipv4Address, NetemQueueDisc::Windows>>>
-      filtered;
+  // Per device: either impaired for everything (with these windows) or per destination. Kept
+  // in host order: each queue disc draws its stream number when it is made, so the order in
+  // which they are installed must not depend on where the devices happen to lie in memory.
+  struct Whole {
+    ns3::Ptr<ns3::NetDevice> device;
+    NetemQueueDisc::Windows windows;
+  };
+  struct Filtered {
+    ns3::Ptr<ns3::NetDevice> device;
+    std::map<ns3::Ipv4Address, NetemQueueDisc::Windows> only_to;
+  };
+  std::vector<Whole> whole;
+  std::vector<Filtered> filtered;
+  const auto whole_entry = [&whole](const ns3::Ptr<ns3::NetDevice>& device) -> Whole& {
+    for (auto& w : whole) {
+      if (w.device == device) return w;
+    }
+    whole.push_back({device, {}});
+    return whole.back();
+  };
   for (std::size_t h = 0; h < hosts.size(); ++h) {
     if (!config.impairs(h, hosts.size())) continue;
     const auto windows = config.outages_for(h, hosts.size());
     const HostAttachment& a = hosts[h];
-    if (a.own) whole[ns3::PeekPointer(a.own)] = {a.own, windows};
-    if (a.far && !a.far_shared) whole[ns3::PeekPointer(a.far)] = {a.far, windows};
+    if (a.own) whole_entry(a.own).windows = windows;
+    if (a.far && !a.far_shared) whole_entry(a.far).windows = windows;
     if (a.far && a.far_shared) {
-      auto& entry = filtered[ns3::PeekPointer(a.far)];
-      entry.first = a.far;
-      entry.second[a.address] = windows;
+      auto it = std::find_if(filtered.begin(), filtered.end(),
+                             [&a](const Filtered& f) { return f.device == a.far; });
+      if (it == filtered.end()) it = filtered.insert(filtered.end(), Filtered{a.far, {}});
+      it->only_to[a.address] = windows;
     }
   }
-  for (auto& [raw, entry] : whole) {
-    filtered.erase(raw);
-    out.push_back(install_netem(entry.first, config, entry.second));
+  for (const auto& w : whole) {
+    filtered.erase(std::remove_if(filtered.begin(), filtered.end(),
+                                  [&w](const Filtered& f) { return f.device == w.device; }),
+                   filtered.end());
+    out.push_back(install_netem(w.device, config, w.windows));
   }
-  for (auto& [raw, entry] : filtered) {
-    out.push_back(install_netem(entry.first, config, {}, entry.second));
-  }
+  for (const auto& f : filtered) out.push_back(install_netem(f.device, config, {}, f.only_to));
   return out;
 }
 
