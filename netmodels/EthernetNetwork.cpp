@@ -190,7 +190,7 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
     }
   }
   ns3::Ipv4GlobalRoutingHelper::PopulateRoutingTables();
-  netems_ = apply_impairments(config_.impairments, attachments);
+  netems_ = apply_impairments(config_.impairments, attachments, streams_);
   for (std::size_t i = 0; i < extra; ++i) {
     const auto& flow = config_.impairments.background[i];
     const long target = flow.target < 0 ? static_cast<long>(hosts) + flow.target : flow.target;
@@ -201,9 +201,9 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
     }
     auto source = all.Get(static_cast<std::uint32_t>(hosts + i));
     if (flow.direction == "uplink") {
-      start_background_flow(flow, source, hosts_.Get(target), addresses_[target]);
+      start_background_flow(flow, source, hosts_.Get(target), addresses_[target], streams_);
     } else {
-      start_background_flow(flow, hosts_.Get(target), source, addresses_[hosts + i]);
+      start_background_flow(flow, hosts_.Get(target), source, addresses_[hosts + i], streams_);
     }
   }
   addresses_.resize(hosts);

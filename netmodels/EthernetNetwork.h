@@ -16,6 +16,7 @@
 
 #include "netmodels/Impairments.h"
 #include "netmodels/Network.h"
+#include "netmodels/StreamAllocator.h"
 
 namespace gradwire {
 
@@ -80,6 +81,7 @@ class EthernetNetwork : public Network {
 
  private:
   EthernetConfig config_;
+  StreamAllocator streams_;
   ns3::NodeContainer hosts_;
   ns3::Ptr<ns3::Node> switch_;
   std::vector<ns3::Ipv4Address> addresses_;

@@ -5,8 +5,6 @@
 #include <initializer_list>
 #include <stdexcept>
 
-#include "netmodels/NetworkRegistry.h"
-
 namespace gradwire {
 
 namespace {
@@ -76,24 +74,6 @@ ParamSpec impairments(bool wireless) {
 }
 
 }  // namespace
-
-const std::vector<ParamSpec>& network_params() {
-  static const std::vector<ParamSpec> kParams = [] {
-    std::vector<std::string> families;
-    for (NetworkFamily f : all_network_families()) families.push_back(network_family_name(f));
-    return std::vector<ParamSpec>{
-        choice("family", network_family_name(NetworkFamily::kEthernet), families,
-               "which network carries the hosts' traffic; each family takes the keys of its "
-               "own table below"),
-        with_default(object("transport",
-                            "how gradwire's messages cross the network: `\"tcp\"`, `\"udp\"` or "
-                            "an object `{\"kind\": \"udp\", ...}`; validated by the transport "
-                            "layer (its keys: netmodels/README.md)"),
-                     "tcp"),
-    };
-  }();
-  return kParams;
-}
 
 const std::vector<ParamSpec>& ethernet_params() {
   static const std::vector<ParamSpec> kParams = {

@@ -16,10 +16,8 @@
 
 namespace gradwire {
 
-/// `family` and `transport`: the keys every `network` object takes.
-const std::vector<ParamSpec>& network_params();
-
-/// Each family's own keys.
+/// Each family's own keys (the keys every `network` object takes, `family` and `transport`, are
+/// network_params() in netmodels/NetworkRegistry.h: `family` lists the registry's families).
 const std::vector<ParamSpec>& ethernet_params();
 const std::vector<ParamSpec>& wifi_params();
 const std::vector<ParamSpec>& lte_params();

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "netmodels/NetworkSettings.h"
 #include "nodes/schemes/SchemeRegistry.h"
 #include "nodes/training/Dataset.h"
 #include "nodes/training/LearningRateSchedule.h"
@@ -104,7 +105,7 @@ struct Scenario {
   ComputeSpec compute;
   nlohmann::json codec;    ///< resolved codec object (CodecRegistry)
   TopologySpec topology;
-  nlohmann::json network;  ///< resolved network object (NetworkFactory)
+  NetworkSettings network;  ///< resolved network (netmodels/NetworkSettings.h)
   std::vector<FaultSpec> faults;  ///< empty: no worker ever leaves
   std::string output_dir = "runs";
 

@@ -19,7 +19,6 @@
 #include "nodes/training/ModelFileError.h"
 #include "nodes/training/ModelRegistry.h"
 #include "nodes/training/TorchScriptModel.h"
-#include "nodes/transport/TransportConfig.h"
 #include "sim/engine/ComputeTime.h"
 
 namespace gradwire {
@@ -775,7 +774,7 @@ nlohmann::json to_json(const Scenario& s) {
           {"compute", compute},
           {"codec", s.codec},
           {"topology", topology_json(s.topology, !s.faults.empty())},
-          {"network", s.network},
+          {"network", s.network.to_json()},
           {"output", {{"dir", s.output_dir}}}};
   if (!s.faults.empty()) {
     nlohmann::json faults = nlohmann::json::array();
@@ -955,9 +954,8 @@ Scenario load_scenario(const nlohmann::json& document) {
   read_buckets(root, tp, !s.faults.empty(), s.training);
 
   s.network = resolve_network(root.object_at("network"), "network");
-  s.network["transport"] = TransportConfig::of_network(s.network).to_json();
   const std::int64_t hosts = s.training.workers + (tp.scheme().server_host ? 1 : 0);
-  check_impairment_hosts(s.network, "network", hosts, hosts);
+  check_impairment_hosts(s.network.to_json(), "network", hosts, hosts);
 
   JsonFields out(root.object_at("output"), "output");
   out.allow({"dir"});

@@ -30,7 +30,6 @@
 #include "nodes/training/RunningStatistics.h"
 #include "nodes/training/ShardLoader.h"
 #include "nodes/transport/EndpointChannels.h"
-#include "nodes/transport/TransportConfig.h"
 #include "sim/engine/ComputeTime.h"
 #include "sim/engine/Evaluation.h"
 
@@ -213,7 +212,7 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
                                           "replayed when a worker leaves; faults need a "
                                           "single-round codec");
     }
-    if (TransportConfig::of_network(sc.network).udp()) {
+    if (sc.network.transport().udp()) {
       throw ConfigError("network.transport", "faults are simulated over the tcp transport "
                                              "only; remove `faults` or use \"tcp\"");
     }

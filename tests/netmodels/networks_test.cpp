@@ -34,7 +34,7 @@ struct Rig {
     ns3::Simulator::Destroy();
     ns3::RngSeedManager::SetSeed(seed);
     ns3::RngSeedManager::SetRun(1);
-    network = build_network(resolve_network(object, "network"), hosts);
+    network = resolve_network(object, "network").build(hosts);
     messengers = Messenger::InstallOnHosts(*network);
   }
   ~Rig() { ns3::Simulator::Destroy(); }
@@ -438,13 +438,14 @@ TEST(NetworkConfig, ResolveFillsDefaultsAndIsIdempotent) {
                     {"groups", {{{"family", "wifi"}, {"workers", 2}},
                                 {{"family", "lte"}, {"workers", 1}}}}});
   for (const json& in : inputs) {
-    const json once = resolve_network(in, "network");
-    EXPECT_EQ(resolve_network(once, "network"), once) << once.dump();
+    const json once = resolve_network(in, "network").to_json();
+    EXPECT_EQ(resolve_network(once, "network").to_json(), once) << once.dump();
   }
-  const json lte = resolve_network({{"family", "lte"}, {"server", "edge"}}, "network");
+  const json lte = resolve_network({{"family", "lte"}, {"server", "edge"}}, "network").to_json();
   EXPECT_EQ(lte["backhaul_delay"], "100us");
   EXPECT_EQ(lte["ul_bandwidth"], 100);
-  const json wifi = resolve_network({{"family", "wifi"}, {"standard", "n"}}, "network");
+  const json wifi =
+      resolve_network({{"family", "wifi"}, {"standard", "n"}}, "network").to_json();
   EXPECT_EQ(wifi["width_mhz"], 20);
   EXPECT_EQ(wifi["impairments"]["mobility"]["model"], "static");
 }
@@ -485,11 +486,10 @@ TEST(NetworkConfig, ErrorsNameThePath) {
   expect_error({{"family", "hybrid"}, {"groups", json::array()}}, "network.groups");
   // Worker count mismatch is found when the network is built for the scenario.
   ns3::Simulator::Destroy();
-  EXPECT_THROW(build_network(resolve_network({{"family", "hybrid"},
-                                              {"groups", {{{"family", "ethernet"},
-                                                           {"workers", 2}}}}},
-                                             "network"),
-                             5),
+  EXPECT_THROW(resolve_network({{"family", "hybrid"},
+                                {"groups", {{{"family", "ethernet"}, {"workers", 2}}}}},
+                               "network")
+                   .build(5),
                ConfigError);
   ns3::Simulator::Destroy();
 }
