@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace gradwire {
+#include "netmodels/Network.h"
 
-class Network;
+namespace gradwire {
 
 class FamilyConfig {
  public:

@@ -3,8 +3,6 @@
 #include <stdexcept>
 #include <utility>
 
-#include "netmodels/Network.h"
-
 namespace gradwire {
 
 NetworkSettings::NetworkSettings(std::string family, std::shared_ptr<const FamilyConfig> config,

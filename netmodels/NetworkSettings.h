@@ -13,11 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "netmodels/FamilyConfig.h"
+#include "netmodels/Network.h"
 #include "netmodels/TransportConfig.h"
 
 namespace gradwire {
-
-class Network;
 
 class NetworkSettings {
  public:

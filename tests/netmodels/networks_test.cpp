@@ -471,8 +471,7 @@ TEST(Impairments, NetworksBuiltOneAfterAnotherWithTheSameSeedRepeat) {
   const Outcome resolved = ethernet(false);
   const Outcome wifi_again = wifi();
   std::printf("[streams] lossy ethernet: %.6f s, %llu lost; again %.6f s, %llu lost; through "
-              "resolve_network %.6f s. wifi: %.6f %.6f s, again %.6f %.6f s
-",
+              "resolve_network %.6f s. wifi: %.6f %.6f s, again %.6f %.6f s\n",
               first.times[0], static_cast<unsigned long long>(first.lost), again.times[0],
               static_cast<unsigned long long>(again.lost), resolved.times[0],
               wifi_first.times[0], wifi_first.times[1], wifi_again.times[0],
@@ -523,8 +522,7 @@ TEST(Impairments, NetemQueueDiscIsConfiguredThroughAttributes) {
   const auto netem = ns3::DynamicCast<NetemQueueDisc>(tc.Install(device).Get(0));
   ASSERT_NE(netem, nullptr);
   const double t1 = delayed.transfer({0}, 1, 100).at(0);
-  std::printf("[netem] 100 B: %.4f s plain, %.4f s with DelaySeconds 0.05 on host 0
-", t0, t1);
+  std::printf("[netem] 100 B: %.4f s plain, %.4f s with DelaySeconds 0.05 on host 0\n", t0, t1);
   EXPECT_NEAR(t1 - t0, 2 * 0.05, 1e-3);
   EXPECT_GT(netem->passed(), 0u);
 
