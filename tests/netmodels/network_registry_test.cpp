@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 
 #include "common/ConfigError.h"
+#include "common/JsonFields.h"
+#include "netmodels/DeclaredMembers.h"
 #include "netmodels/NetworkFactory.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/NetworkRegistry.h"
@@ -336,6 +338,50 @@ TEST(NetworkKeys, UnknownKeyIsRejectedNamingItsPath) {
     expect_rejected(hybrid_with_group(f->name, {{"no_such_key", 1}}),
                     "network.groups[0].no_such_key");
   }
+}
+
+// A key bound to its member reads and writes by its declared type, with the declared default.
+TEST(DeclaredMembers, ReadAndWriteEachKeyByItsDeclaredType) {
+  struct Config {
+    double rate_bps = 0, delay_s = 0, share = 0;
+    std::uint32_t count = 0;
+    std::string mode;
+    bool on = false;
+  };
+  DeclaredMembers<Config> members;
+  members.bind(params::rate("rate", "1Gbps", "r"), &Config::rate_bps)
+      .bind(params::duration("delay", "50us", "d"), &Config::delay_s)
+      .bind(params::number("share", 0.5, 0.0, 1.0, "s"), &Config::share)
+      .bind(params::integer("count", 3, 1, 10, "c"), &Config::count)
+      .bind(params::choice("mode", "a", {"a", "b"}, "m"), &Config::mode)
+      .bind(params::boolean("on", true, "o"), &Config::on)
+      .declare(params::object("nested", "read by the config itself"));
+  EXPECT_EQ(param_names(members.params()),
+            (std::vector<std::string>{"rate", "delay", "share", "count", "mode", "on", "nested"}));
+  Config c;
+  const json object = {{"rate", "10Mbps"}, {"count", 7}, {"mode", "b"}};
+  members.read(JsonFields(object, "x"), c);
+  EXPECT_EQ(c.rate_bps, 10e6);
+  EXPECT_EQ(c.delay_s, 50e-6);
+  EXPECT_EQ(c.share, 0.5);
+  EXPECT_EQ(c.count, 7u);
+  EXPECT_EQ(c.mode, "b");
+  EXPECT_TRUE(c.on);
+  json out = json::object();
+  members.write(c, out);
+  EXPECT_EQ(out, json({{"rate", "10Mbps"}, {"delay", "50us"}, {"share", 0.5}, {"count", 7},
+                       {"mode", "b"}, {"on", true}}));
+  try {
+    members.read(JsonFields(json{{"mode", "z"}}, "x"), c);
+    ADD_FAILURE() << "accepted mode z";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "x.mode");
+  }
+  // A key bound to a member of another type is a bug, found where the table is made.
+  EXPECT_THROW(DeclaredMembers<Config>().bind(params::rate("count", "1Gbps", "c"), &Config::count),
+               std::logic_error);
+  EXPECT_THROW(DeclaredMembers<Config>().bind(params::boolean("mode", true, "m"), &Config::mode),
+               std::logic_error);
 }
 
 // What the docs list is every key there is: a resolved object holds exactly the declared keys.
