@@ -278,29 +278,36 @@ std::vector<ns3::Ptr<NetemQueueDisc>> apply_impairments(
     StreamAllocator& streams) {
   std::vector<ns3::Ptr<NetemQueueDisc>> out;
   if (!config.shapes_packets()) return out;
-  // Per device: either impaired for everything (with these windows) or per destination.
-  std::map<ns3::NetDevice*, std::pair<ns3::Ptr<ns3::NetDevice>, NetemQueueDisc::Windows>> whole;
-  std::map<ns3::NetDevice*,
-           std::pair<ns3::Ptr<ns3::NetDevice>, std::map<ns3::Ipv4Address, NetemQueueDisc::Windows>>>
-      filtered;
+  // Per device: either impaired for everything (with these windows) or per destination. Each
+  // queue disc takes the next stream, so they are installed in host order (each host's own
+  // device, then the one that sends to it; devices impaired for everything first), never in
+  // the order the devices happen to lie in memory.
+  std::vector<ns3::Ptr<ns3::NetDevice>> whole_order, filtered_order;
+  std::map<const ns3::NetDevice*, NetemQueueDisc::Windows> whole;
+  std::map<const ns3::NetDevice*, std::map<ns3::Ipv4Address, NetemQueueDisc::Windows>> filtered;
+  const auto impair_whole = [&](const ns3::Ptr<ns3::NetDevice>& device,
+                                const NetemQueueDisc::Windows& windows) {
+    if (!whole.count(ns3::PeekPointer(device))) whole_order.push_back(device);
+    whole[ns3::PeekPointer(device)] = windows;
+  };
   for (std::size_t h = 0; h < hosts.size(); ++h) {
     if (!config.impairs(h, hosts.size())) continue;
     const auto windows = config.outages_for(h, hosts.size());
     const HostAttachment& a = hosts[h];
-    if (a.own) whole[ns3::PeekPointer(a.own)] = {a.own, windows};
-    if (a.far && !a.far_shared) whole[ns3::PeekPointer(a.far)] = {a.far, windows};
+    if (a.own) impair_whole(a.own, windows);
+    if (a.far && !a.far_shared) impair_whole(a.far, windows);
     if (a.far && a.far_shared) {
-      auto& entry = filtered[ns3::PeekPointer(a.far)];
-      entry.first = a.far;
-      entry.second[a.address] = windows;
+      if (!filtered.count(ns3::PeekPointer(a.far))) filtered_order.push_back(a.far);
+      filtered[ns3::PeekPointer(a.far)][a.address] = windows;
     }
   }
-  for (auto& [raw, entry] : whole) {
-    filtered.erase(raw);
-    out.push_back(install_netem(entry.first, config, entry.second, streams));
+  for (const auto& device : whole_order) {
+    out.push_back(install_netem(device, config, whole.at(ns3::PeekPointer(device)), streams));
   }
-  for (auto& [raw, entry] : filtered) {
-    out.push_back(install_netem(entry.first, config, {}, streams, entry.second));
+  for (const auto& device : filtered_order) {
+    if (whole.count(ns3::PeekPointer(device))) continue;  // impaired for everything already
+    out.push_back(
+        install_netem(device, config, {}, streams, filtered.at(ns3::PeekPointer(device))));
   }
   return out;
 }

@@ -422,10 +422,10 @@ TEST(Impairments, MobilityIsSeeded) {
 // family's constructor directly, and whatever was built before them.
 TEST(Impairments, NetworksBuiltOneAfterAnotherWithTheSameSeedRepeat) {
   const json lossy = lossy_ethernet(
-      {{"loss", {{"model", "gilbert-elliott"}, {"p", 0.01}, {"r", 0.3}}},
+      {{"loss", {{"model", "gilbert-elliott"}, {"p", 0.002}, {"r", 0.5}}},
        {"delay", "2ms"},
        {"jitter", "1ms"},
-       {"background", {{{"rate", "20Mbps"}, {"on", "50ms"}, {"off", "50ms"},
+       {"background", {{{"rate", "10Mbps"}, {"on", "50ms"}, {"off", "50ms"},
                         {"distribution", "exponential"}, {"start", "0.4s"}}}}});
   const json mobile = {{"family", "wifi"}, {"standard", "n"}, {"width_mhz", 20}, {"server", "ap"},
                        {"placement", {{"kind", "disc"}, {"radius_m", 20}}},
@@ -450,7 +450,7 @@ TEST(Impairments, NetworksBuiltOneAfterAnotherWithTheSameSeedRepeat) {
         },
         5);
     Outcome out;
-    out.times = rig.transfer({0}, 1, 3'000'000);
+    out.times = rig.transfer({0}, 1, 2'000'000);
     out.lost = lost(dynamic_cast<const EthernetNetwork&>(*rig.network).netems());
     return out;
   };
