@@ -16,9 +16,10 @@
 #include <ns3/uinteger.h>
 
 #include "common/ConfigError.h"
+#include "common/DeclaredFields.h"
 #include "common/JsonFields.h"
 #include "common/Units.h"
-#include "common/DeclaredFields.h"
+#include "netmodels/DeclaredMembers.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/OffloadChannel.h"
 #include "netmodels/OffloadNetDevice.h"
@@ -28,33 +29,72 @@
 
 namespace gradwire {
 
+namespace {
+
+using namespace params;
+
+// Every key of the family, each bound to the member that holds it: read, written and listed
+// from here.
+const DeclaredMembers<EthernetConfig>& members() {
+  static const DeclaredMembers<EthernetConfig> kMembers =
+      DeclaredMembers<EthernetConfig>()
+          .bind(rate("rate", "1Gbps", "every host <-> switch link (full duplex)"),
+                &EthernetConfig::rate_bps)
+          .bind(at_most(duration("delay", "50us",
+                                 "one-way propagation delay per link (at most 1s: a "
+                                 "geostationary hop is 0.27s, and TCP's handshake gives up on "
+                                 "much longer ones)"),
+                        1.0),
+                &EthernetConfig::delay_s)
+          .bind(integer("mtu", 1500, 576, 9216,
+                        "largest IP packet on every link, bytes: 576 is the IPv4 minimum, 9000 "
+                        "gives jumbo frames (about 10x fewer simulated packets); TCP segments "
+                        "are MTU - 52"),
+                &EthernetConfig::mtu)
+          .bind(integer("queue", 1000, 1, 1000000,
+                        "drop-tail queue per switch port, packets (frames with `offload`); a "
+                        "host's NIC queue also holds whatever its TCP sockets may have in "
+                        "flight"),
+                &EthernetConfig::queue_packets)
+          .bind(tcp_buffer_param(), &EthernetConfig::tcp_buffer_bytes)
+          .bind(choice("framing", "ethernet", {"ethernet", "ppp"},
+                       "what each frame costs on the wire beyond its IP packet: `ethernet` 38 "
+                       "bytes (14 header, 4 FCS, 8 preamble, 12 inter-frame gap), as a "
+                       "switched LAN; `ppp` 2 bytes (ns-3's point-to-point header only, a few "
+                       "percent faster than real Ethernet)"),
+                &EthernetConfig::framing)
+          .bind(boolean("offload", true,
+                        "segment offload (TSO/GRO): TCP stays per-frame but sends bulk data in "
+                        "super-segments of up to 44 frames (64 KB, at most 1/32 of its window) "
+                        "that each link serialises in exactly their frames' time, forwarded "
+                        "cut-through by the switch; within 0.25 % of per-frame simulation over "
+                        "the accuracy grid (netmodels/README.md), with many times fewer "
+                        "simulated packets for large gradients. false: pure per-frame "
+                        "simulation. Ignored when `impairments` shape packets"),
+                &EthernetConfig::offload)
+          .declare(impairments_param(false));
+  return kMembers;
+}
+
+}  // namespace
+
+const std::vector<ParamSpec>& ethernet_params() { return members().params(); }
+
 EthernetConfig EthernetConfig::from_json(const nlohmann::json& object, const std::string& path) {
-  const std::vector<ParamSpec>& declared = ethernet_params();
-  const auto spec = [&](const char* name) -> const ParamSpec& {
-    return param_named(declared, name);
-  };
   JsonFields fields(object, path);
-  fields.allow(allowed_keys({"family"}, declared));
+  fields.allow(allowed_keys({"family"}, ethernet_params()));
   EthernetConfig c;
-  c.rate_bps = declared_rate(fields, spec("rate"));
-  c.delay_s = declared_duration(fields, spec("delay"));
-  c.mtu = static_cast<std::uint32_t>(declared_integer(fields, spec("mtu")));
-  c.queue_packets = static_cast<std::uint32_t>(declared_integer(fields, spec("queue")));
-  c.tcp_buffer_bytes = static_cast<std::uint32_t>(declared_integer(fields, spec("tcp_buffer")));
-  c.framing = declared_string(fields, spec("framing"));
-  c.offload = fields.boolean("offload", spec("offload").default_value.get<bool>());
+  members().read(fields, c);
   c.impairments = ImpairmentsConfig::from_json(fields.object_at("impairments"),
                                                fields.path_of("impairments"), false);
   return c;
 }
 
 nlohmann::json EthernetConfig::to_json() const {
-  return {{"family", "ethernet"},  {"rate", format_bps(rate_bps)},
-          {"delay", format_duration(delay_s)},
-          {"mtu", mtu},            {"queue", queue_packets},
-          {"tcp_buffer", tcp_buffer_bytes}, {"framing", framing},
-          {"offload", offload},
-          {"impairments", impairments.to_json(false)}};
+  nlohmann::json out = {{"family", "ethernet"}};
+  members().write(*this, out);
+  out["impairments"] = impairments.to_json(false);
+  return out;
 }
 
 std::uint32_t EthernetConfig::host_queue_packets(std::size_t hosts) const {
@@ -190,7 +230,7 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
     }
   }
   ns3::Ipv4GlobalRoutingHelper::PopulateRoutingTables();
-  netems_ = apply_impairments(config_.impairments, attachments);
+  netems_ = apply_impairments(config_.impairments, attachments, streams_);
   for (std::size_t i = 0; i < extra; ++i) {
     const auto& flow = config_.impairments.background[i];
     const long target = flow.target < 0 ? static_cast<long>(hosts) + flow.target : flow.target;
@@ -201,9 +241,9 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
     }
     auto source = all.Get(static_cast<std::uint32_t>(hosts + i));
     if (flow.direction == "uplink") {
-      start_background_flow(flow, source, hosts_.Get(target), addresses_[target]);
+      start_background_flow(flow, source, hosts_.Get(target), addresses_[target], streams_);
     } else {
-      start_background_flow(flow, hosts_.Get(target), source, addresses_[hosts + i]);
+      start_background_flow(flow, hosts_.Get(target), source, addresses_[hosts + i], streams_);
     }
   }
   addresses_.resize(hosts);

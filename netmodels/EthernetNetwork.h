@@ -14,8 +14,10 @@
 #include <nlohmann/json.hpp>
 #include <ns3/node-container.h>
 
+#include "common/ParamSpec.h"
 #include "netmodels/Impairments.h"
 #include "netmodels/Network.h"
+#include "netmodels/StreamAllocator.h"
 
 namespace gradwire {
 
@@ -26,6 +28,10 @@ constexpr double kEthernetFramingBytes = 38;
 constexpr double kEthernetFrameBytesBeforeArrival = 26;
 /// ns-3's point-to-point device frames packets with PPP's 2-byte header.
 constexpr double kPppFramingBytes = 2;
+
+/// The family's own keys, each bound to its EthernetConfig member (netmodels/DeclaredMembers.h):
+/// the one declaration from_json, to_json, `gradwire networks` and docs/networks.md read.
+const std::vector<ParamSpec>& ethernet_params();
 
 struct EthernetConfig {
   double rate_bps = 1e9;          ///< every host <-> switch link
@@ -46,6 +52,7 @@ struct EthernetConfig {
 
   /// Reads a resolved or partial `network` object (family "ethernet"); missing keys take the
   /// declared defaults (ethernet_params()). Throws ConfigError naming `path`.key for bad values.
+  /// Every key but `impairments` is read and written through its declaration.
   static EthernetConfig from_json(const nlohmann::json& object, const std::string& path);
   nlohmann::json to_json() const;
   /// Whether the links offload: asked for and no impairment shapes packets (netem delays,
@@ -80,6 +87,7 @@ class EthernetNetwork : public Network {
 
  private:
   EthernetConfig config_;
+  StreamAllocator streams_;
   ns3::NodeContainer hosts_;
   ns3::Ptr<ns3::Node> switch_;
   std::vector<ns3::Ipv4Address> addresses_;

@@ -1,7 +1,7 @@
 #include "netmodels/HybridNetwork.h"
 
 #include <sstream>
-#include <stdexcept>
+#include <variant>
 
 #include <ns3/internet-stack-helper.h>
 
@@ -36,7 +36,7 @@ EthernetGroupConfig read_ethernet_group(const nlohmann::json& object, const std:
 }
 
 nlohmann::json ethernet_group_json(const EthernetGroupConfig& e) {
-  return {{"family", network_family_name(NetworkFamily::kEthernet)},
+  return {{"family", "ethernet"},
           {"rate", format_bps(e.rate_bps)},
           {"delay", format_duration(e.delay_s)},
           {"queue", e.queue_packets},
@@ -45,11 +45,13 @@ nlohmann::json ethernet_group_json(const EthernetGroupConfig& e) {
           {"impairments", e.impairments.to_json(false)}};
 }
 
-[[noreturn]] void not_a_group_family(NetworkFamily family) {
-  throw std::logic_error("a hybrid group cannot be of family " + network_family_name(family));
-}
-
 }  // namespace
+
+std::string HybridGroup::family() const {
+  if (std::holds_alternative<WifiConfig>(config)) return "wifi";
+  if (std::holds_alternative<LteConfig>(config)) return "lte";
+  return "ethernet";
+}
 
 HybridConfig HybridConfig::from_json(const nlohmann::json& object, const std::string& path) {
   const std::vector<ParamSpec>& declared = hybrid_params();
@@ -73,24 +75,19 @@ HybridConfig HybridConfig::from_json(const nlohmann::json& object, const std::st
     const std::string gp = where + "[" + std::to_string(i) + "]";
     JsonFields g(groups[i], gp);
     HybridGroup group;
-    group.family = parse_network_family(declared_required_string(g, family_spec));
+    // One of the declared choices: "wifi", "lte" or "ethernet".
+    const std::string family = declared_required_string(g, family_spec);
     group.workers = static_cast<std::uint32_t>(declared_required_integer(g, workers_spec));
-    switch (group.family) {
-      case NetworkFamily::kWifi:
-        group.wifi = WifiConfig::from_json(groups[i], gp, true);
-        break;
-      case NetworkFamily::kLte:
-        if (lte_seen) {
-          throw ConfigError(g.path_of("family"), "at most one \"lte\" group (one EPC)");
-        }
-        lte_seen = true;
-        group.lte = LteConfig::from_json(groups[i], gp, true);
-        break;
-      case NetworkFamily::kEthernet:
-        group.ethernet = read_ethernet_group(groups[i], gp);
-        break;
-      case NetworkFamily::kHybrid:
-        not_a_group_family(group.family);
+    if (family == "wifi") {
+      group.config = WifiConfig::from_json(groups[i], gp, true);
+    } else if (family == "lte") {
+      if (lte_seen) {
+        throw ConfigError(g.path_of("family"), "at most one \"lte\" group (one EPC)");
+      }
+      lte_seen = true;
+      group.config = LteConfig::from_json(groups[i], gp, true);
+    } else {
+      group.config = read_ethernet_group(groups[i], gp);
     }
     c.groups.push_back(group);
   }
@@ -105,16 +102,17 @@ nlohmann::json HybridConfig::to_json() const {
   nlohmann::json groups_json = nlohmann::json::array();
   for (const auto& g : groups) {
     nlohmann::json j;
-    switch (g.family) {
-      case NetworkFamily::kWifi: j = g.wifi.to_json(true); break;
-      case NetworkFamily::kLte: j = g.lte.to_json(true); break;
-      case NetworkFamily::kEthernet: j = ethernet_group_json(g.ethernet); break;
-      case NetworkFamily::kHybrid: not_a_group_family(g.family);
+    if (const auto* wifi = std::get_if<WifiConfig>(&g.config)) {
+      j = wifi->to_json(true);
+    } else if (const auto* lte = std::get_if<LteConfig>(&g.config)) {
+      j = lte->to_json(true);
+    } else {
+      j = ethernet_group_json(std::get<EthernetGroupConfig>(g.config));
     }
     j["workers"] = g.workers;
     groups_json.push_back(j);
   }
-  return {{"family", network_family_name(NetworkFamily::kHybrid)},
+  return {{"family", "hybrid"},
           {"groups", groups_json},
           {"server_rate", format_bps(server_rate_bps)},
           {"server_delay", format_duration(server_delay_s)},
@@ -160,8 +158,8 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
       return "network.groups[" + std::to_string(g) + "].impairments.background[" +
              std::to_string(i) + "]";
     };
-    if (group.family == NetworkFamily::kEthernet) {
-      const auto& e = group.ethernet;
+    if (const auto* ethernet = std::get_if<EthernetGroupConfig>(&group.config)) {
+      const EthernetGroupConfig& e = *ethernet;
       impairments = &e.impairments;
       auto sw = ns3::CreateObject<ns3::Node>();
       stack.Install(sw);
@@ -177,7 +175,7 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
         if (i < group.workers) {
           hosts_.push_back(node);
           addresses_.push_back(link.a_address);
-          families_.push_back(network_family_name(group.family));
+          families_.push_back(group.family());
           attachments.push_back(HostAttachment{link.a_device, link.b_device, false, link.a_address});
         } else {
           flows.push_back({e.impairments.background[i - group.workers], node, link.a_address,
@@ -191,56 +189,55 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
       net << "10." << (g + 1) << ".0.0";
       add_network_route(core, ns3::Ipv4Address(net.str().c_str()), ns3::Ipv4Mask("255.255.0.0"),
                         up.a_address, up.b_interface);
-    } else if (group.family == NetworkFamily::kWifi) {
-      impairments = &group.wifi.impairments;
+    } else if (const auto* wifi = std::get_if<WifiConfig>(&group.config)) {
+      impairments = &wifi->impairments;
       std::ostringstream subnet;
       subnet << "192.168." << (g + 1) << ".0";
-      const WifiCell cell = build_wifi_cell(group.wifi, group.workers, subnet.str());
+      const WifiCell cell = build_wifi_cell(*wifi, group.workers, subnet.str(), streams_);
       for (std::uint32_t i = 0; i < cell.stations.GetN(); ++i) {
         if (i < group.workers) {
           hosts_.push_back(cell.stations.Get(i));
           addresses_.push_back(cell.station_addresses[i]);
-          families_.push_back(network_family_name(group.family));
+          families_.push_back(group.family());
           attachments.push_back(HostAttachment{cell.station_devices.Get(i), cell.ap_device, true,
                                                cell.station_addresses[i]});
         } else {
-          flows.push_back({group.wifi.impairments.background[i - group.workers],
+          flows.push_back({wifi->impairments.background[i - group.workers],
                            cell.stations.Get(i), cell.station_addresses[i],
                            bg_path(i - group.workers)});
         }
       }
-      const WiredLink up = connect_p2p(cell.ap, core, group.wifi.backhaul_rate_bps,
-                                       group.wifi.backhaul_delay_s, 1500, backhaul_subnet);
+      const WiredLink up = connect_p2p(cell.ap, core, wifi->backhaul_rate_bps,
+                                       wifi->backhaul_delay_s, 1500, backhaul_subnet);
       add_default_route(cell.ap, up.b_address, up.a_interface);
       add_network_route(core, ns3::Ipv4Address(subnet.str().c_str()),
                         ns3::Ipv4Mask("255.255.255.0"), up.a_address, up.b_interface);
-    } else if (group.family == NetworkFamily::kLte) {
-      impairments = &group.lte.impairments;
-      const LteCell cell = build_lte_cell(group.lte, group.workers);
+    } else {
+      const LteConfig& lte = std::get<LteConfig>(group.config);
+      impairments = &lte.impairments;
+      const LteCell cell = build_lte_cell(lte, group.workers, streams_);
       keep_.push_back(cell.lte_helper);
       keep_.push_back(cell.epc_helper);
       for (std::uint32_t i = 0; i < cell.ues.GetN(); ++i) {
         if (i < group.workers) {
           hosts_.push_back(cell.ues.Get(i));
           addresses_.push_back(cell.ue_addresses[i]);
-          families_.push_back(network_family_name(group.family));
+          families_.push_back(group.family());
           attachments.push_back(HostAttachment{cell.ue_devices.Get(i), cell.pgw_tun, true,
                                                cell.ue_addresses[i]});
         } else {
-          flows.push_back({group.lte.impairments.background[i - group.workers], cell.ues.Get(i),
+          flows.push_back({lte.impairments.background[i - group.workers], cell.ues.Get(i),
                            cell.ue_addresses[i], bg_path(i - group.workers)});
         }
       }
-      const WiredLink up = connect_p2p(cell.pgw, core, group.lte.backhaul_rate_bps,
-                                       group.lte.backhaul_delay_s, 1500, backhaul_subnet);
+      const WiredLink up = connect_p2p(cell.pgw, core, lte.backhaul_rate_bps,
+                                       lte.backhaul_delay_s, 1500, backhaul_subnet);
       add_default_route(cell.pgw, up.b_address, up.a_interface);
       add_network_route(core, ns3::Ipv4Address("7.0.0.0"), ns3::Ipv4Mask("255.0.0.0"),
                         up.a_address, up.b_interface);
-    } else {
-      not_a_group_family(group.family);
     }
     // Host indices inside a group's `impairments` count within the group.
-    auto netems = apply_impairments(*impairments, attachments);
+    auto netems = apply_impairments(*impairments, attachments, streams_);
     netems_.insert(netems_.end(), netems.begin(), netems.end());
   }
 
@@ -264,9 +261,9 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
                                                 std::to_string(hosts_.size() - 1) + "]");
     }
     if (f.flow.direction == "uplink") {
-      start_background_flow(f.flow, f.node, hosts_[target], addresses_[target]);
+      start_background_flow(f.flow, f.node, hosts_[target], addresses_[target], streams_);
     } else {
-      start_background_flow(f.flow, hosts_[target], f.node, f.address);
+      start_background_flow(f.flow, hosts_[target], f.node, f.address, streams_);
     }
   }
 }
@@ -275,8 +272,7 @@ std::string HybridNetwork::describe() const {
   std::ostringstream out;
   out << "hybrid edge:";
   for (std::size_t g = 0; g < config_.groups.size(); ++g) {
-    out << (g ? " +" : " ") << config_.groups[g].workers << " "
-        << network_family_name(config_.groups[g].family);
+    out << (g ? " +" : " ") << config_.groups[g].workers << " " << config_.groups[g].family();
   }
   out << (hosts_.size() > config_.workers() ? ", server behind a core router" : ", no server");
   return out.str();

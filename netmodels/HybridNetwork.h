@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -14,7 +15,7 @@
 #include "netmodels/Impairments.h"
 #include "netmodels/LteNetwork.h"
 #include "netmodels/Network.h"
-#include "netmodels/NetworkRegistry.h"
+#include "netmodels/StreamAllocator.h"
 #include "netmodels/WifiNetwork.h"
 
 namespace gradwire {
@@ -29,11 +30,12 @@ struct EthernetGroupConfig {
 };
 
 struct HybridGroup {
-  NetworkFamily family = NetworkFamily::kEthernet;  ///< wifi, lte or ethernet
   std::uint32_t workers = 1;
-  WifiConfig wifi;
-  LteConfig lte;
-  EthernetGroupConfig ethernet;
+  /// The group's family, by the keys it holds: a switch, a Wi-Fi cell or an LTE cell.
+  std::variant<EthernetGroupConfig, WifiConfig, LteConfig> config;
+
+  /// `family` as the group names it: "ethernet", "wifi" or "lte".
+  std::string family() const;
 };
 
 struct HybridConfig {
@@ -66,6 +68,7 @@ class HybridNetwork : public Network {
 
  private:
   HybridConfig config_;
+  StreamAllocator streams_;  // one numbering for every group
   std::vector<ns3::Ptr<ns3::Node>> hosts_;
   std::vector<ns3::Ipv4Address> addresses_;
   std::vector<std::string> families_;

@@ -1,16 +1,13 @@
 #include "netmodels/Impairments.h"
 
-#include <algorithm>
-
 #include <ns3/data-rate.h>
 #include <ns3/double.h>
 #include <ns3/inet-socket-address.h>
-#include <ns3/ipv4-queue-disc-item.h>
 #include <ns3/on-off-helper.h>
 #include <ns3/packet-sink-helper.h>
 #include <ns3/packet-sink.h>
 #include <ns3/pointer.h>
-#include <ns3/simulator.h>
+#include <ns3/string.h>
 #include <ns3/traffic-control-helper.h>
 #include <ns3/traffic-control-layer.h>
 #include <ns3/uinteger.h>
@@ -246,236 +243,78 @@ std::vector<std::pair<double, double>> ImpairmentsConfig::outages_for(
   return out;
 }
 
-namespace {
-std::int64_t g_next_stream = 0;
-}
-
-void reset_streams() { g_next_stream = 0; }
-
-std::int64_t next_streams(std::int64_t count) {
-  const std::int64_t first = g_next_stream;
-  g_next_stream += count;
-  return first;
-}
-
-// ---------------------------------------------------------------------------------------------
-
-NS_OBJECT_ENSURE_REGISTERED(NetemQueueDisc);
-
-ns3::TypeId NetemQueueDisc::GetTypeId() {
-  static ns3::TypeId tid = ns3::TypeId("gradwire::NetemQueueDisc")
-                               .SetParent<ns3::QueueDisc>()
-                               .SetGroupName("TrafficControl")
-                               .AddConstructor<NetemQueueDisc>();
-  return tid;
-}
-
-NetemQueueDisc::NetemQueueDisc() : ns3::QueueDisc(ns3::QueueDiscSizePolicy::NO_LIMITS) {
-  random_ = ns3::CreateObject<ns3::UniformRandomVariable>();
-  random_->SetStream(next_streams(1));
-}
-
-NetemQueueDisc::~NetemQueueDisc() = default;
-
-void NetemQueueDisc::Configure(const ImpairmentsConfig& config, Windows outages,
-                               std::map<ns3::Ipv4Address, Windows> only_to) {
-  config_ = config;
-  outages_ = std::move(outages);
-  only_to_ = std::move(only_to);
-}
-
-void NetemQueueDisc::DoDispose() {
-  wake_.Cancel();
-  flows_.clear();
-  random_ = nullptr;
-  ns3::QueueDisc::DoDispose();
-}
-
-bool NetemQueueDisc::in_outage(const Windows* windows, ns3::Time t) {
-  if (!windows) return false;
-  const double s = t.GetSeconds();
-  for (const auto& [down, up] : *windows) {
-    if (s >= down && s < up) return true;
-  }
-  return false;
-}
-
-bool NetemQueueDisc::draw_loss(Flow& flow) {
-  const LossSpec& l = config_.loss;
-  if (l.model == "uniform") return l.rate > 0 && random_->GetValue() < l.rate;
-  if (l.model == "gilbert-elliott") {
-    // Transition first, then lose with the new state's probability (as netem's "gemodel").
-    const double u = random_->GetValue();
-    flow.bad = flow.bad ? !(u < l.r) : (u < l.p);
-    const double loss = flow.bad ? l.loss_bad : l.loss_good;
-    return loss > 0 && random_->GetValue() < loss;
-  }
-  return false;
-}
-
-bool NetemQueueDisc::DoEnqueue(ns3::Ptr<ns3::QueueDiscItem> item) {
-  const ns3::Time now = ns3::Simulator::Now();
-  auto ip = ns3::DynamicCast<ns3::Ipv4QueueDiscItem>(item);
-  // Non-IP traffic (ARP) and traffic to unfiltered destinations passes untouched (but an
-  // unfiltered link that is down carries nothing at all).
-  bool impaired = ip != nullptr;
-  std::uint32_t key = 0;
-  const Windows* windows = only_to_.empty() ? &outages_ : nullptr;
-  if (ip && !only_to_.empty()) {
-    const ns3::Ipv4Address dst = ip->GetHeader().GetDestination();
-    auto it = only_to_.find(dst);
-    impaired = it != only_to_.end();
-    key = impaired ? dst.Get() : 0xFFFFFFFFu;
-    if (impaired) windows = &it->second;
-  } else if (!ip) {
-    key = 0xFFFFFFFFu;
-  }
-  if (in_outage(windows, now)) {
-    DropBeforeEnqueue(item, "link down (outage)");
-    return false;
-  }
-  if (held_ >= config_.queue_packets) {
-    DropBeforeEnqueue(item, "netem queue full");
-    return false;
-  }
-  Flow& flow = flows_[key];
-  flow.outages = windows;
-  if (impaired && draw_loss(flow)) {
-    ++lost_;
-    DropBeforeEnqueue(item, "netem loss");
-    return false;
-  }
-  ns3::Time due = now;
-  if (impaired) {
-    if (config_.rate_cap_bps > 0) {
-      const ns3::Time start = std::max(now, flow.next_free);
-      flow.next_free =
-          start + ns3::Seconds(8.0 * item->GetSize() / config_.rate_cap_bps);
-      due = flow.next_free;
-    }
-    double delay = config_.delay_s;
-    if (config_.jitter_s > 0) {
-      delay += (2.0 * random_->GetValue() - 1.0) * config_.jitter_s;
-      delay = std::max(0.0, delay);
-    }
-    due += ns3::Seconds(delay);
-  }
-  due = std::max(due, flow.last_due);
-  flow.last_due = due;
-  flow.queue.push_back(Held{item, due});
-  ++held_;
-  ++passed_;
-  return true;
-}
-
-NetemQueueDisc::Flow* NetemQueueDisc::earliest(bool due_only) {
-  Flow* best = nullptr;
-  for (auto& [key, flow] : flows_) {
-    if (flow.queue.empty()) continue;
-    if (!best || flow.queue.front().due < best->queue.front().due) best = &flow;
-  }
-  if (best && due_only && best->queue.front().due > ns3::Simulator::Now()) return nullptr;
-  return best;
-}
-
-void NetemQueueDisc::wake_at(ns3::Time t) {
-  if (wake_.IsRunning() && wake_.GetTs() <= static_cast<std::uint64_t>(t.GetTimeStep())) return;
-  wake_.Cancel();
-  wake_ = ns3::Simulator::Schedule(t - ns3::Simulator::Now(), [this] { Run(); });
-}
-
-ns3::Ptr<ns3::QueueDiscItem> NetemQueueDisc::DoDequeue() {
-  while (true) {
-    Flow* flow = earliest(false);
-    if (!flow) return nullptr;
-    if (flow->queue.front().due > ns3::Simulator::Now()) {
-      wake_at(flow->queue.front().due);
-      return nullptr;
-    }
-    ns3::Ptr<ns3::QueueDiscItem> item = flow->queue.front().item;
-    flow->queue.pop_front();
-    --held_;
-    if (in_outage(flow->outages, ns3::Simulator::Now())) {
-      DropAfterDequeue(item, "link down (outage)");
-      continue;
-    }
-    // QueueDisc::Run stops after its quota of packets and nothing reschedules it unless a
-    // new packet arrives: make sure the next held packet gets its own wake-up.
-    if (Flow* next = earliest(false)) {
-      wake_at(std::max(next->queue.front().due, ns3::Simulator::Now()));
-    }
-    return item;
-  }
-}
-
-ns3::Ptr<const ns3::QueueDiscItem> NetemQueueDisc::DoPeek() {
-  Flow* flow = earliest(true);
-  return flow ? flow->queue.front().item : nullptr;
-}
-
-ns3::Ptr<NetemQueueDisc> install_netem(ns3::Ptr<ns3::NetDevice> device,
-                                       const ImpairmentsConfig& config,
-                                       NetemQueueDisc::Windows outages,
-                                       std::map<ns3::Ipv4Address, NetemQueueDisc::Windows> only_to) {
+ns3::Ptr<NetemQueueDisc> install_netem(
+    ns3::Ptr<ns3::NetDevice> device, const ImpairmentsConfig& config,
+    NetemQueueDisc::Windows outages, StreamAllocator& streams,
+    const std::map<ns3::Ipv4Address, NetemQueueDisc::Windows>& only_to) {
   ns3::TrafficControlHelper tc;
   auto layer = device->GetNode()->GetObject<ns3::TrafficControlLayer>();
   if (layer && layer->GetRootQueueDiscOnDevice(device)) tc.Uninstall(device);
-  tc.SetRootQueueDisc("gradwire::NetemQueueDisc");
+  const LossSpec& loss = config.loss;
+  tc.SetRootQueueDisc("gradwire::NetemQueueDisc",
+                      "LossModel", ns3::StringValue(loss.model),
+                      "LossRate", ns3::DoubleValue(loss.rate),
+                      "GoodToBad", ns3::DoubleValue(loss.p),
+                      "BadToGood", ns3::DoubleValue(loss.r),
+                      "LossGood", ns3::DoubleValue(loss.loss_good),
+                      "LossBad", ns3::DoubleValue(loss.loss_bad),
+                      "DelaySeconds", ns3::DoubleValue(config.delay_s),
+                      "JitterSeconds", ns3::DoubleValue(config.jitter_s),
+                      "RateCapBps", ns3::DoubleValue(config.rate_cap_bps),
+                      "Limit", ns3::UintegerValue(config.queue_packets));
   ns3::QueueDiscContainer installed = tc.Install(device);
   auto netem = ns3::DynamicCast<NetemQueueDisc>(installed.Get(0));
-  netem->Configure(config, std::move(outages), std::move(only_to));
+  netem->AssignStreams(streams.reserve(1));
+  if (only_to.empty()) {
+    netem->SetOutages(std::move(outages));
+  } else {
+    for (const auto& [destination, windows] : only_to) netem->ImpairOnlyTo(destination, windows);
+  }
   return netem;
 }
 
 std::vector<ns3::Ptr<NetemQueueDisc>> apply_impairments(
-    const ImpairmentsConfig& config, const std::vector<HostAttachment>& hosts) {
+    const ImpairmentsConfig& config, const std::vector<HostAttachment>& hosts,
+    StreamAllocator& streams) {
   std::vector<ns3::Ptr<NetemQueueDisc>> out;
   if (!config.shapes_packets()) return out;
-  // Per device: either impaired for everything (with these windows) or per destination. Kept
-  // in host order: each queue disc draws its stream number when it is made, so the order in
-  // which they are installed must not depend on where the devices happen to lie in memory.
-  struct Whole {
-    ns3::Ptr<ns3::NetDevice> device;
-    NetemQueueDisc::Windows windows;
-  };
-  struct Filtered {
-    ns3::Ptr<ns3::NetDevice> device;
-    std::map<ns3::Ipv4Address, NetemQueueDisc::Windows> only_to;
-  };
-  std::vector<Whole> whole;
-  std::vector<Filtered> filtered;
-  const auto whole_entry = [&whole](const ns3::Ptr<ns3::NetDevice>& device) -> Whole& {
-    for (auto& w : whole) {
-      if (w.device == device) return w;
-    }
-    whole.push_back({device, {}});
-    return whole.back();
+  // Per device: either impaired for everything (with these windows) or per destination. Each
+  // queue disc takes the next stream, so they are installed in host order (each host's own
+  // device, then the one that sends to it; devices impaired for everything first), never in
+  // the order the devices happen to lie in memory.
+  std::vector<ns3::Ptr<ns3::NetDevice>> whole_order, filtered_order;
+  std::map<const ns3::NetDevice*, NetemQueueDisc::Windows> whole;
+  std::map<const ns3::NetDevice*, std::map<ns3::Ipv4Address, NetemQueueDisc::Windows>> filtered;
+  const auto impair_whole = [&](const ns3::Ptr<ns3::NetDevice>& device,
+                                const NetemQueueDisc::Windows& windows) {
+    if (!whole.count(ns3::PeekPointer(device))) whole_order.push_back(device);
+    whole[ns3::PeekPointer(device)] = windows;
   };
   for (std::size_t h = 0; h < hosts.size(); ++h) {
     if (!config.impairs(h, hosts.size())) continue;
     const auto windows = config.outages_for(h, hosts.size());
     const HostAttachment& a = hosts[h];
-    if (a.own) whole_entry(a.own).windows = windows;
-    if (a.far && !a.far_shared) whole_entry(a.far).windows = windows;
+    if (a.own) impair_whole(a.own, windows);
+    if (a.far && !a.far_shared) impair_whole(a.far, windows);
     if (a.far && a.far_shared) {
-      auto it = std::find_if(filtered.begin(), filtered.end(),
-                             [&a](const Filtered& f) { return f.device == a.far; });
-      if (it == filtered.end()) it = filtered.insert(filtered.end(), Filtered{a.far, {}});
-      it->only_to[a.address] = windows;
+      if (!filtered.count(ns3::PeekPointer(a.far))) filtered_order.push_back(a.far);
+      filtered[ns3::PeekPointer(a.far)][a.address] = windows;
     }
   }
-  for (const auto& w : whole) {
-    filtered.erase(std::remove_if(filtered.begin(), filtered.end(),
-                                  [&w](const Filtered& f) { return f.device == w.device; }),
-                   filtered.end());
-    out.push_back(install_netem(w.device, config, w.windows));
+  for (const auto& device : whole_order) {
+    out.push_back(install_netem(device, config, whole.at(ns3::PeekPointer(device)), streams));
   }
-  for (const auto& f : filtered) out.push_back(install_netem(f.device, config, {}, f.only_to));
+  for (const auto& device : filtered_order) {
+    if (whole.count(ns3::PeekPointer(device))) continue;  // impaired for everything already
+    out.push_back(
+        install_netem(device, config, {}, streams, filtered.at(ns3::PeekPointer(device))));
+  }
   return out;
 }
 
 void start_background_flow(const BackgroundFlowSpec& flow, ns3::Ptr<ns3::Node> from,
-                           ns3::Ptr<ns3::Node> sink, ns3::Ipv4Address to) {
+                           ns3::Ptr<ns3::Node> sink, ns3::Ipv4Address to,
+                           StreamAllocator& streams) {
   const ns3::InetSocketAddress address(to, kBackgroundPort);
   ns3::OnOffHelper source("ns3::UdpSocketFactory", address);
   auto period = [&](double mean) -> ns3::Ptr<ns3::RandomVariableStream> {
@@ -494,7 +333,7 @@ void start_background_flow(const BackgroundFlowSpec& flow, ns3::Ptr<ns3::Node> f
                                       static_cast<std::uint64_t>(flow.rate_bps))));
   source.SetAttribute("PacketSize", ns3::UintegerValue(flow.packet_bytes));
   ns3::ApplicationContainer apps = source.Install(from);
-  source.AssignStreams(ns3::NodeContainer(from), next_streams(4));
+  source.AssignStreams(ns3::NodeContainer(from), streams.reserve(4));
   apps.Start(ns3::Seconds(flow.start_s));
 
   // One sink per node is enough; a second flow to the same node would fail to bind.

@@ -2,28 +2,27 @@
 // Gilbert-Elliott), extra one-way delay with jitter, a bandwidth cap, scheduled outages, and
 // background on/off traffic sharing the bottleneck.
 //
-// Loss, delay, jitter, cap and outages are applied by NetemQueueDisc, an ns-3 traffic-control
-// queue disc modelled on Linux netem (the tool people use to impair real links): it sits on
-// the egress of a network device, so it works the same on point-to-point, Wi-Fi and LTE
-// devices. A family installs one on each impaired host's own device (its uplink) and one on
-// the far side of that host's link (its downlink), filtered by destination when the far side
-// is shared (an access point, a PGW).
+// Loss, delay, jitter, cap and outages are applied by NetemQueueDisc (netmodels/NetemQueueDisc.h),
+// an ns-3 traffic-control queue disc modelled on Linux netem: it sits on the egress of a
+// network device, so it works the same on point-to-point, Wi-Fi and LTE devices. A family
+// installs one on each impaired host's own device (its uplink) and one on the far side of that
+// host's link (its downlink), filtered by destination when the far side is shared (an access
+// point, a PGW).
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <ns3/event-id.h>
 #include <ns3/ipv4-address.h>
 #include <ns3/net-device.h>
 #include <ns3/node.h>
-#include <ns3/nstime.h>
-#include <ns3/queue-disc.h>
-#include <ns3/random-variable-stream.h>
+
+#include "netmodels/NetemQueueDisc.h"
+#include "netmodels/StreamAllocator.h"
 
 namespace gradwire {
 
@@ -90,66 +89,15 @@ struct ImpairmentsConfig {
   std::vector<std::pair<double, double>> outages_for(std::size_t index, std::size_t hosts) const;
 };
 
-/// netem for ns-3: a traffic-control queue disc that drops, delays, jitters, rate-limits and
-/// blacks out packets on one device's egress. Packets are kept in FIFO order per destination.
-class NetemQueueDisc : public ns3::QueueDisc {
- public:
-  static ns3::TypeId GetTypeId();
-  NetemQueueDisc();
-  ~NetemQueueDisc() override;
-
-  using Windows = std::vector<std::pair<double, double>>;
-  /// `outages`: [down, up) windows in simulated seconds. `only_to`: when non-empty, only
-  /// packets to these destinations are impaired, each with its own outage windows (a shared
-  /// access point's downlink); others pass untouched. Call before the simulation runs.
-  void Configure(const ImpairmentsConfig& config, Windows outages,
-                 std::map<ns3::Ipv4Address, Windows> only_to = {});
-
-  std::uint64_t lost() const { return lost_; }
-  std::uint64_t passed() const { return passed_; }
-
- private:
-  struct Held {
-    ns3::Ptr<ns3::QueueDiscItem> item;
-    ns3::Time due;
-  };
-  struct Flow {
-    std::deque<Held> queue;
-    ns3::Time next_free;   // when the capped link is free again
-    ns3::Time last_due;    // FIFO: no packet leaves before the previous one
-    bool bad = false;      // Gilbert-Elliott state
-    const Windows* outages = nullptr;
-  };
-
-  bool DoEnqueue(ns3::Ptr<ns3::QueueDiscItem> item) override;
-  ns3::Ptr<ns3::QueueDiscItem> DoDequeue() override;
-  ns3::Ptr<const ns3::QueueDiscItem> DoPeek() override;
-  bool CheckConfig() override { return true; }
-  void InitializeParams() override {}
-  void DoDispose() override;
-
-  static bool in_outage(const Windows* windows, ns3::Time t);
-  bool draw_loss(Flow& flow);
-  Flow* earliest(bool due_only);
-  void wake_at(ns3::Time t);
-
-  ImpairmentsConfig config_;
-  Windows outages_;
-  std::map<ns3::Ipv4Address, Windows> only_to_;
-  std::map<std::uint32_t, Flow> flows_;  // by destination address (0 when unfiltered)
-  std::size_t held_ = 0;
-  ns3::Ptr<ns3::UniformRandomVariable> random_;
-  ns3::EventId wake_;
-  std::uint64_t lost_ = 0;
-  std::uint64_t passed_ = 0;
-};
-
 /// Replaces the root queue disc of `device` (the FqCoDel that address assignment installs)
-/// by a NetemQueueDisc configured with `config`. Returns it (for counters in tests).
+/// by a NetemQueueDisc whose attributes are `config`'s loss, delay, jitter, cap and queue,
+/// with `outages` (when `only_to` is empty) or impairing only the destinations of `only_to`,
+/// each with its own windows. Its stream comes from `streams`. Returns it (for counters in
+/// tests).
 ns3::Ptr<NetemQueueDisc> install_netem(
     ns3::Ptr<ns3::NetDevice> device, const ImpairmentsConfig& config,
-    NetemQueueDisc::Windows outages,
-    std::map<ns3::Ipv4Address, NetemQueueDisc::Windows> only_to = {});
+    NetemQueueDisc::Windows outages, StreamAllocator& streams,
+    const std::map<ns3::Ipv4Address, NetemQueueDisc::Windows>& only_to = {});
 
 /// How one application host reaches its network, for applying impairments: `own` is the
 /// host's device (its uplink); `far` the device that sends to it (its downlink), shared by
@@ -165,17 +113,13 @@ struct HostAttachment {
 /// A device that is both an impaired host's own device and a shared far side is impaired
 /// once, for all of its traffic.
 std::vector<ns3::Ptr<NetemQueueDisc>> apply_impairments(
-    const ImpairmentsConfig& config, const std::vector<HostAttachment>& hosts);
+    const ImpairmentsConfig& config, const std::vector<HostAttachment>& hosts,
+    StreamAllocator& streams);
 
-/// Explicit ns-3 RNG stream numbers for everything a network builder draws (placement,
-/// mobility, loss, MAC backoff, schedulers): without them ns-3 numbers streams by creation
-/// order across the whole process, so a second simulation in one process would differ.
-/// reset_streams() starts a network's numbering; next_streams(n) reserves n streams.
-void reset_streams();
-std::int64_t next_streams(std::int64_t count);
-
-/// Starts a UDP on/off source on `from` sending to `to`:`port`, with a packet sink on `sink`.
+/// Starts a UDP on/off source on `from` sending to `to`:`port`, with a packet sink on `sink`;
+/// its on and off periods draw from streams reserved in `streams`.
 void start_background_flow(const BackgroundFlowSpec& flow, ns3::Ptr<ns3::Node> from,
-                           ns3::Ptr<ns3::Node> sink, ns3::Ipv4Address to);
+                           ns3::Ptr<ns3::Node> sink, ns3::Ipv4Address to,
+                           StreamAllocator& streams);
 
 }  // namespace gradwire

@@ -112,7 +112,8 @@ nlohmann::json LteConfig::to_json(bool group) const {
   return j;
 }
 
-LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues) {
+LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues,
+                       StreamAllocator& streams) {
   const std::size_t extra = config.impairments.background.size();
   const std::size_t total = worker_ues + extra;
   // Reliable RLC for TCP, with buffers that hold a TCP window (ns-3's 10 KiB default drops).
@@ -167,8 +168,8 @@ LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues) {
       group.Add(cell.ues.Get(static_cast<std::uint32_t>(i)));
     }
     const ns3::Vector center(enb_positions[e].x, 0.0, 1.5);
-    place_mobile(group, config.placement.positions(group.GetN(), center),
-                 config.impairments.mobility, center);
+    place_mobile(group, config.placement.positions(group.GetN(), center, streams),
+                 config.impairments.mobility, center, streams);
   }
   for (std::size_t i = 0; i < extra; ++i) {
     const double d = config.impairments.background[i].distance_m;
@@ -178,9 +179,9 @@ LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues) {
   }
   ns3::NetDeviceContainer enb_devices = lte->InstallEnbDevice(enbs);
   cell.ue_devices = lte->InstallUeDevice(cell.ues);
-  lte->AssignStreams(enb_devices, next_streams(64 * static_cast<std::int64_t>(enbs.GetN())));
+  lte->AssignStreams(enb_devices, streams.reserve(64 * static_cast<std::int64_t>(enbs.GetN())));
   lte->AssignStreams(cell.ue_devices,
-                     next_streams(64 * static_cast<std::int64_t>(cell.ues.GetN())));
+                     streams.reserve(64 * static_cast<std::int64_t>(cell.ues.GetN())));
   ns3::InternetStackHelper stack;
   stack.SetIpv6StackInstall(false);  // no IPv6 router solicitations on the air
   stack.Install(cell.ues);
@@ -206,7 +207,7 @@ LteNetwork::LteNetwork(const LteConfig& config, std::size_t hosts) : config_(con
   const bool server_apart = config_.server != "ue";
   if (hosts < (server_apart ? 2u : 1u)) throw ConfigError("network", "too few hosts for LTE");
   const std::size_t ues = hosts - (server_apart ? 1 : 0);
-  cell_ = build_lte_cell(config_, ues);
+  cell_ = build_lte_cell(config_, ues, streams_);
 
   // The server (or, in a ring of UEs, a sink for background traffic) behind the PGW.
   auto remote = ns3::CreateObject<ns3::Node>();
@@ -230,7 +231,7 @@ LteNetwork::LteNetwork(const LteConfig& config, std::size_t hosts) : config_(con
     addresses_.push_back(link.b_address);
     attachments.push_back(HostAttachment{link.b_device, link.a_device, false, link.b_address});
   }
-  netems_ = apply_impairments(config_.impairments, attachments);
+  netems_ = apply_impairments(config_.impairments, attachments, streams_);
 
   for (std::size_t i = 0; i < config_.impairments.background.size(); ++i) {
     const auto& flow = config_.impairments.background[i];
@@ -243,9 +244,9 @@ LteNetwork::LteNetwork(const LteConfig& config, std::size_t hosts) : config_(con
     }
     auto extra = cell_.ues.Get(static_cast<std::uint32_t>(ues + i));
     if (flow.direction == "uplink") {
-      start_background_flow(flow, extra, hosts_[target], addresses_[target]);
+      start_background_flow(flow, extra, hosts_[target], addresses_[target], streams_);
     } else {
-      start_background_flow(flow, hosts_[target], extra, cell_.ue_addresses[ues + i]);
+      start_background_flow(flow, hosts_[target], extra, cell_.ue_addresses[ues + i], streams_);
     }
   }
 }

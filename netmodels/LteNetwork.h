@@ -19,6 +19,7 @@
 #include "netmodels/Impairments.h"
 #include "netmodels/Network.h"
 #include "netmodels/NetworkParts.h"
+#include "netmodels/StreamAllocator.h"
 
 namespace gradwire {
 
@@ -55,7 +56,9 @@ struct LteCell {
   ns3::Ptr<ns3::Object> lte_helper, epc_helper;  ///< kept alive with the network
 };
 
-LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues);
+/// Its random parts (placement, mobility, the eNodeBs' and UEs' devices) draw from streams
+/// reserved in `streams`.
+LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues, StreamAllocator& streams);
 
 class LteNetwork : public Network {
  public:
@@ -74,6 +77,7 @@ class LteNetwork : public Network {
 
  private:
   LteConfig config_;
+  StreamAllocator streams_;
   LteCell cell_;
   std::vector<ns3::Ptr<ns3::Node>> hosts_;
   std::vector<ns3::Ipv4Address> addresses_;

@@ -5,8 +5,6 @@
 #include <initializer_list>
 #include <stdexcept>
 
-#include "netmodels/NetworkRegistry.h"
-
 namespace gradwire {
 
 namespace {
@@ -62,69 +60,19 @@ std::string two_decimals(double v) {
   return buf;
 }
 
-ParamSpec tcp_buffer() {
+}  // namespace
+
+ParamSpec tcp_buffer_param() {
   return integer("tcp_buffer", 4 << 20, 4096, 1 << 30, "socket send and receive buffers, bytes");
 }
 
-ParamSpec impairments(bool wireless) {
+ParamSpec impairments_param(bool wireless) {
   return object("impairments",
                 wireless ? "loss, delay, jitter, rate cap, outages, background traffic and "
                            "mobility (`impairments` below)"
                          : "loss, delay, jitter, rate cap, outages and background traffic "
                            "(`impairments` below, without `mobility`); applied to both "
                            "directions of each impaired host's link");
-}
-
-}  // namespace
-
-const std::vector<ParamSpec>& network_params() {
-  static const std::vector<ParamSpec> kParams = [] {
-    std::vector<std::string> families;
-    for (NetworkFamily f : all_network_families()) families.push_back(network_family_name(f));
-    return std::vector<ParamSpec>{
-        choice("family", network_family_name(NetworkFamily::kEthernet), families,
-               "which network carries the hosts' traffic; each family takes the keys of its "
-               "own table below"),
-        with_default(object("transport",
-                            "how gradwire's messages cross the network: `\"tcp\"`, `\"udp\"` or "
-                            "an object `{\"kind\": \"udp\", ...}`; validated by the transport "
-                            "layer (its keys: netmodels/README.md)"),
-                     "tcp"),
-    };
-  }();
-  return kParams;
-}
-
-const std::vector<ParamSpec>& ethernet_params() {
-  static const std::vector<ParamSpec> kParams = {
-      rate("rate", "1Gbps", "every host <-> switch link (full duplex)"),
-      at_most(duration("delay", "50us",
-                       "one-way propagation delay per link (at most 1s: a geostationary hop "
-                       "is 0.27s, and TCP's handshake gives up on much longer ones)"),
-              1.0),
-      integer("mtu", 1500, 576, 9216,
-              "largest IP packet on every link, bytes: 576 is the IPv4 minimum, 9000 gives "
-              "jumbo frames (about 10x fewer simulated packets); TCP segments are MTU - 52"),
-      integer("queue", 1000, 1, 1000000,
-              "drop-tail queue per switch port, packets (frames with `offload`); a host's "
-              "NIC queue also holds whatever its TCP sockets may have in flight"),
-      tcp_buffer(),
-      choice("framing", "ethernet", {"ethernet", "ppp"},
-             "what each frame costs on the wire beyond its IP packet: `ethernet` 38 bytes "
-             "(14 header, 4 FCS, 8 preamble, 12 inter-frame gap), as a switched LAN; `ppp` 2 "
-             "bytes (ns-3's point-to-point header only, a few percent faster than real "
-             "Ethernet)"),
-      boolean("offload", true,
-              "segment offload (TSO/GRO): TCP stays per-frame but sends bulk data in "
-              "super-segments of up to 44 frames (64 KB, at most 1/32 of its window) that "
-              "each link serialises in exactly their frames' time, forwarded cut-through by "
-              "the switch; within 0.25 % of per-frame simulation over the accuracy grid "
-              "(netmodels/README.md), with many times fewer simulated packets for large "
-              "gradients. false: pure per-frame simulation. Ignored when `impairments` shape "
-              "packets"),
-      impairments(false),
-  };
-  return kParams;
 }
 
 const std::vector<ParamSpec>& wifi_params() {
@@ -161,12 +109,12 @@ const std::vector<ParamSpec>& wifi_params() {
       rate("backhaul_rate", "1Gbps",
            "AP <-> wired server (`server` `wired`) or, in a hybrid group, AP <-> core router"),
       duration("backhaul_delay", "500us", "one-way delay of the backhaul"),
-      impairments(true),
+      impairments_param(true),
       choice("server", "station", {"station", "ap", "wired"},
              "where the last host sits: another `station`, the `ap` itself, or a host `wired` "
              "behind the AP. Under topology `ps` that host is the parameter server; under "
              "`ring` it is the last worker, so keep `station` for rings"),
-      tcp_buffer(),
+      tcp_buffer_param(),
   };
   return kParams;
 }
@@ -204,13 +152,13 @@ const std::vector<ParamSpec>& lte_params() {
            "core router"),
       derived(duration("backhaul_delay", "10ms", "one-way delay of the backhaul"),
               "10ms (100us with server edge)"),
-      impairments(true),
+      impairments_param(true),
       choice("server", "remote", {"remote", "edge", "ue"},
              "where the last host sits: `remote` (behind the PGW: an Internet server), `edge` "
              "(next to the PGW: MEC) or `ue` (another UE). Under topology `ps` that host is "
              "the parameter server; under `ring` it is the last worker, so keep `ue` for "
              "rings"),
-      tcp_buffer(),
+      tcp_buffer_param(),
   };
   return kParams;
 }
@@ -223,7 +171,7 @@ const std::vector<ParamSpec>& hybrid_params() {
                     "server last; the groups' `workers` add up to `training.workers`")),
       rate("server_rate", "10Gbps", "core router <-> server host (when the topology has one)"),
       duration("server_delay", "100us", "one-way delay of that link"),
-      tcp_buffer(),
+      tcp_buffer_param(),
   };
   return kParams;
 }
@@ -261,7 +209,7 @@ const std::vector<ParamSpec>& ethernet_group_params() {
               "drop-tail queue per device (host NIC and switch port), packets"),
       rate("backhaul_rate", "10Gbps", "switch <-> core router"),
       duration("backhaul_delay", "100us", "one-way delay of the backhaul"),
-      impairments(false),
+      impairments_param(false),
   };
   return kParams;
 }

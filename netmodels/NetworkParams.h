@@ -16,11 +16,10 @@
 
 namespace gradwire {
 
-/// `family` and `transport`: the keys every `network` object takes.
-const std::vector<ParamSpec>& network_params();
-
-/// Each family's own keys.
-const std::vector<ParamSpec>& ethernet_params();
+/// Each family's own keys (the keys every `network` object takes, `family` and `transport`, are
+/// network_params() in netmodels/NetworkRegistry.h: `family` lists the registry's families;
+/// Ethernet's keys are bound to EthernetConfig's members, ethernet_params() in
+/// netmodels/EthernetNetwork.h).
 const std::vector<ParamSpec>& wifi_params();
 const std::vector<ParamSpec>& lte_params();
 const std::vector<ParamSpec>& hybrid_params();
@@ -33,6 +32,11 @@ const std::vector<ParamSpec>& hybrid_group_params();
 const std::vector<ParamSpec>& wifi_group_params();
 const std::vector<ParamSpec>& lte_group_params();
 const std::vector<ParamSpec>& ethernet_group_params();
+
+/// Keys several families declare alike: `tcp_buffer`, and `impairments` (`wireless`: with
+/// `mobility`).
+ParamSpec tcp_buffer_param();
+ParamSpec impairments_param(bool wireless);
 
 /// Nested objects. `wireless`: as the Wi-Fi and LTE families take them (with `mobility`, and
 /// background flows with `distance_m`).

@@ -71,7 +71,8 @@ nlohmann::json PlacementSpec::to_json() const {
   return {{"kind", kind}, {"radius_m", radius_m}};
 }
 
-std::vector<ns3::Vector> PlacementSpec::positions(std::size_t count, ns3::Vector center) const {
+std::vector<ns3::Vector> PlacementSpec::positions(std::size_t count, ns3::Vector center,
+                                                  StreamAllocator& streams) const {
   std::vector<ns3::Vector> out;
   const double kPi = 3.14159265358979323846;
   if (kind == "disc") {
@@ -79,7 +80,7 @@ std::vector<ns3::Vector> PlacementSpec::positions(std::size_t count, ns3::Vector
     disc->SetAttribute("rho", ns3::DoubleValue(radius_m));
     disc->SetAttribute("X", ns3::DoubleValue(center.x));
     disc->SetAttribute("Y", ns3::DoubleValue(center.y));
-    disc->AssignStreams(next_streams(2));
+    disc->AssignStreams(streams.reserve(2));
     for (std::size_t i = 0; i < count; ++i) out.push_back(disc->GetNext());
     return out;
   }
@@ -113,7 +114,7 @@ void place_fixed(const ns3::NodeContainer& nodes, const std::vector<ns3::Vector>
 }
 
 void place_mobile(const ns3::NodeContainer& nodes, const std::vector<ns3::Vector>& positions,
-                  const MobilitySpec& spec, ns3::Vector center) {
+                  const MobilitySpec& spec, ns3::Vector center, StreamAllocator& streams) {
   if (spec.model == "static") {
     place_fixed(nodes, positions);
     return;
@@ -121,7 +122,7 @@ void place_mobile(const ns3::NodeContainer& nodes, const std::vector<ns3::Vector
   const double b = spec.bounds_m;
   auto speed = ns3::CreateObject<ns3::ConstantRandomVariable>();
   speed->SetAttribute("Constant", ns3::DoubleValue(spec.speed_mps));
-  speed->SetStream(next_streams(1));
+  speed->SetStream(streams.reserve(1));
   ns3::MobilityHelper mobility;
   if (spec.model == "random-walk") {
     mobility.SetMobilityModel(
@@ -139,9 +140,9 @@ void place_mobile(const ns3::NodeContainer& nodes, const std::vector<ns3::Vector
     auto y = ns3::CreateObject<ns3::UniformRandomVariable>();
     y->SetAttribute("Min", ns3::DoubleValue(center.y - b));
     y->SetAttribute("Max", ns3::DoubleValue(center.y + b));
-    x->SetStream(next_streams(1));
-    y->SetStream(next_streams(1));
-    pause->SetStream(next_streams(1));
+    x->SetStream(streams.reserve(1));
+    y->SetStream(streams.reserve(1));
+    pause->SetStream(streams.reserve(1));
     area->SetX(x);
     area->SetY(y);
     mobility.SetMobilityModel("ns3::RandomWaypointMobilityModel", "Speed",
@@ -152,7 +153,7 @@ void place_mobile(const ns3::NodeContainer& nodes, const std::vector<ns3::Vector
   for (const auto& p : positions) start->Add(p);
   mobility.SetPositionAllocator(start);
   mobility.Install(nodes);
-  mobility.AssignStreams(nodes, next_streams(static_cast<std::int64_t>(nodes.GetN()) * 4 + 4));
+  mobility.AssignStreams(nodes, streams.reserve(static_cast<std::int64_t>(nodes.GetN()) * 4 + 4));
 }
 
 WiredLink connect_p2p(ns3::Ptr<ns3::Node> a, ns3::Ptr<ns3::Node> b, double rate_bps,

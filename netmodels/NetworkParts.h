@@ -15,6 +15,7 @@
 #include <ns3/vector.h>
 
 #include "netmodels/Impairments.h"
+#include "netmodels/StreamAllocator.h"
 
 namespace gradwire {
 
@@ -31,17 +32,19 @@ struct PlacementSpec {
                                  double default_distance_m);
   nlohmann::json to_json() const;
 
-  /// Position of node `index` of `count` relative to `center` (disc: drawn, so call in order).
-  std::vector<ns3::Vector> positions(std::size_t count, ns3::Vector center) const;
+  /// Positions of `count` nodes relative to `center` (disc: drawn from streams reserved in
+  /// `streams`).
+  std::vector<ns3::Vector> positions(std::size_t count, ns3::Vector center,
+                                     StreamAllocator& streams) const;
 };
 
 /// Installs a constant-position model at each of `positions` (one per node).
 void place_fixed(const ns3::NodeContainer& nodes, const std::vector<ns3::Vector>& positions);
 
 /// Installs the mobility model of `spec` on `nodes`, starting at `positions`, moving inside
-/// +-bounds_m around `center`.
+/// +-bounds_m around `center`; its random variables draw from streams reserved in `streams`.
 void place_mobile(const ns3::NodeContainer& nodes, const std::vector<ns3::Vector>& positions,
-                  const MobilitySpec& spec, ns3::Vector center);
+                  const MobilitySpec& spec, ns3::Vector center, StreamAllocator& streams);
 
 struct WiredLink {
   ns3::Ptr<ns3::NetDevice> a_device, b_device;

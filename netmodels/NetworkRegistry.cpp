@@ -1,148 +1,51 @@
 #include "netmodels/NetworkRegistry.h"
 
-#include <stdexcept>
-
-#include "netmodels/EthernetNetwork.h"
-#include "netmodels/HybridNetwork.h"
-#include "netmodels/LteNetwork.h"
 #include "netmodels/NetworkParams.h"
-#include "netmodels/WifiNetwork.h"
 
 namespace gradwire {
+
+// Each family's declaration, in its own file.
+NetworkFamilyInfo ethernet_family();  // netmodels/EthernetFamily.cpp
+NetworkFamilyInfo wifi_family();      // netmodels/WifiFamily.cpp
+NetworkFamilyInfo lte_family();       // netmodels/LteFamily.cpp
+NetworkFamilyInfo hybrid_family();    // netmodels/HybridFamily.cpp
+
+// The builtin families, in the order listings show them.
+NetworkRegistry::NetworkRegistry() {
+  add(ethernet_family());
+  add(wifi_family());
+  add(lte_family());
+  add(hybrid_family());
+}
+
+NetworkRegistry& NetworkRegistry::extend() {
+  static NetworkRegistry registry;
+  return registry;
+}
+
+const NetworkRegistry& NetworkRegistry::builtin() { return extend(); }
+
+const std::vector<ParamSpec>& network_params() {
+  static const std::vector<ParamSpec> kParams = {
+      params::choice("family", "ethernet", NetworkRegistry::builtin().names(),
+                     "which network carries the hosts' traffic; each family takes the keys of "
+                     "its own table below"),
+      [] {
+        ParamSpec transport = params::object(
+            "transport",
+            "how gradwire's messages cross the network: `\"tcp\"`, `\"udp\"` or an object "
+            "`{\"kind\": \"udp\", ...}`; validated by the transport layer (its keys: "
+            "netmodels/README.md)");
+        transport.default_value = "tcp";
+        return transport;
+      }(),
+  };
+  return kParams;
+}
 
 namespace {
 
 using nlohmann::json;
-
-/// The builders read a resolved object under its scenario path.
-const char* const kPath = "network";
-
-}  // namespace
-
-NetworkRegistry::NetworkRegistry() {
-  NetworkFamilyInfo ethernet;
-  ethernet.family = NetworkFamily::kEthernet;
-  ethernet.name = network_family_name(ethernet.family);
-  ethernet.summary =
-      "A switched star: every host has its own full-duplex link to one store-and-forward "
-      "switch, with a drop-tail queue per port (the lab cluster on 1 or 10 GbE)";
-  ethernet.params = ethernet_params();
-  ethernet.group_params = ethernet_group_params();
-  ethernet.minimal = {{"family", ethernet.name}};
-  ethernet.resolve = [](const json& object, const std::string& path) {
-    return EthernetConfig::from_json(object, path).to_json();
-  };
-  ethernet.build = [](const json& resolved, std::size_t hosts) -> std::unique_ptr<Network> {
-    return std::make_unique<EthernetNetwork>(EthernetConfig::from_json(resolved, kPath), hosts);
-  };
-  families_.push_back(ethernet);
-
-  NetworkFamilyInfo wifi;
-  wifi.family = NetworkFamily::kWifi;
-  wifi.name = network_family_name(wifi.family);
-  wifi.summary =
-      "One 802.11n, ac or ax BSS: worker stations around an access point share the radio "
-      "channel; the last host is another station, the AP itself or a wired host behind it";
-  wifi.params = wifi_params();
-  wifi.group_params = wifi_group_params();
-  wifi.minimal = {{"family", wifi.name}};
-  wifi.resolve = [](const json& object, const std::string& path) {
-    return WifiConfig::from_json(object, path).to_json();
-  };
-  wifi.build = [](const json& resolved, std::size_t hosts) -> std::unique_ptr<Network> {
-    return std::make_unique<WifiNetwork>(WifiConfig::from_json(resolved, kPath), hosts);
-  };
-  families_.push_back(wifi);
-
-  NetworkFamilyInfo lte;
-  lte.family = NetworkFamily::kLte;
-  lte.name = network_family_name(lte.family);
-  lte.summary =
-      "LTE radio access and EPC core: worker UEs around one or more eNodeBs; the last host is "
-      "a remote server behind the PGW, an edge host next to it, or another UE. UE to UE "
-      "traffic crosses the PGW, as in a real EPC";
-  lte.params = lte_params();
-  lte.group_params = lte_group_params();
-  lte.minimal = {{"family", lte.name}};
-  lte.resolve = [](const json& object, const std::string& path) {
-    return LteConfig::from_json(object, path).to_json();
-  };
-  lte.build = [](const json& resolved, std::size_t hosts) -> std::unique_ptr<Network> {
-    return std::make_unique<LteNetwork>(LteConfig::from_json(resolved, kPath), hosts);
-  };
-  families_.push_back(lte);
-
-  NetworkFamilyInfo hybrid;
-  hybrid.family = NetworkFamily::kHybrid;
-  hybrid.name = network_family_name(hybrid.family);
-  hybrid.summary =
-      "Groups of workers on different families (Wi-Fi cells, one LTE cell, switched "
-      "Ethernet); each group's gateway has its own backhaul to a core router, and the server "
-      "host, when the topology has one, hangs off that router";
-  hybrid.params = hybrid_params();
-  hybrid.minimal = {
-      {"family", hybrid.name},
-      {"groups", json::array({{{"family", ethernet.name}, {"workers", 1}}})}};
-  hybrid.resolve = [](const json& object, const std::string& path) {
-    return HybridConfig::from_json(object, path).to_json();
-  };
-  hybrid.build = [](const json& resolved, std::size_t hosts) -> std::unique_ptr<Network> {
-    return std::make_unique<HybridNetwork>(HybridConfig::from_json(resolved, kPath), hosts);
-  };
-  families_.push_back(hybrid);
-}
-
-const NetworkRegistry& NetworkRegistry::builtin() {
-  static const NetworkRegistry registry;
-  return registry;
-}
-
-const NetworkFamilyInfo& NetworkRegistry::at(NetworkFamily family) const {
-  for (const auto& f : families_) {
-    if (f.family == family) return f;
-  }
-  throw std::logic_error("network family not registered");
-}
-
-const NetworkFamilyInfo* NetworkRegistry::find(const std::string& name) const {
-  for (const auto& f : families_) {
-    if (f.name == name) return &f;
-  }
-  return nullptr;
-}
-
-std::vector<std::string> NetworkRegistry::names() const {
-  std::vector<std::string> out;
-  for (const auto& f : families_) out.push_back(f.name);
-  return out;
-}
-
-const std::vector<NetworkFamily>& all_network_families() {
-  static const std::vector<NetworkFamily> kFamilies = {
-      NetworkFamily::kEthernet, NetworkFamily::kWifi, NetworkFamily::kLte,
-      NetworkFamily::kHybrid};
-  return kFamilies;
-}
-
-// Not through the registry: the declarations name families while the registry is being built.
-std::string network_family_name(NetworkFamily family) {
-  switch (family) {
-    case NetworkFamily::kEthernet: return "ethernet";
-    case NetworkFamily::kWifi: return "wifi";
-    case NetworkFamily::kLte: return "lte";
-    case NetworkFamily::kHybrid: return "hybrid";
-  }
-  throw std::logic_error("unknown network family");
-}
-
-NetworkFamily parse_network_family(const std::string& name) {
-  for (NetworkFamily f : all_network_families()) {
-    if (network_family_name(f) == name) return f;
-  }
-  throw std::invalid_argument("unknown network family " + name);
-}
-
-namespace {
 
 std::string code_list(const std::vector<std::string>& names) {
   std::string out;
@@ -171,10 +74,10 @@ std::string families_with(const std::string& key) {
   return code_list(names);
 }
 
-/// "`wifi`, `lte`, `ethernet`": the families that can be a hybrid group, in the order the
-/// group's `family` lists them.
-std::string group_families() {
-  return code_list(param_named(hybrid_group_params(), "family").choices);
+/// "`wifi`, `lte`, `ethernet`": the families an entry of `groups` can name, in the order the
+/// entry's `family` lists them.
+std::string group_families(const std::vector<ParamSpec>& entry_params) {
+  return code_list(param_named(entry_params, "family").choices);
 }
 
 /// How a family's keys as a hybrid group differ from its own: when they are its keys less a
@@ -220,10 +123,10 @@ std::string network_reference_markdown() {
   for (const auto& f : r.list()) {
     out += "\n## `" + f.name + "`\n\n" + f.summary + ".\n\n" + param_table_markdown(f.params);
     if (!f.group_params.empty()) out += group_markdown(f);
-    if (f.family == NetworkFamily::kHybrid) {
+    if (!f.entry_params.empty()) {
       out += "\n### `groups` entries\n\nEach takes `family` and `workers`, and the keys of its "
-             "family as a `hybrid` group (" + group_families() + ", above).\n\n" +
-             param_table_markdown(hybrid_group_params());
+             "family as a `" + f.name + "` group (" + group_families(f.entry_params) +
+             ", above).\n\n" + param_table_markdown(f.entry_params);
     }
   }
   out += "\n## `placement`\n\nWhere worker stations or UEs stand around their access point or "

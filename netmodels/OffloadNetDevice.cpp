@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include <ns3/log.h>
 #include <ns3/node.h>
 #include <ns3/simulator.h>
 
@@ -11,6 +12,8 @@
 #include "netmodels/OffloadSwitch.h"
 
 namespace gradwire {
+
+NS_LOG_COMPONENT_DEFINE("OffloadNetDevice");
 
 NS_OBJECT_ENSURE_REGISTERED(OffloadNetDevice);
 
@@ -61,6 +64,8 @@ WireFrames OffloadNetDevice::frames_of(const std::uint8_t* head, std::uint32_t h
 void OffloadNetDevice::Configure(ns3::DataRate rate, std::uint32_t frame_mtu,
                                  double framing_bytes, double bytes_before_arrival,
                                  std::uint32_t queue_frames) {
+  NS_LOG_FUNCTION(this << rate << frame_mtu << framing_bytes << bytes_before_arrival
+                       << queue_frames);
   rate_ = rate;
   frame_mtu_ = frame_mtu;
   framing_bytes_ = framing_bytes;
@@ -71,6 +76,7 @@ void OffloadNetDevice::Configure(ns3::DataRate rate, std::uint32_t frame_mtu,
 void OffloadNetDevice::SetSwitch(ns3::Ptr<OffloadSwitch> fabric) { switch_ = fabric; }
 
 void OffloadNetDevice::Attach(ns3::Ptr<OffloadChannel> channel) {
+  NS_LOG_FUNCTION(this << channel);
   channel_ = channel;
   channel_->Attach(this);
   link_change_();
@@ -121,6 +127,7 @@ WireFrames OffloadNetDevice::FramesOf(const ns3::Packet& packet) const {
 
 bool OffloadNetDevice::Send(ns3::Ptr<ns3::Packet> packet, const ns3::Address&,
                             std::uint16_t protocol) {
+  NS_LOG_FUNCTION(this << packet << protocol);
   if (!channel_) return false;
   const WireFrames wire = FramesOf(*packet);
   if (!busy_) {
@@ -129,6 +136,8 @@ bool OffloadNetDevice::Send(ns3::Ptr<ns3::Packet> packet, const ns3::Address&,
   }
   // Drop-tail on frames, as the per-frame link's packet-counted queue would be.
   if (queued_frames_ + wire.frames > queue_limit_frames_) {
+    NS_LOG_LOGIC("queue full (" << queued_frames_ << " of " << queue_limit_frames_
+                                << " frames): dropping " << wire.frames << " frames");
     ++dropped_;
     mac_tx_drop_(packet);
     return false;
@@ -152,6 +161,8 @@ ns3::Time OffloadNetDevice::WireTime(double bytes) const {
 
 void OffloadNetDevice::TransmitStart(ns3::Ptr<ns3::Packet> packet, std::uint16_t protocol,
                                      const WireFrames& w) {
+  NS_LOG_LOGIC("packet " << packet->GetUid() << ": " << w.frames << " frames, " << w.bytes
+                         << " wire bytes");
   busy_ = true;
   phy_tx_begin_(packet);
   // The inter-frame gap follows each frame's last bit.

@@ -1,10 +1,13 @@
 #include "netmodels/OffloadSwitch.h"
 
+#include <ns3/log.h>
 #include <ns3/node.h>
 
 #include "netmodels/OffloadNetDevice.h"
 
 namespace gradwire {
+
+NS_LOG_COMPONENT_DEFINE("OffloadSwitch");
 
 namespace {
 
@@ -14,6 +17,7 @@ constexpr std::uint32_t kDestinationOffset = 16;  // in the IPv4 header
 }  // namespace
 
 void OffloadSwitch::AddPort(ns3::Ipv4Address host, OffloadNetDevice* port) {
+  NS_LOG_FUNCTION(this << host << port);
   ports_[host.Get()] = port;
 }
 
@@ -23,7 +27,11 @@ bool OffloadSwitch::Forward(const ns3::Ptr<ns3::Packet>& packet, std::uint16_t p
   std::uint8_t head[kDestinationOffset + 4];
   packet->CopyData(head, sizeof head);
   const auto it = ports_.find(ns3::Ipv4Address::Deserialize(head + kDestinationOffset).Get());
-  if (it == ports_.end() || it->second == ingress) return false;
+  if (it == ports_.end() || it->second == ingress) {
+    NS_LOG_LOGIC("packet " << packet->GetUid() << " goes up to the switch node");
+    return false;
+  }
+  NS_LOG_LOGIC("packet " << packet->GetUid() << " forwarded to port " << it->second);
   // A full egress queue drops the packet, as IP forwarding into it would.
   it->second->Send(packet, it->second->GetBroadcast(), protocol);
   return true;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <ns3/log.h>
 #include <ns3/packet.h>
 #include <ns3/tcp-header.h>
 #include <ns3/uinteger.h>
@@ -9,6 +10,8 @@
 #include "netmodels/AckFramesTag.h"
 
 namespace gradwire {
+
+NS_LOG_COMPONENT_DEFINE("OffloadTcpSocket");
 
 ns3::TypeId OffloadTcpSocket::GetTypeId() {
   static ns3::TypeId tid =
@@ -90,6 +93,8 @@ std::uint32_t OffloadTcpSocket::SendDataPacket(ns3::SequenceNumber32 seq, std::u
       const std::uint32_t receiver = right > seq ? static_cast<std::uint32_t>(right - seq) : 0;
       const std::uint32_t whole = std::min({window, receiver, frames * mss}) / mss * mss;
       maxSize = std::max(maxSize, whole);
+      NS_LOG_LOGIC(this << " seq " << seq << ": up to " << frames << " frames, sends "
+                        << maxSize << " bytes");
     }
   }
   return ns3::TcpSocketBase::SendDataPacket(seq, maxSize, withAck);

@@ -1,5 +1,6 @@
 #include "netmodels/OffloadTcpSocketFactory.h"
 
+#include <ns3/log.h>
 #include <ns3/node.h>
 #include <ns3/object-factory.h>
 #include <ns3/rtt-estimator.h>
@@ -13,6 +14,8 @@
 #include "netmodels/OffloadTcpSocket.h"
 
 namespace gradwire {
+
+NS_LOG_COMPONENT_DEFINE("OffloadTcpSocketFactory");
 
 ns3::TypeId OffloadTcpSocketFactory::GetTypeId() {
   static ns3::TypeId tid = ns3::TypeId("gradwire::OffloadTcpSocketFactory")
@@ -35,6 +38,7 @@ ns3::Ptr<T> create_from_attribute(const ns3::TcpL4Protocol& tcp, const char* att
 }  // namespace
 
 ns3::Ptr<ns3::Socket> OffloadTcpSocketFactory::CreateSocket() {
+  NS_LOG_FUNCTION(this << max_segment_frames_);
   const ns3::Ptr<ns3::Node> node = GetObject<ns3::Node>();
   const ns3::Ptr<ns3::TcpL4Protocol> tcp = node->GetObject<ns3::TcpL4Protocol>();
   auto socket = ns3::CreateObject<OffloadTcpSocket>();

@@ -130,7 +130,7 @@ double WifiConfig::peak_phy_rate_bps() const {
 }
 
 WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
-                         const std::string& subnet) {
+                         const std::string& subnet, StreamAllocator& streams) {
   const std::size_t extra = config.impairments.background.size();
   if (worker_stations + extra > 250) {
     throw ConfigError("network", "a Wi-Fi cell holds at most 250 stations");
@@ -194,7 +194,7 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
   ns3::NetDeviceContainer all_devices(cell.station_devices);
   all_devices.Add(cell.ap_device);
   wait_for_addba_responses(all_devices);
-  wifi.AssignStreams(all_devices, next_streams(64 * static_cast<std::int64_t>(all_devices.GetN())));
+  wifi.AssignStreams(all_devices, streams.reserve(64 * static_cast<std::int64_t>(all_devices.GetN())));
 
   // Positions: AP at the origin, workers by placement (and mobility), background stations
   // at their own distances.
@@ -204,8 +204,8 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
   for (std::size_t i = 0; i < worker_stations + extra; ++i) {
     (i < worker_stations ? workers : background).Add(cell.stations.Get(static_cast<std::uint32_t>(i)));
   }
-  place_mobile(workers, config.placement.positions(worker_stations, origin),
-               config.impairments.mobility, origin);
+  place_mobile(workers, config.placement.positions(worker_stations, origin, streams),
+               config.impairments.mobility, origin, streams);
   std::vector<ns3::Vector> bg_positions;
   for (std::size_t i = 0; i < extra; ++i) {
     const double d = config.impairments.background[i].distance_m;
@@ -219,7 +219,7 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
   stack.Install(cell.ap);
   stack.Install(cell.stations);
   stack.AssignStreams(ns3::NodeContainer(ns3::NodeContainer(cell.ap), cell.stations),
-                      next_streams(8 * (cell.stations.GetN() + 1)));
+                      streams.reserve(8 * (cell.stations.GetN() + 1)));
   ns3::Ipv4AddressHelper ip;
   ip.SetBase(subnet.c_str(), "255.255.255.0");
   ns3::Ipv4InterfaceContainer all_ifaces = ip.Assign(ns3::NetDeviceContainer(cell.ap_device));
@@ -244,7 +244,7 @@ WifiNetwork::WifiNetwork(const WifiConfig& config, std::size_t hosts) : config_(
   const bool server_apart = config_.server != "station";
   if (hosts < (server_apart ? 2u : 1u)) throw ConfigError("network", "too few hosts for Wi-Fi");
   const std::size_t stations = hosts - (server_apart ? 1 : 0);
-  cell_ = build_wifi_cell(config_, stations, "192.168.1.0");
+  cell_ = build_wifi_cell(config_, stations, "192.168.1.0", streams_);
 
   std::vector<HostAttachment> attachments;
   for (std::size_t i = 0; i < stations; ++i) {
@@ -269,7 +269,7 @@ WifiNetwork::WifiNetwork(const WifiConfig& config, std::size_t hosts) : config_(
     addresses_.push_back(link.b_address);
     attachments.push_back(HostAttachment{link.b_device, link.a_device, false, link.b_address});
   }
-  netems_ = apply_impairments(config_.impairments, attachments);
+  netems_ = apply_impairments(config_.impairments, attachments, streams_);
 
   for (std::size_t i = 0; i < config_.impairments.background.size(); ++i) {
     const auto& flow = config_.impairments.background[i];
@@ -282,9 +282,9 @@ WifiNetwork::WifiNetwork(const WifiConfig& config, std::size_t hosts) : config_(
     auto extra = cell_.stations.Get(static_cast<std::uint32_t>(stations + i));
     const ns3::Ipv4Address extra_address = cell_.station_addresses[stations + i];
     if (flow.direction == "uplink") {
-      start_background_flow(flow, extra, hosts_[target], addresses_[target]);
+      start_background_flow(flow, extra, hosts_[target], addresses_[target], streams_);
     } else {
-      start_background_flow(flow, hosts_[target], extra, extra_address);
+      start_background_flow(flow, hosts_[target], extra, extra_address, streams_);
     }
   }
 }

@@ -21,6 +21,7 @@
 #include "netmodels/Impairments.h"
 #include "netmodels/Network.h"
 #include "netmodels/NetworkParts.h"
+#include "netmodels/StreamAllocator.h"
 
 namespace gradwire {
 
@@ -63,9 +64,10 @@ struct WifiCell {
   std::uint32_t ap_interface = 0;
 };
 
-/// Builds the cell (stack installed on every node, static routes inside the cell only).
+/// Builds the cell (stack installed on every node, static routes inside the cell only); its
+/// random parts draw from streams reserved in `streams`.
 WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
-                         const std::string& subnet);
+                         const std::string& subnet, StreamAllocator& streams);
 
 class WifiNetwork : public Network {
  public:
@@ -86,6 +88,7 @@ class WifiNetwork : public Network {
 
  private:
   WifiConfig config_;
+  StreamAllocator streams_;
   WifiCell cell_;
   std::vector<ns3::Ptr<ns3::Node>> hosts_;
   std::vector<ns3::Ipv4Address> addresses_;

@@ -29,9 +29,9 @@
 #include <ns3/node.h>
 #include <ns3/socket.h>
 
+#include "netmodels/TransportConfig.h"
 #include "nodes/transport/Datagram.h"
 #include "nodes/transport/Message.h"
-#include "nodes/transport/TransportConfig.h"
 
 namespace gradwire {
 

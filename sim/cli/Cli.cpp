@@ -233,7 +233,7 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
         out << validate_file << ": ok (" << scenario.training.workers << " workers, "
             << scenario.training.steps << " steps, codec "
             << scenario.codec.at("kind").get<std::string>() << ", " << scenario.topology.name()
-            << ", " << scenario.network.at("family").get<std::string>() << ")\n";
+            << ", " << scenario.network.family() << ")\n";
       }
       return kExitOk;
     }

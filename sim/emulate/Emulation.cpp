@@ -25,7 +25,6 @@
 #include "common/ConfigError.h"
 #include "common/InterruptCleanup.h"
 #include "netmodels/Network.h"
-#include "netmodels/NetworkFactory.h"
 #include "sim/emulate/CommandRunner.h"
 #include "sim/emulate/IpCommand.h"
 #include "sim/emulate/NetworkNamespace.h"
@@ -250,7 +249,7 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
   ns3::RngSeedManager::SetSeed(static_cast<std::uint32_t>(scenario.seed % 4294967295u) + 1);
   ns3::RngSeedManager::SetRun(1);
 
-  std::unique_ptr<Network> network = build_network(scenario.network, hosts);
+  std::unique_ptr<Network> network = scenario.network.build(hosts);
   struct NetworkScope {  // after the simulator, as SimulatedWorld does
     std::unique_ptr<Network>& network;
     ~NetworkScope() {
@@ -258,7 +257,7 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
       network.reset();
     }
   } network_scope{network};
-  const std::uint32_t mtu = network_mtu(scenario.network);
+  const std::uint32_t mtu = scenario.network.mtu();
 
   std::vector<HostPlan> plans;
   for (std::size_t i = 0; i < hosts; ++i) plans.push_back(plan_host(*network, i));

@@ -221,7 +221,7 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
       {"parameters", parameters_},
       {"codec", scenario_.codec.at("kind")},
       {"topology", scenario_.topology.name()},
-      {"network", scenario_.network.value("family", "")},
+      {"network", scenario_.network.family()},
       {"final_accuracy", last_accuracy_ >= 0 ? nlohmann::json(last_accuracy_) : nlohmann::json()},
       {"final_top5_accuracy",
        last_top5_accuracy_ >= 0 ? nlohmann::json(last_top5_accuracy_) : nlohmann::json()},

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "netmodels/NetworkSettings.h"
 #include "nodes/schemes/TopologyConfig.h"
 #include "nodes/training/DatasetSpec.h"
 #include "nodes/training/LearningRateSchedule.h"
@@ -73,7 +74,7 @@ struct Scenario {
   ComputeSpec compute;
   nlohmann::json codec;    ///< resolved codec object (CodecRegistry)
   TopologyConfig topology;
-  nlohmann::json network;  ///< resolved network object (NetworkFactory)
+  NetworkSettings network;  ///< resolved network (netmodels/NetworkSettings.h)
   std::vector<FaultSpec> faults;  ///< empty: no worker ever leaves
   std::string output_dir = "runs";
 

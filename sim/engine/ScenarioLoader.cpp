@@ -14,7 +14,6 @@
 #include "nodes/schemes/TopologyConfig.h"
 #include "nodes/training/DatasetRegistry.h"
 #include "nodes/training/ModelRegistry.h"
-#include "nodes/transport/TransportConfig.h"
 #include "sim/engine/ComputeSection.h"
 #include "sim/engine/FaultsSection.h"
 #include "sim/engine/ScenarioRules.h"
@@ -54,7 +53,7 @@ nlohmann::json to_json(const Scenario& s) {
                         {"compute", compute_json(s.compute)},
                         {"codec", s.codec},
                         {"topology", topology_json(s.topology, !s.faults.empty())},
-                        {"network", s.network},
+                        {"network", s.network.to_json()},
                         {"output", {{"dir", s.output_dir}}}};
   if (!s.faults.empty()) out["faults"] = faults_json(s.faults);
   return out;
@@ -156,7 +155,6 @@ Scenario load_scenario(const nlohmann::json& document) {
   s.faults = read_faults(document, s.training.workers);
   read_buckets(training, s.topology, !s.faults.empty(), s.training);
   s.network = resolve_network(root.object_at("network"), "network");
-  s.network["transport"] = TransportConfig::of_network(s.network).to_json();
 
   const JsonFields out = section(root, "output");
   out.allow({"dir"});

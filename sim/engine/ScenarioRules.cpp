@@ -10,7 +10,6 @@
 #include "nodes/training/ModelFileError.h"
 #include "nodes/training/ModelRegistry.h"
 #include "nodes/training/TorchScriptModel.h"
-#include "nodes/transport/TransportConfig.h"
 
 namespace gradwire {
 
@@ -180,7 +179,7 @@ void check_faults(const Scenario& s) {
                                     "cannot be replayed when a worker leaves; faults need a "
                                     "single-round codec");
   }
-  if (TransportConfig::of_network(s.network).udp()) {
+  if (s.network.transport().udp()) {
     throw ConfigError("network.transport", "faults are simulated over the tcp transport only; "
                                            "remove `faults` or use \"tcp\"");
   }
@@ -205,7 +204,7 @@ void check_scenario_rules(const Scenario& s, std::int64_t train_samples) {
   check_faults(s);
   const TopologyConfig& tp = s.topology;
   const std::int64_t hosts = s.training.workers + (tp.scheme().server_host ? 1 : 0);
-  check_impairment_hosts(s.network, "network", hosts, hosts);
+  check_impairment_hosts(s.network.to_json(), "network", hosts, hosts);
   if (!tp.scheme().sends_gradients && s.codec.at("kind") != "none") {
     throw ConfigError("codec.kind", "expected \"none\" with topology " + tp.name() +
                                         ": it sends parameters, not gradients, and compressing "

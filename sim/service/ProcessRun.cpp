@@ -17,7 +17,6 @@
 #include "common/InterruptCleanup.h"
 #include "common/SelfExecutable.h"
 #include "netmodels/NetworkFactory.h"
-#include "nodes/transport/TransportConfig.h"
 #include "sim/service/EmulatorService.h"
 
 extern char** environ;
@@ -102,7 +101,7 @@ RunResult run_with_processes(const Scenario& sc, const std::string& out_dir,
                                            "; \"" + sc.topology.name() +
                                            "\" evaluates every worker's model in one place");
   }
-  if (TransportConfig::of_network(sc.network).udp()) {
+  if (sc.network.transport().udp()) {
     throw ConfigError("network.transport", "--processes runs over TCP only; the udp "
                                            "transport's loss is recorded in-process (gradwire run)");
   }

@@ -21,7 +21,7 @@
 
 #include <ns3/core-module.h>
 
-#include "netmodels/NetworkFactory.h"
+#include "netmodels/Network.h"
 #include "nodes/transport/Messenger.h"
 #include "sim/engine/ScenarioLoader.h"
 #include "sim/service/EmulatorService.h"
@@ -156,7 +156,7 @@ BENCHMARK(BM_MessageThroughService)
 void BM_MessageInProcess(benchmark::State& state) {
   const Scenario sc = load_scenario(two_hosts());
   ns3::Simulator::Destroy();
-  std::unique_ptr<Network> network = build_network(sc.network, 2);
+  std::unique_ptr<Network> network = sc.network.build(2);
   auto messengers = Messenger::InstallOnHosts(*network, 9000);
   messengers[1]->SetHandler([](Message&&) { ns3::Simulator::Stop(); });
   Message m;

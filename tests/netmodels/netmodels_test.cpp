@@ -51,9 +51,14 @@ TEST(AlphaBeta, RingAndServerFormulas) {
 }
 
 TEST(EthernetConfig, DefaultsAndErrors) {
-  const auto resolved = resolve_network(nlohmann::json::object(), "network");
+  const NetworkSettings settings = resolve_network(nlohmann::json::object(), "network");
+  EXPECT_EQ(settings.family(), "ethernet");
+  EXPECT_EQ(settings.mtu(), 1500u);
+  const auto resolved = settings.to_json();
   EXPECT_EQ(resolved["family"], "ethernet");
   EXPECT_EQ(resolved["mtu"], 1500);
+  EXPECT_EQ(resolved["transport"], nlohmann::json({{"kind", "tcp"}}));
+  EXPECT_EQ(resolve_network({{"mtu", 9000}}, "network").mtu(), 9000u);
   const auto c = EthernetConfig::from_json({{"rate", "10Gbps"}, {"mtu", 9000}}, "network");
   EXPECT_DOUBLE_EQ(c.rate_bps, 1e10);
   EXPECT_EQ(c.mtu, 9000u);

@@ -14,6 +14,8 @@
 #include <gtest/gtest.h>
 
 #include "common/ConfigError.h"
+#include "common/JsonFields.h"
+#include "netmodels/DeclaredMembers.h"
 #include "netmodels/NetworkFactory.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/NetworkRegistry.h"
@@ -84,7 +86,7 @@ std::set<std::string> name_set(const std::vector<ParamSpec>& params,
   return names;
 }
 
-json resolve(const json& object) { return resolve_network(object, "network"); }
+json resolve(const json& object) { return resolve_network(object, "network").to_json(); }
 
 /// A hybrid network with one group of `family`, whose entry carries `group_keys`.
 json hybrid_with_group(const std::string& family, const json& group_keys = json::object()) {
@@ -126,17 +128,52 @@ TEST(NetworkRegistry, ListsEthernetWifiLteAndHybrid) {
   EXPECT_EQ(network_families(), r.names());
   EXPECT_EQ(param_named(network_params(), "family").choices, r.names());
   for (const auto& f : r.list()) {
-    ASSERT_NE(r.find(f.name), nullptr) << f.name;
-    EXPECT_EQ(r.find(f.name)->family, f.family);
-    EXPECT_EQ(parse_network_family(f.name), f.family);
-    EXPECT_EQ(network_family_name(f.family), f.name);
-    EXPECT_EQ(r.at(f.family).name, f.name);
+    EXPECT_EQ(r.find(f.name), &f) << f.name;
+    EXPECT_EQ(&r.at(f.name), &f) << f.name;
     EXPECT_FALSE(f.summary.empty()) << f.name;
-    EXPECT_TRUE(f.resolve && f.build) << f.name;
+    EXPECT_TRUE(static_cast<bool>(f.resolve)) << f.name;
   }
   EXPECT_EQ(r.find("carrier-pigeon"), nullptr);
-  EXPECT_THROW(parse_network_family("carrier-pigeon"), std::invalid_argument);
+  EXPECT_THROW(r.at("carrier-pigeon"), std::logic_error);
   EXPECT_EQ(network_reference_json()["families"].size(), r.list().size());
+}
+
+// Resolving gives the typed settings every caller reads: the family, the transport, the MTU
+// of the links, and the resolved object.
+TEST(NetworkSettings, ResolvingGivesTheFamilyTransportAndMtu) {
+  for (const auto& f : NetworkRegistry::builtin().list()) {
+    const NetworkSettings settings = resolve_network(f.minimal, "network");
+    EXPECT_EQ(settings.family(), f.name);
+    EXPECT_FALSE(settings.transport().udp()) << f.name;
+    EXPECT_EQ(settings.mtu(), 1500u) << f.name;
+    EXPECT_EQ(settings.to_json().at("family"), f.name);
+    EXPECT_EQ(settings.to_json().at("transport"), json({{"kind", "tcp"}})) << f.name;
+    EXPECT_EQ(settings.config().to_json(), [&] {
+      json j = settings.to_json();
+      j.erase("transport");
+      return j;
+    }()) << f.name;
+  }
+  const NetworkSettings jumbo =
+      resolve_network({{"family", "ethernet"}, {"mtu", 9000}, {"transport", "udp"}}, "network");
+  EXPECT_EQ(jumbo.mtu(), 9000u);
+  EXPECT_TRUE(jumbo.transport().udp());
+  EXPECT_EQ(jumbo.to_json().at("transport").at("kind"), "udp");
+  // A copy shares the one configuration.
+  const NetworkSettings copy = jumbo;
+  EXPECT_EQ(&copy.config(), &jumbo.config());
+  // Not resolved: nothing to build.
+  const NetworkSettings none;
+  EXPECT_EQ(none.family(), "");
+  EXPECT_TRUE(none.to_json().is_null());
+  EXPECT_THROW(none.build(2), std::logic_error);
+  // The transport is checked after the family's keys, naming its path.
+  try {
+    resolve_network({{"family", "ethernet"}, {"transport", "quic"}}, "network");
+    ADD_FAILURE() << "accepted transport quic";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "network.transport.kind");
+  }
 }
 
 TEST(NetworkDocs, GeneratedReferenceIsUpToDate) {
@@ -303,10 +340,55 @@ TEST(NetworkKeys, UnknownKeyIsRejectedNamingItsPath) {
   }
 }
 
+// A key bound to its member reads and writes by its declared type, with the declared default.
+TEST(DeclaredMembers, ReadAndWriteEachKeyByItsDeclaredType) {
+  struct Config {
+    double rate_bps = 0, delay_s = 0, share = 0;
+    std::uint32_t count = 0;
+    std::string mode;
+    bool on = false;
+  };
+  DeclaredMembers<Config> members;
+  members.bind(params::rate("rate", "1Gbps", "r"), &Config::rate_bps)
+      .bind(params::duration("delay", "50us", "d"), &Config::delay_s)
+      .bind(params::number("share", 0.5, 0.0, 1.0, "s"), &Config::share)
+      .bind(params::integer("count", 3, 1, 10, "c"), &Config::count)
+      .bind(params::choice("mode", "a", {"a", "b"}, "m"), &Config::mode)
+      .bind(params::boolean("on", true, "o"), &Config::on)
+      .declare(params::object("nested", "read by the config itself"));
+  EXPECT_EQ(param_names(members.params()),
+            (std::vector<std::string>{"rate", "delay", "share", "count", "mode", "on", "nested"}));
+  Config c;
+  const json object = {{"rate", "10Mbps"}, {"count", 7}, {"mode", "b"}};
+  members.read(JsonFields(object, "x"), c);
+  EXPECT_EQ(c.rate_bps, 10e6);
+  EXPECT_DOUBLE_EQ(c.delay_s, 50e-6);  // 50 x 1e-6, as "50us" reads
+  EXPECT_EQ(c.share, 0.5);
+  EXPECT_EQ(c.count, 7u);
+  EXPECT_EQ(c.mode, "b");
+  EXPECT_TRUE(c.on);
+  json out = json::object();
+  members.write(c, out);
+  EXPECT_EQ(out, json({{"rate", "10Mbps"}, {"delay", "50us"}, {"share", 0.5}, {"count", 7},
+                       {"mode", "b"}, {"on", true}}));
+  try {
+    members.read(JsonFields(json{{"mode", "z"}}, "x"), c);
+    ADD_FAILURE() << "accepted mode z";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "x.mode");
+  }
+  // A key bound to a member of another type is a bug, found where the table is made.
+  EXPECT_THROW(DeclaredMembers<Config>().bind(params::rate("count", "1Gbps", "c"), &Config::count),
+               std::logic_error);
+  EXPECT_THROW(DeclaredMembers<Config>().bind(params::boolean("mode", true, "m"), &Config::mode),
+               std::logic_error);
+}
+
 // What the docs list is every key there is: a resolved object holds exactly the declared keys.
 TEST(NetworkKeys, ResolvedObjectsHoldExactlyTheDeclaredKeys) {
   for (const auto& f : NetworkRegistry::builtin().list()) {
-    EXPECT_EQ(key_set(resolve(f.minimal)), name_set(f.params, {"family"})) << f.name;
+    EXPECT_EQ(key_set(resolve(f.minimal)), name_set(f.params, param_names(network_params())))
+        << f.name;
   }
   for (const NetworkFamilyInfo* f : group_families()) {
     EXPECT_EQ(key_set(resolve(hybrid_with_group(f->name)).at("groups").at(0)),

@@ -5,17 +5,22 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <iostream>
 #include <map>
 #include <random>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <ns3/core-module.h>
 #include <ns3/packet-sink.h>
+#include <ns3/traffic-control-helper.h>
 
 #include "common/ConfigError.h"
 #include "netmodels/AlphaBetaModel.h"
 #include "netmodels/EthernetNetwork.h"
 #include "netmodels/HybridNetwork.h"
+#include "netmodels/NetemQueueDisc.h"
 #include "netmodels/NetworkFactory.h"
 #include "netmodels/WifiNetwork.h"
 #include "nodes/transport/Messenger.h"
@@ -30,11 +35,14 @@ struct Rig {
   std::unique_ptr<Network> network;
   std::vector<ns3::Ptr<Messenger>> messengers;
 
-  Rig(const json& object, std::size_t hosts, std::uint32_t seed = 1) {
+  Rig(const json& object, std::size_t hosts, std::uint32_t seed = 1)
+      : Rig([&] { return resolve_network(object, "network").build(hosts); }, seed) {}
+  // A network `build` makes (a family's constructor, say) in a fresh simulation.
+  Rig(const std::function<std::unique_ptr<Network>()>& build, std::uint32_t seed) {
     ns3::Simulator::Destroy();
     ns3::RngSeedManager::SetSeed(seed);
     ns3::RngSeedManager::SetRun(1);
-    network = build_network(resolve_network(object, "network"), hosts);
+    network = build();
     messengers = Messenger::InstallOnHosts(*network);
   }
   ~Rig() { ns3::Simulator::Destroy(); }
@@ -408,6 +416,165 @@ TEST(Impairments, MobilityIsSeeded) {
   EXPECT_NE(a, c);
 }
 
+// Every random part of a network draws from streams its own StreamAllocator numbers from 0, not
+// from a counter the whole process shares: networks built one after the other in one process
+// with the same seed draw the same values, whether built through resolve_network or by a
+// family's constructor directly, and whatever was built before them.
+TEST(Impairments, NetworksBuiltOneAfterAnotherWithTheSameSeedRepeat) {
+  const json lossy = lossy_ethernet(
+      {{"loss", {{"model", "gilbert-elliott"}, {"p", 0.002}, {"r", 0.5}}},
+       {"delay", "2ms"},
+       {"jitter", "1ms"},
+       {"background", {{{"rate", "10Mbps"}, {"on", "50ms"}, {"off", "50ms"},
+                        {"distribution", "exponential"}, {"start", "0.4s"}}}}});
+  const json mobile = {{"family", "wifi"}, {"standard", "n"}, {"width_mhz", 20}, {"server", "ap"},
+                       {"placement", {{"kind", "disc"}, {"radius_m", 20}}},
+                       {"impairments", {{"loss", {{"model", "uniform"}, {"rate", 0.01}}},
+                                        {"mobility", {{"model", "random-walk"},
+                                                      {"speed_mps", 10}, {"bounds_m", 30}}}}}};
+  struct Outcome {
+    std::vector<double> times;
+    std::uint64_t lost = 0;
+  };
+  const auto lost = [](const std::vector<ns3::Ptr<NetemQueueDisc>>& netems) {
+    std::uint64_t n = 0;
+    for (const auto& q : netems) n += q->lost();
+    return n;
+  };
+  const auto ethernet = [&](bool direct) {
+    Rig rig(
+        [&]() -> std::unique_ptr<Network> {
+          if (!direct) return resolve_network(lossy, "network").build(2);
+          return std::make_unique<EthernetNetwork>(
+              EthernetConfig::from_json(lossy, "network"), 2);
+        },
+        5);
+    Outcome out;
+    out.times = rig.transfer({0}, 1, 2'000'000);
+    out.lost = lost(dynamic_cast<const EthernetNetwork&>(*rig.network).netems());
+    return out;
+  };
+  const auto wifi = [&]() {
+    Rig rig(
+        [&]() -> std::unique_ptr<Network> {
+          return std::make_unique<WifiNetwork>(WifiConfig::from_json(mobile, "network"), 3);
+        },
+        5);
+    Outcome out;
+    out.times = rig.transfer({0, 1}, 2, 1'000'000);
+    out.lost = lost(dynamic_cast<const WifiNetwork&>(*rig.network).netems());
+    return out;
+  };
+  const Outcome first = ethernet(true);
+  const Outcome wifi_first = wifi();
+  const Outcome again = ethernet(true);
+  const Outcome resolved = ethernet(false);
+  const Outcome wifi_again = wifi();
+  std::printf("[streams] lossy ethernet: %.6f s, %llu lost; again %.6f s, %llu lost; through "
+              "resolve_network %.6f s. wifi: %.6f %.6f s, again %.6f %.6f s\n",
+              first.times[0], static_cast<unsigned long long>(first.lost), again.times[0],
+              static_cast<unsigned long long>(again.lost), resolved.times[0],
+              wifi_first.times[0], wifi_first.times[1], wifi_again.times[0],
+              wifi_again.times[1]);
+  ASSERT_GT(first.times[0], 0);
+  EXPECT_GT(first.lost, 0u);
+  EXPECT_EQ(again.times, first.times);
+  EXPECT_EQ(again.lost, first.lost);
+  EXPECT_EQ(resolved.times, first.times);
+  EXPECT_EQ(resolved.lost, first.lost);
+  ASSERT_GT(wifi_first.times[0], 0);
+  ASSERT_GT(wifi_first.times[1], 0);
+  EXPECT_EQ(wifi_again.times, wifi_first.times);
+  EXPECT_EQ(wifi_again.lost, wifi_first.lost);
+}
+
+// NetemQueueDisc is configured as any ns-3 object is: through its attributes, which the
+// builders set from the scenario's `impairments`.
+TEST(Impairments, NetemQueueDiscIsConfiguredThroughAttributes) {
+  ns3::ObjectFactory factory;
+  factory.SetTypeId("gradwire::NetemQueueDisc");
+  factory.Set("LossModel", ns3::StringValue("gilbert-elliott"));
+  factory.Set("GoodToBad", ns3::DoubleValue(0.02));
+  factory.Set("DelaySeconds", ns3::DoubleValue(0.03));
+  factory.Set("Limit", ns3::UintegerValue(50));
+  const auto made = factory.Create<NetemQueueDisc>();
+  ns3::EnumValue model;
+  made->GetAttribute("LossModel", model);
+  EXPECT_EQ(model.Get(), NetemQueueDisc::kGilbertElliottLoss);
+  ns3::DoubleValue number;
+  made->GetAttribute("GoodToBad", number);
+  EXPECT_EQ(number.Get(), 0.02);
+  made->GetAttribute("BadToGood", number);
+  EXPECT_EQ(number.Get(), 0.25);  // the default, netem's
+  ns3::UintegerValue limit;
+  made->GetAttribute("Limit", limit);
+  EXPECT_EQ(limit.Get(), 50u);
+
+  // Set through the traffic-control helper on host 0's device: what host 0 sends waits 50 ms
+  // (its SYN, then its data after the SYN-ACK), what it receives does not.
+  const json plain = {{"family", "ethernet"}, {"offload", false}};
+  Rig base(plain, 2);
+  const double t0 = base.transfer({0}, 1, 100).at(0);
+  Rig delayed(plain, 2);
+  const auto device = delayed.network->host(0)->GetDevice(1);
+  ns3::TrafficControlHelper tc;  // the star's builder removed the device's own queue disc
+  tc.SetRootQueueDisc("gradwire::NetemQueueDisc", "DelaySeconds", ns3::DoubleValue(0.05));
+  const auto netem = ns3::DynamicCast<NetemQueueDisc>(tc.Install(device).Get(0));
+  ASSERT_NE(netem, nullptr);
+  const double t1 = delayed.transfer({0}, 1, 100).at(0);
+  std::printf("[netem] 100 B: %.4f s plain, %.4f s with DelaySeconds 0.05 on host 0\n", t0, t1);
+  EXPECT_NEAR(t1 - t0, 2 * 0.05, 1e-3);
+  EXPECT_GT(netem->passed(), 0u);
+
+  // The builders set every attribute from the scenario's impairments.
+  Rig impaired(lossy_ethernet({{"loss", {{"model", "uniform"}, {"rate", 0.02}}},
+                               {"delay", "20ms"},
+                               {"jitter", "2ms"},
+                               {"rate_cap", "20Mbps"},
+                               {"queue", 77}}),
+               2);
+  const auto& netems = dynamic_cast<const EthernetNetwork&>(*impaired.network).netems();
+  ASSERT_FALSE(netems.empty());
+  for (const auto& q : netems) {
+    q->GetAttribute("LossModel", model);
+    EXPECT_EQ(model.Get(), NetemQueueDisc::kUniformLoss);
+    q->GetAttribute("LossRate", number);
+    EXPECT_EQ(number.Get(), 0.02);
+    q->GetAttribute("DelaySeconds", number);
+    EXPECT_EQ(number.Get(), 0.02);
+    q->GetAttribute("JitterSeconds", number);
+    EXPECT_EQ(number.Get(), 0.002);
+    q->GetAttribute("RateCapBps", number);
+    EXPECT_EQ(number.Get(), 20e6);
+    q->GetAttribute("Limit", limit);
+    EXPECT_EQ(limit.Get(), 77u);
+  }
+}
+
+// The model classes log through ns-3: their components are registered, print nothing unless
+// enabled (NS_LOG, or LogComponentEnable), and say what they do when they are.
+TEST(Impairments, ModelClassesLogOnlyWhenEnabled) {
+  const auto* components = ns3::LogComponent::GetComponentList();
+  for (const char* name : {"NetemQueueDisc", "OffloadNetDevice", "OffloadChannel",
+                           "OffloadSwitch", "OffloadTcpSocket", "OffloadTcpSocketFactory"}) {
+    ASSERT_EQ(components->count(name), 1u) << name << " is not a log component";
+    EXPECT_FALSE(components->at(name)->IsEnabled(ns3::LOG_ERROR)) << name;
+  }
+  const json lossy = lossy_ethernet({{"loss", {{"model", "uniform"}, {"rate", 0.05}}}});
+  const auto logged = [&](bool enable) {
+    std::ostringstream captured;
+    std::streambuf* clog = std::clog.rdbuf(captured.rdbuf());
+    if (enable) ns3::LogComponentEnable("NetemQueueDisc", ns3::LOG_LEVEL_LOGIC);
+    Rig rig(lossy, 2);
+    rig.transfer({0}, 1, 200'000);
+    ns3::LogComponentDisable("NetemQueueDisc", ns3::LOG_LEVEL_ALL);
+    std::clog.rdbuf(clog);
+    return captured.str();
+  };
+  EXPECT_EQ(logged(false), "");
+  EXPECT_NE(logged(true).find("netem loss"), std::string::npos);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hybrid edge and validation.
 
@@ -438,13 +605,14 @@ TEST(NetworkConfig, ResolveFillsDefaultsAndIsIdempotent) {
                     {"groups", {{{"family", "wifi"}, {"workers", 2}},
                                 {{"family", "lte"}, {"workers", 1}}}}});
   for (const json& in : inputs) {
-    const json once = resolve_network(in, "network");
-    EXPECT_EQ(resolve_network(once, "network"), once) << once.dump();
+    const json once = resolve_network(in, "network").to_json();
+    EXPECT_EQ(resolve_network(once, "network").to_json(), once) << once.dump();
   }
-  const json lte = resolve_network({{"family", "lte"}, {"server", "edge"}}, "network");
+  const json lte = resolve_network({{"family", "lte"}, {"server", "edge"}}, "network").to_json();
   EXPECT_EQ(lte["backhaul_delay"], "100us");
   EXPECT_EQ(lte["ul_bandwidth"], 100);
-  const json wifi = resolve_network({{"family", "wifi"}, {"standard", "n"}}, "network");
+  const json wifi =
+      resolve_network({{"family", "wifi"}, {"standard", "n"}}, "network").to_json();
   EXPECT_EQ(wifi["width_mhz"], 20);
   EXPECT_EQ(wifi["impairments"]["mobility"]["model"], "static");
 }
@@ -485,11 +653,10 @@ TEST(NetworkConfig, ErrorsNameThePath) {
   expect_error({{"family", "hybrid"}, {"groups", json::array()}}, "network.groups");
   // Worker count mismatch is found when the network is built for the scenario.
   ns3::Simulator::Destroy();
-  EXPECT_THROW(build_network(resolve_network({{"family", "hybrid"},
-                                              {"groups", {{{"family", "ethernet"},
-                                                           {"workers", 2}}}}},
-                                             "network"),
-                             5),
+  EXPECT_THROW(resolve_network({{"family", "hybrid"},
+                                {"groups", {{{"family", "ethernet"}, {"workers", 2}}}}},
+                               "network")
+                   .build(5),
                ConfigError);
   ns3::Simulator::Destroy();
 }

@@ -14,12 +14,12 @@
 #include "common/ConfigError.h"
 #include "MetricsLines.h"
 #include "netmodels/NetworkFactory.h"
+#include "netmodels/TransportConfig.h"
 #include "nodes/transport/Datagram.h"
 #include "nodes/transport/DatagramTransport.h"
 #include "nodes/transport/FrameReader.h"
 #include "nodes/transport/LossLedger.h"
 #include "nodes/transport/Messenger.h"
-#include "nodes/transport/TransportConfig.h"
 #include "sim/engine/Engine.h"
 #include "sim/engine/ScenarioLoader.h"
 
@@ -175,10 +175,10 @@ struct UdpRig {
     ns3::Config::SetDefault("ns3::ArpCache::PendingQueueSize", ns3::UintegerValue(1024));
     json with_udp = object;
     with_udp["transport"] = "udp";
-    const json resolved = resolve_network(with_udp, "network");
-    network = build_network(resolved, hosts);
+    const NetworkSettings settings = resolve_network(with_udp, "network");
+    network = settings.build(hosts);
     messengers = Messenger::InstallOnHosts(*network);
-    for (auto& m : messengers) m->UseDatagrams(TransportConfig::of_network(resolved), network_mtu(resolved), &ledger);
+    for (auto& m : messengers) m->UseDatagrams(settings.transport(), settings.mtu(), &ledger);
   }
   ~UdpRig() { ns3::Simulator::Destroy(); }
 };

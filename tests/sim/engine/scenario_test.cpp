@@ -29,7 +29,9 @@ TEST(Scenario, MinimalResolvesWithDefaults) {
   EXPECT_EQ(s.codec["kind"], "none");
   EXPECT_EQ(s.codec["error_feedback"], false);
   EXPECT_EQ(s.topology.kind, "ring");
-  EXPECT_EQ(s.network["family"], "ethernet");
+  EXPECT_EQ(s.network.family(), "ethernet");
+  EXPECT_EQ(s.network.mtu(), 1500u);
+  EXPECT_FALSE(s.network.transport().udp());
   EXPECT_EQ(s.resolved["network"]["mtu"], 1500);
   EXPECT_EQ(s.resolved["training"]["optimizer"]["lr"], 0.05);
   // The resolved form is itself a valid scenario that resolves to the same thing.
@@ -112,7 +114,7 @@ TEST(Scenario, OverridesApplyBeforeValidation) {
   EXPECT_EQ(s.training.workers, 8);
   EXPECT_EQ(s.codec["kind"], "topk");
   EXPECT_DOUBLE_EQ(s.codec["ratio"].get<double>(), 0.1);
-  EXPECT_EQ(s.network["rate"], "10Gbps");
+  EXPECT_EQ(s.network.to_json()["rate"], "10Gbps");
   EXPECT_THROW(apply_overrides(doc, {"novalue"}), ConfigError);
 }
 

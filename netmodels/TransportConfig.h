@@ -1,4 +1,6 @@
-// How application messages cross the network (`network.transport` in a scenario).
+// How application messages cross the network (`network.transport` in a scenario). The network
+// resolves it with the rest of its object (NetworkSettings::transport()); the transport layer
+// (nodes/transport: Messenger, DatagramTransport) acts on it.
 //
 //   "tcp" (default): one TCP connection per host pair; loss becomes retransmission delay.
 //   "udp": messages are cut into datagrams (nodes/transport/DatagramTransport). Datagrams holding the
@@ -38,9 +40,6 @@ struct TransportConfig {
   /// Reads `network.transport` (string or object; absent: tcp). ConfigError names the path.
   static TransportConfig from_json(const nlohmann::json& value, const std::string& path);
   nlohmann::json to_json() const;
-  /// The transport of a `network` object (its `transport` key; tcp when absent); ConfigError
-  /// names network.transport.
-  static TransportConfig of_network(const nlohmann::json& network);
 };
 
 }  // namespace gradwire

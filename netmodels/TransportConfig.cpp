@@ -1,4 +1,4 @@
-#include "nodes/transport/TransportConfig.h"
+#include "netmodels/TransportConfig.h"
 
 #include "common/ConfigError.h"
 #include "common/JsonFields.h"
@@ -48,11 +48,6 @@ nlohmann::json TransportConfig::to_json() const {
           {"reorder_window", format_duration(reorder_window_s)},
           {"max_retries", max_retries},
           {"datagram_bytes", datagram_bytes}};
-}
-
-TransportConfig TransportConfig::of_network(const nlohmann::json& network) {
-  const auto it = network.find("transport");
-  return from_json(it == network.end() ? nlohmann::json() : *it, "network.transport");
 }
 
 }  // namespace gradwire

@@ -1,0 +1,30 @@
+#include "netmodels/NetworkSettings.h"
+
+#include <stdexcept>
+#include <utility>
+
+namespace gradwire {
+
+NetworkSettings::NetworkSettings(std::string family, std::shared_ptr<const FamilyConfig> config,
+                                 TransportConfig transport)
+    : family_(std::move(family)), config_(std::move(config)), transport_(std::move(transport)) {}
+
+std::uint32_t NetworkSettings::mtu() const { return config().mtu(); }
+
+const FamilyConfig& NetworkSettings::config() const {
+  if (!config_) throw std::logic_error("the scenario's network has not been resolved");
+  return *config_;
+}
+
+nlohmann::json NetworkSettings::to_json() const {
+  if (!config_) return nlohmann::json();
+  nlohmann::json out = config_->to_json();
+  out["transport"] = transport_.to_json();
+  return out;
+}
+
+std::unique_ptr<Network> NetworkSettings::build(std::size_t hosts) const {
+  return config().build(hosts);
+}
+
+}  // namespace gradwire
