@@ -1,5 +1,6 @@
 #include "nodes/schemes/SchemeRegistry.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "nodes/schemes/BuiltinSchemes.h"
@@ -7,17 +8,12 @@
 namespace gradwire {
 
 bool SchemeInfo::has_mode(SyncMode mode) const {
-  for (SyncMode m : modes) {
-    if (m == mode) return true;
-  }
-  return false;
+  return std::find(modes.begin(), modes.end(), mode) != modes.end();
 }
 
 bool SchemeInfo::collective_in(SyncMode mode) const {
-  for (SyncMode m : collective_modes) {
-    if (m == mode) return true;
-  }
-  return false;
+  return std::find(collective_modes.begin(), collective_modes.end(), mode) !=
+         collective_modes.end();
 }
 
 SchemeRegistry::SchemeRegistry() {

@@ -209,11 +209,12 @@ ModelInfo vgg16_model() {
 }
 
 ModelInfo mobilenetv2_model() {
-  ModelInfo m = fixed_image_model(
-      "mobilenetv2",
-      "MobileNetV2: inverted residuals with depthwise convolutions, stride 1 in the stem and "
-      "second stage for small images (2.2M parameters)",
-      "Sandler et al. 2018", 0, 0, nullptr);
+  ModelInfo m;
+  m.name = "mobilenetv2";
+  m.summary = "MobileNetV2: inverted residuals with depthwise convolutions, stride 1 in the stem "
+              "and second stage for small images (2.2M parameters)";
+  m.data = ModelData::kImages;
+  m.reference = "Sandler et al. 2018";
   const ModelConfig d;
   FieldTable<ModelConfig> fields;
   fields.add(number("width", d.width, 0, 4, "width multiplier of every layer", true),

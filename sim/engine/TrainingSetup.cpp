@@ -9,7 +9,6 @@
 
 #include "codecs/CodecRegistry.h"
 #include "common/ConfigError.h"
-#include "netmodels/NetworkFactory.h"
 #include "nodes/schemes/AsyncParameterServer.h"
 #include "codecs/TimedCodec.h"
 #include "nodes/schemes/BucketedCollective.h"

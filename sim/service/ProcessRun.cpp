@@ -16,7 +16,6 @@
 #include "common/ConfigError.h"
 #include "common/InterruptCleanup.h"
 #include "common/SelfExecutable.h"
-#include "netmodels/NetworkFactory.h"
 #include "sim/service/EmulatorService.h"
 
 extern char** environ;
