@@ -65,6 +65,15 @@ const nlohmann::json* value_at(const nlohmann::json& doc, const std::string& pat
   }
 }
 
+/// Whether every key of `selector` has its value in `scenario`.
+bool selects(const nlohmann::json& scenario, const nlohmann::json& selector) {
+  for (auto it = selector.begin(); it != selector.end(); ++it) {
+    const nlohmann::json* v = value_at(scenario, it.key());
+    if (v == nullptr || *v != it.value()) return false;
+  }
+  return true;
+}
+
 // A question names runs by scenario values; one that picks no run would be answered "not
 // answered" only after hours of running, so it is refused before anything starts.
 nlohmann::json read_question(const nlohmann::json& q, const std::vector<nlohmann::json>& runs) {
@@ -79,13 +88,8 @@ nlohmann::json read_question(const nlohmann::json& q, const std::vector<nlohmann
                                "{\"codec.kind\": \"dgc\", \"network.rate\": \"1Gbps\"}");
     }
     const nlohmann::json& selector = q.at(side);
-    const bool any = std::any_of(runs.begin(), runs.end(), [&](const nlohmann::json& run) {
-      for (auto it = selector.begin(); it != selector.end(); ++it) {
-        const nlohmann::json* v = value_at(run, it.key());
-        if (v == nullptr || *v != it.value()) return false;
-      }
-      return true;
-    });
+    const bool any = std::any_of(runs.begin(), runs.end(),
+                                 [&](const nlohmann::json& run) { return selects(run, selector); });
     if (!any) throw ConfigError(where, "expected to match at least one run of the sweep; none has " + selector.dump());
   }
   if (q.contains("per")) {
@@ -100,6 +104,39 @@ nlohmann::json read_question(const nlohmann::json& q, const std::vector<nlohmann
     }
   }
   return q;
+}
+
+// `exclude` removes the combinations a cross product makes but a study cannot run (a ring-only
+// codec under a parameter server). Selectors match the scenario as the sweep writes it, before
+// it is resolved, since an excluded run need not be valid. A selector that removes nothing is
+// a typo, refused like a question that picks no run.
+void drop_excluded(const nlohmann::json& sweep, std::vector<SweepRun>& runs) {
+  if (!sweep.contains("exclude")) return;
+  const nlohmann::json& exclude = sweep.at("exclude");
+  if (!exclude.is_array()) {
+    throw ConfigError("exclude", "expected an array of selectors, e.g. "
+                                 "[{\"codec.kind\": \"lgc_ring\", \"topology.kind\": \"ps\"}]");
+  }
+  std::vector<bool> dropped(runs.size(), false);
+  for (std::size_t i = 0; i < exclude.size(); ++i) {
+    const std::string where = "exclude[" + std::to_string(i) + "]";
+    const nlohmann::json& selector = exclude[i];
+    if (!selector.is_object() || selector.empty()) {
+      throw ConfigError(where, "expected an object of scenario keys and values, e.g. "
+                               "{\"codec.kind\": \"lgc_ring\", \"topology.kind\": \"ps\"}");
+    }
+    bool any = false;
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      if (selects(runs[r].scenario, selector)) dropped[r] = any = true;
+    }
+    if (!any) throw ConfigError(where, "expected to match at least one run of the sweep; none has " + selector.dump());
+  }
+  std::vector<SweepRun> kept;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    if (!dropped[r]) kept.push_back(std::move(runs[r]));
+  }
+  if (kept.empty()) throw ConfigError("exclude", "expected to leave at least one run; it removes all " + std::to_string(runs.size()));
+  runs = std::move(kept);
 }
 
 struct Axis {
@@ -174,8 +211,8 @@ SweepPlan SweepPlan::load(const std::string& path) {
 
 SweepPlan SweepPlan::expand(const nlohmann::json& sweep, const std::string& base_dir) {
   JsonFields f(sweep, "");
-  f.allow({"gradwire_sweep", "name", "description", "base", "set", "grid", "zip", "seeds",
-           "repetitions", "question"});
+  f.allow({"gradwire_sweep", "name", "description", "base", "set", "grid", "zip", "exclude",
+           "seeds", "repetitions", "question"});
   if (!f.has("gradwire_sweep")) {
     throw ConfigError("gradwire_sweep", "missing; expected the sweep format version 1");
   }
@@ -308,6 +345,7 @@ SweepPlan SweepPlan::expand(const nlohmann::json& sweep, const std::string& base
       }
     }
   }
+  drop_excluded(sweep, plan.runs);
   // Every run must be a valid scenario before anything starts.
   std::vector<nlohmann::json> resolved;
   for (const auto& run : plan.runs) {

@@ -9,6 +9,7 @@
 //    "grid": {"network.rate": ["1Gbps", "10Gbps"], "training.workers": [4, 8]},  // cross product
 //    "zip":  {"codec": [{"kind": "none"}, {"kind": "topk"}],                     // aligned lists,
 //             "name_hint": ["dense", "topk"]},                                   // one axis
+//    "exclude": [{"codec.kind": "topk", "training.workers": 3}],  // combinations not to run
 //    "seeds": [1, 2],                        // or "repetitions": 3 (seeds 1..3); default [base seed]
 //    "question": {"text": "Does DGC over 1 Gbps reach the target before dense over 10 Gbps?",
 //                 "candidate": {"codec.kind": "dgc", "network.rate": "1Gbps"},

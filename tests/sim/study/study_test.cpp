@@ -66,6 +66,22 @@ TEST(SweepPlan, ExpandsGridTimesZipTimesSeeds) {
   EXPECT_EQ(names.size(), plan.runs.size());
 }
 
+TEST(SweepPlan, ExcludeDropsTheCombinationsItSelects) {
+  auto doc = sweep_doc();
+  doc["exclude"] = {{{"codec.kind", "topk"}, {"network.rate", "1Gbps"}}};
+  const SweepPlan plan = SweepPlan::expand(doc, ".");
+  ASSERT_EQ(plan.runs.size(), 8u - 2u);  // topk at 1 Gbps, both seeds
+  for (const auto& run : plan.runs) {
+    EXPECT_FALSE(run.scenario["codec"]["kind"] == "topk" && run.scenario["network"]["rate"] == "1Gbps")
+        << run.name;
+  }
+  // An excluded combination need not be a valid scenario: the sweep validates what it runs.
+  doc = sweep_doc();
+  doc["zip"]["training.workers"] = {2, 0};
+  doc["exclude"] = {{{"training.workers", 0}}};
+  EXPECT_EQ(SweepPlan::expand(doc, ".").runs.size(), 4u);
+}
+
 TEST(SweepPlan, RejectsBadSweepsWithPaths) {
   auto expect_path = [](nlohmann::json doc, const std::string& path) {
     try {
@@ -94,6 +110,16 @@ TEST(SweepPlan, RejectsBadSweepsWithPaths) {
   doc["base"]["faults"] = {{{"rank", 1}, {"leave_at", "1ms"}}};
   doc["grid"]["network.transport"] = {{{"kind", "tcp"}}, {{"kind", "udp"}}};
   expect_path(doc, "network.transport");
+  // An exclusion that matches no run is a typo; one that removes every run leaves no sweep.
+  doc = sweep_doc();
+  doc["exclude"] = {{{"codec.kind", "tpok"}}};
+  expect_path(doc, "exclude[0]");
+  doc["exclude"] = {{{"codec.kind", "none"}}, nlohmann::json::object()};
+  expect_path(doc, "exclude[1]");
+  doc["exclude"] = {{{"codec.kind", "none"}}, {{"codec.kind", "topk"}}};
+  expect_path(doc, "exclude");
+  doc["exclude"] = "topk";
+  expect_path(doc, "exclude");
   // 100 x 100 x 2 x 2 seeds = 40,000 runs: refused before one scenario is made.
   doc = sweep_doc();
   std::vector<int> hundred(100);
