@@ -179,6 +179,41 @@ TEST_F(Emulate, BulkTcpOverEthernetReachesTheSimulatedGoodput) {
   EXPECT_EQ(s["outcome"], "ok");
 }
 
+// The same comparison over the radio families: a real kernel's TCP through the emulated cell
+// against gradwire's simulated transfer of the same bytes over the same scenario. One direction
+// at a time, so ns-3 keeps up with real time on a 2-core machine. Wi-Fi: two stations of one
+// 802.11n 20 MHz cell (every byte crosses the air twice, through the AP); LTE: two UEs of one
+// 5 MHz cell (uplink, then the PGW, then downlink; 25 resource blocks, since ns-3 computes every
+// block of every TTI and 100 fall behind real time).
+TEST_F(Emulate, BulkTcpOverWifiAndLteReachesTheSimulatedGoodput) {
+  const std::vector<std::tuple<std::string, nlohmann::json, std::size_t>> networks = {
+      {"wifi-n20", {{"family", "wifi"}, {"standard", "n"}, {"band", "2.4GHz"}, {"width_mhz", 20}}, 3000000},
+      {"lte-5mhz", {{"family", "lte"}, {"server", "ue"}, {"ul_bandwidth", 25}, {"dl_bandwidth", 25}}, 3000000}};
+  for (const auto& [name, network, bytes] : networks) {
+    const std::string path = scenario(name, 2, network);
+    const double simulated_bps = 8.0 * static_cast<double>(bytes) / simulated_transfer_s(path, bytes);
+    std::string args = bulk_transfer_args(path, bytes);
+    args.replace(args.find("{peer}"), 6, "{addr:1}");
+    const auto run = testing::run_gradwire(args);
+    ASSERT_EQ(run.code, 0) << name << "\n" << run.output;
+    const auto client = line_with(run.output, "role", "client");
+    ASSERT_TRUE(client.is_object()) << run.output;
+    const double emulated_bps = client["goodput_bps"].get<double>();
+    const auto s = summary(name);
+    std::printf("%s, %zu bytes: emulated %.3f Mbit/s, simulated %.3f Mbit/s (ratio %.4f); lag max "
+                "%.2f ms, p99 %.2f ms\n",
+                name.c_str(), bytes, emulated_bps / 1e6, simulated_bps / 1e6,
+                emulated_bps / simulated_bps, s["lag"]["max_ms"].get<double>(),
+                s["lag"]["p99_ms"].get<double>());
+    // LTE is held to 15%: over the same cell, a real kernel's TCP came out 0.92-1.14 times
+    // gradwire's simulated TCP in repeated runs on a loaded machine (Wi-Fi 0.95-0.99), where the
+    // simulated figure does not move (7.83-7.88 Mbit/s for 1 and 3 MB). The two TCPs fill the
+    // UE's RLC buffer differently; docs/emulate.md says so.
+    EXPECT_NEAR(emulated_bps / simulated_bps, 1.0, name == "wifi-n20" ? 0.05 : 0.15) << name;
+    EXPECT_EQ(s["outcome"], "ok") << name;
+  }
+}
+
 // An added delay on every host's up- and downlink (the netem-like impairment) lengthens each
 // round trip by four times the delay. The client's "seconds" spans two round trips (the
 // handshake, then 1000 bytes and the one-byte answer), so 8 x 20 ms = 160 ms more.
@@ -351,64 +386,75 @@ TEST_F(Emulate, LteAndHybridNetworksCarryTrafficBetweenEveryHost) {
   }
 }
 
+// gloo's all_reduce over Ethernet, one Wi-Fi cell and one LTE cell (4 hosts each), against
+// gradwire's simulated ring all-reduce of the same bytes on the same scenario.
 TEST_F(Emulate, GlooAllReduceGivesTheSumAndTakesTheSimulatedTime) {
   if (shell_output(kPython + " -c 'import torch.distributed as d; print(d.is_gloo_available())'")
           .find("True") == std::string::npos) {
     GTEST_SKIP() << kPython << " has no torch.distributed with gloo (Debian's python3-torch)";
   }
-  const std::int64_t elements = 2500000;  // 10 MB of float32
-  const std::string path = scenario("eth100", 4, {{"family", "ethernet"}, {"rate", "100Mbps"}});
-  const auto run = testing::run_gradwire("emulate " + path + " --timeout 50 --max-lag 250 -- " + kPython + " " +
-                                         kTools + "gloo_allreduce.py " + std::to_string(elements));
-  ASSERT_EQ(run.code, 0) << run.output;
-  double emulated_s = 0;
-  std::size_t at = 0;
-  int ranks = 0;
-  while ((at = run.output.find("{\"rank\"", at)) != std::string::npos) {
-    const auto line = nlohmann::json::parse(run.output.substr(at, run.output.find('\n', at) - at));
-    at += 1;
-    ++ranks;
-    EXPECT_TRUE(line["correct"].get<bool>()) << line.dump();
-    EXPECT_EQ(line["sum"].get<double>(), 10.0);
-    emulated_s = std::max(emulated_s, line["seconds"].get<double>());
-  }
-  EXPECT_EQ(ranks, 4) << run.output;
+  // 10 MB over Ethernet; 1 MB over the radios, whose shared medium carries every host's
+  // sends one at a time (802.11n 20 MHz; LTE at 25 resource blocks so ns-3 keeps real time).
+  const std::vector<std::tuple<std::string, nlohmann::json, std::int64_t>> networks = {
+      {"eth100", {{"family", "ethernet"}, {"rate", "100Mbps"}}, 2500000},
+      {"wifi-n20-4", {{"family", "wifi"}, {"standard", "n"}, {"band", "2.4GHz"}, {"width_mhz", 20}}, 250000},
+      {"lte-5mhz-4", {{"family", "lte"}, {"server", "ue"}, {"ul_bandwidth", 25}, {"dl_bandwidth", 25}}, 250000}};
+  for (const auto& [name, network, elements] : networks) {
+    const std::string path = scenario(name, 4, network);
+    const auto run = testing::run_gradwire("emulate " + path + " --timeout 50 --max-lag 250 -- " + kPython + " " +
+                                           kTools + "gloo_allreduce.py " + std::to_string(elements));
+    ASSERT_EQ(run.code, 0) << name << "\n" << run.output;
+    double emulated_s = 0;
+    std::size_t at = 0;
+    int ranks = 0;
+    while ((at = run.output.find("{\"rank\"", at)) != std::string::npos) {
+      const auto line = nlohmann::json::parse(run.output.substr(at, run.output.find('\n', at) - at));
+      at += 1;
+      ++ranks;
+      EXPECT_TRUE(line["correct"].get<bool>()) << line.dump();
+      EXPECT_EQ(line["sum"].get<double>(), 10.0);
+      emulated_s = std::max(emulated_s, line["seconds"].get<double>());
+    }
+    EXPECT_EQ(ranks, 4) << run.output;
 
-  // The same bytes through gradwire's ring all-reduce in the simulator.
-  const Scenario sc = load_scenario(read_scenario_file(path));
-  SimulatedWorld world(sc, 4);
-  std::vector<std::unique_ptr<Codec>> codecs;
-  std::vector<Codec*> raw;
-  std::vector<Endpoint*> endpoints;
-  const auto none = CodecRegistry::builtin().resolve({{"kind", "none"}}, "codec");
-  for (int r = 0; r < 4; ++r) {
-    codecs.push_back(CodecRegistry::builtin().create(none, CodecContext{r, 4, 1, elements, {}, 0}));
-    raw.push_back(codecs.back().get());
-    endpoints.push_back(ns3::PeekPointer(world.messengers()[r]));
+    // The same bytes through gradwire's ring all-reduce in the simulator.
+    const Scenario sc = load_scenario(read_scenario_file(path));
+    SimulatedWorld world(sc, 4);
+    std::vector<std::unique_ptr<Codec>> codecs;
+    std::vector<Codec*> raw;
+    std::vector<Endpoint*> endpoints;
+    const auto none = CodecRegistry::builtin().resolve({{"kind", "none"}}, "codec");
+    for (int r = 0; r < 4; ++r) {
+      codecs.push_back(CodecRegistry::builtin().create(none, CodecContext{r, 4, 1, elements, {}, 0}));
+      raw.push_back(codecs.back().get());
+      endpoints.push_back(ns3::PeekPointer(world.messengers()[r]));
+    }
+    RingAllReduce ring(endpoints, raw);
+    double simulated_s = 0;
+    const double start = world.network().ready_time_s();
+    for (int r = 0; r < 4; ++r) {
+      ns3::Simulator::Schedule(ns3::Seconds(start), [&, r] {
+        ring.contribute(r, 0, torch::full({elements}, static_cast<float>(r + 1)),
+                        [&](const at::Tensor&) {
+                          simulated_s = std::max(simulated_s, ns3::Simulator::Now().GetSeconds() - start);
+                        });
+      });
+    }
+    ns3::Simulator::Run();
+    const auto s = summary(name);
+    std::printf("gloo all_reduce of %lld float32 over 4 hosts on %s: emulated %.3f s, gradwire's "
+                "simulated ring all-reduce %.3f s (ratio %.3f); lag max %.2f ms, p99 %.2f ms\n",
+                static_cast<long long>(elements), name.c_str(), emulated_s, simulated_s,
+                emulated_s / simulated_s, s["lag"]["max_ms"].get<double>(),
+                s["lag"]["p99_ms"].get<double>());
+    // Both move 2 (n - 1) / n of the tensor through every host's link, so the emulated network
+    // cannot be much faster than the simulated one. It can be slower: gloo's own protocol (its
+    // rendezvous and a ring of its own), four processes copying and summing, and ns-3 carrying
+    // the traffic in real time all share this machine's cores (Ethernet: 1.05x on an idle
+    // 2-core machine, up to 2.3x under a load of 8).
+    EXPECT_GT(emulated_s, 0.8 * simulated_s) << name;
+    EXPECT_LT(emulated_s, 4.0 * simulated_s) << name;
   }
-  RingAllReduce ring(endpoints, raw);
-  double simulated_s = 0;
-  for (int r = 0; r < 4; ++r) {
-    ns3::Simulator::Schedule(ns3::Seconds(0), [&, r] {
-      ring.contribute(r, 0, torch::full({elements}, static_cast<float>(r + 1)),
-                      [&](const at::Tensor&) {
-                        simulated_s = std::max(simulated_s, ns3::Simulator::Now().GetSeconds());
-                      });
-    });
-  }
-  ns3::Simulator::Run();
-  const auto s = summary("eth100");
-  std::printf("gloo all_reduce of %lld float32 over 4 hosts on 100 Mbit/s Ethernet: emulated "
-              "%.3f s, gradwire's simulated ring all-reduce %.3f s (ratio %.3f); lag max %.2f ms, "
-              "p99 %.2f ms\n",
-              static_cast<long long>(elements), emulated_s, simulated_s, emulated_s / simulated_s,
-              s["lag"]["max_ms"].get<double>(), s["lag"]["p99_ms"].get<double>());
-  // Both move 2 (n - 1) / n of the tensor through every host's link, so the emulated network
-  // cannot be faster than the simulated one. It can be slower: gloo's own protocol, four
-  // processes copying and summing, and ns-3 carrying 4 x 100 Mbit/s in real time all share
-  // this machine's cores (1.05x on an idle 2-core machine, up to 2.3x under a load of 8).
-  EXPECT_GT(emulated_s, 0.8 * simulated_s);
-  EXPECT_LT(emulated_s, 4.0 * simulated_s);
 }
 
 /// Starts `[PREFIX...] gradwire ARGS...` with its output in `log`; returns its pid.
