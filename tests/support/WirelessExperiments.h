@@ -13,9 +13,11 @@
 #include <ns3/application-container.h>
 #include <ns3/boolean.h>
 #include <ns3/bulk-send-helper.h>
+#include <ns3/config.h>
 #include <ns3/core-module.h>
 #include <ns3/inet-socket-address.h>
 #include <ns3/ipv4.h>
+#include <ns3/lte-common.h>
 #include <ns3/on-off-helper.h>
 #include <ns3/packet-sink-helper.h>
 #include <ns3/packet-sink.h>
@@ -201,6 +203,91 @@ inline WifiLinkResult wifi_link(const nlohmann::json& network, bool tcp, std::ui
   log_data_ppdus(net.cell().station_devices.Get(0), &out.station, &counting);
   log_data_ppdus(net.cell().ap_device, &out.ap, &counting);
   out.goodput_bps = measure_goodput({sink}, start_s, window_s, &counting);
+  ns3::Simulator::Destroy();
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// LTE.
+
+/// The transport blocks an eNodeB's scheduler granted in the measurement window.
+struct TransportBlockLog {
+  std::uint64_t blocks = 0;
+  std::uint64_t bytes = 0;
+  std::uint32_t max_mcs = 0;
+  std::map<std::uint32_t, std::uint64_t> mcs;  ///< blocks per MCS
+
+  void add(std::uint32_t m, std::uint32_t size) {
+    ++blocks;
+    bytes += size;
+    max_mcs = std::max(max_mcs, m);
+    ++mcs[m];
+  }
+  /// The MCS most blocks used.
+  std::uint32_t usual_mcs() const {
+    std::uint32_t best = 0;
+    std::uint64_t count = 0;
+    for (const auto& [m, n] : mcs) {
+      if (n > count) best = m, count = n;
+    }
+    return best;
+  }
+  double mean_bytes() const { return blocks ? double(bytes) / double(blocks) : 0.0; }
+};
+
+struct LteSaturationResult {
+  std::vector<double> goodput_bps;  ///< per UE, UDP payload
+  TransportBlockLog dl, ul;         ///< all UEs' blocks
+};
+
+/// `ues` UEs of gradwire's LteNetwork (`network`, a server behind the PGW as the last host),
+/// each with one saturating UDP flow of `payload`-byte datagrams at `offered_bps`: uplink
+/// (UE -> server) or downlink. Traffic starts at 0.3 s (after attach); the window at 0.6 s.
+inline LteSaturationResult lte_saturation(const nlohmann::json& network, std::uint32_t ues,
+                                          bool uplink, std::uint32_t payload,
+                                          double offered_bps, double window_s) {
+  ns3::Simulator::Destroy();
+  ns3::RngSeedManager::SetSeed(1);
+  ns3::RngSeedManager::SetRun(1);
+  LteNetwork net(LteConfig::from_json(network, "network"), ues + 1);
+  std::vector<ns3::Ptr<ns3::PacketSink>> sinks;
+  for (std::uint32_t i = 0; i < ues; ++i) {
+    const auto port = static_cast<std::uint16_t>(9 + i);
+    const std::size_t from = uplink ? i : ues, to = uplink ? ues : i;
+    sinks.push_back(sink_on(net.host(to), "ns3::UdpSocketFactory", port));
+    udp_source(net.host(from), net.address(to), port, offered_bps, payload, 0.3);
+  }
+  LteSaturationResult out;
+  bool counting = false;
+  ns3::Config::ConnectWithoutContext(
+      "/NodeList/*/DeviceList/*/ComponentCarrierMap/*/LteEnbMac/DlScheduling",
+      ns3::Callback<void, ns3::DlSchedulingCallbackInfo>(
+          [&](ns3::DlSchedulingCallbackInfo info) {
+            if (counting) out.dl.add(info.mcsTb1, info.sizeTb1);
+          }));
+  ns3::Config::ConnectWithoutContext(
+      "/NodeList/*/DeviceList/*/ComponentCarrierMap/*/LteEnbMac/UlScheduling",
+      ns3::Callback<void, std::uint32_t, std::uint32_t, std::uint16_t, std::uint8_t,
+                    std::uint16_t, std::uint8_t>(
+          [&](std::uint32_t, std::uint32_t, std::uint16_t, std::uint8_t mcs, std::uint16_t size,
+              std::uint8_t) {
+            if (counting) out.ul.add(mcs, size);
+          }));
+  const double start = 0.6;
+  std::vector<std::uint64_t> at_start(ues), at_end(ues);
+  ns3::Simulator::Schedule(ns3::Seconds(start), [&] {
+    for (std::uint32_t i = 0; i < ues; ++i) at_start[i] = sinks[i]->GetTotalRx();
+    counting = true;
+  });
+  ns3::Simulator::Schedule(ns3::Seconds(start + window_s), [&] {
+    for (std::uint32_t i = 0; i < ues; ++i) at_end[i] = sinks[i]->GetTotalRx();
+    counting = false;
+    ns3::Simulator::Stop();
+  });
+  ns3::Simulator::Run();
+  for (std::uint32_t i = 0; i < ues; ++i) {
+    out.goodput_bps.push_back(8.0 * static_cast<double>(at_end[i] - at_start[i]) / window_s);
+  }
   ns3::Simulator::Destroy();
   return out;
 }

@@ -134,6 +134,134 @@ inline BianchiPoint bianchi_saturation(int n, int W, int m, double payload_bits,
   return out;
 }
 
+/// Saturation throughput of `n` stations sending `payload`-byte UDP datagrams to the AP, one
+/// MPDU per channel access (no aggregation), normal Ack: Bianchi's model with the EDCA
+/// best-effort parameters (W = CWmin + 1, m = log2((CWmax + 1) / W), sigma = slot) and the
+/// basic-access busy periods
+///   Ts = T_data + SIFS + T_ack + AIFS,   Tc = T_data + AIFS.
+/// AIFS takes the place of Bianchi's DIFS: ns-3 (like the standard's EDCA, 10.23.2.5) resumes
+/// the countdown after AIFS and takes one slot off the counter at its end, the busy period
+/// counting as one of Bianchi's generic slots. Tc: ns-3 charges EIFS (SIFS + Ack at 6 Mb/s
+/// before AIFS) only at a station whose PHY decoded a PHY header and then failed the payload.
+/// In a cell where the colliding stations reach the others at about the same power, the
+/// signal-to-interference ratio at the preamble is ~0 dB, under the 4 dB of ns-3's preamble
+/// detection, so no station decodes the collision: the medium is merely busy (CCA) and the
+/// stations that did not transmit resume after AIFS. Only the colliding stations wait their
+/// AckTimeout (SIFS + slot + the Ack's PHY header, 45 us) before AIFS; the others count down
+/// meanwhile, so the channel is busy for T_data + AIFS. `tc_ack_timeout` = true charges the
+/// colliders' view instead (Tc + AckTimeout), a lower bound on the throughput.
+struct BianchiCell {
+  std::string standard = "ax";
+  std::uint32_t mcs = 7;
+  std::uint16_t width_mhz = 20;
+  std::uint32_t payload = 1472;
+  EdcaBestEffort edca;
+
+  /// The PSDU: UDP/IP/LLC/QoS MAC framing; VHT and HE PPDUs carry it as an S-MPDU (one
+  /// A-MPDU subframe with its delimiter, IEEE 802.11-2020 10.12.8), HT as a plain MPDU.
+  std::uint32_t psdu_bytes() const {
+    return payload + kUdpBytes + kIpv4Bytes + kLlcSnapBytes + kQosMacBytes +
+           (standard == "n" ? 0 : kDelimiterBytes);
+  }
+  double t_data_s() const {
+    return tx_time_s(psdu_bytes(), data_tx_vector(standard, mcs, width_mhz, false));
+  }
+  double t_ack_s() const { return tx_time_s(kAckBytes, control_tx_vector(standard, mcs)); }
+  double ts_s() const { return t_data_s() + edca.sifs_s + t_ack_s() + edca.aifs_s(); }
+  double tc_s(bool ack_timeout = false) const {
+    const double timeout =
+        edca.sifs_s + edca.slot_s +
+        ns3::WifiPhy::CalculatePhyPreambleAndHeaderDuration(control_tx_vector(standard, mcs))
+            .GetSeconds();
+    return t_data_s() + edca.aifs_s() + (ack_timeout ? timeout : 0.0);
+  }
+  int W() const { return static_cast<int>(edca.cw_min + 1); }
+  int m() const {
+    return static_cast<int>(std::lround(std::log2((edca.cw_max + 1.0) / (edca.cw_min + 1.0))));
+  }
+  BianchiPoint saturation(int n, bool tc_ack_timeout = false) const {
+    return bianchi_saturation(n, W(), m(), 8.0 * payload, edca.slot_s, ts_s(),
+                              tc_s(tc_ack_timeout));
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// One station's A-MPDU exchanges.
+
+/// One EDCA channel access of a lone sender carrying an A-MPDU and its block ack:
+///   T = AIFS + CWmin/2 x slot + TXTIME(A-MPDU) + SIFS + TXTIME(BlockAck)
+/// (IEEE 802.11-2020 10.23.2 EDCA with the mean backoff of a first attempt, 10.25.6 HT-immediate
+/// block ack). The A-MPDU holds as many `mpdu_bytes` MPDUs as fit every limit: the block ack
+/// window (64, the buffer size ns-3 negotiates), the maximum A-MPDU length (65 535 bytes: the
+/// HT limit, and ns-3's BE_MaxAmpduSize, which gradwire keeps for VHT and HE too) and
+/// aPPDUMaxTime (5.484 ms, the L-SIG limit of HT-mixed, VHT and HE PPDUs: IEEE 802.11-2020
+/// Tables 19-25 and 21-29, 802.11ax-2021 Table 27-54). Subframes are the 4-byte delimiter plus
+/// the MPDU, padded to 4 bytes except the last (9.7.1).
+struct AmpduExchange {
+  std::uint32_t mpdus = 0;
+  std::uint32_t psdu_bytes = 0;
+  double ppdu_s = 0;
+  double exchange_s = 0;
+};
+
+inline AmpduExchange ampdu_exchange(std::uint32_t mpdu_bytes, std::uint32_t want_mpdus,
+                                    const ns3::WifiTxVector& data,
+                                    const ns3::WifiTxVector& control,
+                                    const EdcaBestEffort& edca = {}) {
+  constexpr std::uint32_t kWindow = 64, kMaxAmpduBytes = 65535;
+  constexpr double kPpduMaxTime = 5.484e-3;
+  const std::uint32_t subframe = kDelimiterBytes + mpdu_bytes;
+  const std::uint32_t padded = (subframe + 3) / 4 * 4;
+  AmpduExchange out;
+  for (std::uint32_t k = 1; k <= std::min(kWindow, want_mpdus); ++k) {
+    const std::uint32_t bytes = (k - 1) * padded + subframe;
+    if (bytes > kMaxAmpduBytes) break;
+    const double t = tx_time_s(bytes, data);
+    if (t > kPpduMaxTime && k > 1) break;
+    out.mpdus = k;
+    out.psdu_bytes = bytes;
+    out.ppdu_s = t;
+  }
+  out.exchange_s = edca.aifs_s() + edca.cw_min / 2.0 * edca.slot_s + out.ppdu_s + edca.sifs_s +
+                   tx_time_s(kBlockAckBytes, control);
+  return out;
+}
+
+/// The analytic goodput of one station sending to the AP at `mcs`, as A-MPDUs.
+///  UDP:  G = N x payload / T(N data MPDUs)
+///  TCP:  G = N x MSS / (T(N data MPDUs) + T(ceil(N/2) TCP ACK MPDUs))
+/// with T() of ampdu_exchange: the receiver acknowledges every second segment (delayed ACK,
+/// RFC 1122 / 5681) and the AP returns the ACKs of one data A-MPDU in one A-MPDU of its own,
+/// contending like the station. Not modelled: collisions between the station and the AP
+/// (both contend after each exchange; equal backoffs, ~1/16 of contentions, cost a data
+/// A-MPDU) and the AP carrying the ACKs of two data A-MPDUs in one when the station wins twice
+/// in a row (fewer AP exchanges): opposite effects, each a few percent.
+struct WifiLinkModel {
+  std::string standard;
+  std::uint32_t mcs = 0;
+  std::uint16_t width_mhz = 20;
+  std::uint32_t udp_payload = 1472;
+  std::uint32_t tcp_mss = 1448;  ///< 1500-byte MTU less IP, TCP and timestamps (gradwire's)
+
+  AmpduExchange data(bool tcp) const {
+    const std::uint32_t mpdu = (tcp ? tcp_mss + kTcpWithTimestampsBytes : udp_payload + kUdpBytes) +
+                               kIpv4Bytes + kLlcSnapBytes + kQosMacBytes;
+    return ampdu_exchange(mpdu, 64, data_tx_vector(standard, mcs, width_mhz, true),
+                          control_tx_vector(standard, mcs));
+  }
+  AmpduExchange acks(std::uint32_t count) const {
+    const std::uint32_t mpdu = kTcpWithTimestampsBytes + kIpv4Bytes + kLlcSnapBytes + kQosMacBytes;
+    return ampdu_exchange(mpdu, count, data_tx_vector(standard, mcs, width_mhz, true),
+                          control_tx_vector(standard, mcs));
+  }
+  double goodput_bps(bool tcp) const {
+    const AmpduExchange d = data(tcp);
+    if (!tcp) return 8.0 * d.mpdus * udp_payload / d.exchange_s;
+    const AmpduExchange a = acks((d.mpdus + 1) / 2);
+    return 8.0 * d.mpdus * tcp_mss / (d.exchange_s + a.exchange_s);
+  }
+};
+
 // ---------------------------------------------------------------------------------------------
 // LTE transport block sizes.
 
@@ -175,6 +303,16 @@ inline std::uint32_t lte_tbs_bits(std::uint32_t i_tbs, std::uint32_t rbs) {
   }
   throw std::invalid_argument("no TBS for I_TBS " + std::to_string(i_tbs) + " and " +
                               std::to_string(rbs) + " RBs");
+}
+
+/// UDP goodput of one UE granted every TTI a transport block of `tbs_bits` (1 ms TTI), carrying
+/// `payload`-byte datagrams: per datagram UDP/IPv4 28 bytes and the PDCP data PDU header
+/// (2 bytes, 12-bit SN, TS 36.323 6.2.3) and RLC AM length indicator (1.5 bytes, TS 36.322
+/// 6.2.1.4); per block the RLC AM data PDU header (2 bytes) and a MAC subheader (3 bytes,
+/// TS 36.321 6.1.2). GTP-U/UDP/IP on S1-U do not travel over the air.
+inline double lte_goodput_bps(std::uint32_t tbs_bits, std::uint32_t payload) {
+  const double per_block = tbs_bits / 8.0 - 2 - 3;
+  return 8.0 * per_block * payload / (payload + 28 + 2 + 1.5) * 1000.0;
 }
 
 }  // namespace gradwire::testing
