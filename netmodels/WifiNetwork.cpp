@@ -181,6 +181,9 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
     wifi.SetRemoteStationManager("ns3::ConstantRateWifiManager", "DataMode",
                                  ns3::StringValue(mode), "ControlMode", ns3::StringValue(mode));
   }
+  // HE data with the 800 ns guard interval (2x HE-LTF), as HT/VHT use and as the PHY rates
+  // gradwire states (peak_phy_rate_bps) assume; ns-3's HeConfiguration defaults to 3200 ns.
+  wifi.ConfigHeOptions("GuardInterval", ns3::TimeValue(ns3::NanoSeconds(800)));
   ns3::WifiMacHelper mac;
   const ns3::Ssid ssid("gradwire");
   // Stations drop traffic until associated: probe at once (within 5 ms, not ns-3's 50 ms) so
