@@ -211,7 +211,8 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
       subnet << "192.168." << (g + 1) << ".0";
       // A cell on a shared medium hears the others' beacons and probe responses: its own
       // network name keeps its stations from associating with another group's AP. A cell
-      // alone keeps the name every cell had (its beacons' length, and so its timing, as before).
+      // alone is named as a `wifi` network's cell is, so its beacons (whose length the name
+      // sets) take the same air time whatever its place in the list.
       const std::string ssid =
           wifi->ap_position ? "gradwire-" + std::to_string(g) : std::string("gradwire");
       const WifiCell cell = build_wifi_cell(*wifi, group.workers, subnet.str(),

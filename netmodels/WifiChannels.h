@@ -2,9 +2,10 @@
 // APs have a position (`ap_position`) stand on one floor plan: those on the same band, channel
 // number and width share one channel object, so every frame reaches every radio of them and
 // they defer to, and collide with, each other's frames as co-channel cells do. A cell without a
-// position gets a channel of its own and hears nothing but itself, as every cell did before
-// positions existed. (A YansWifiChannel delivers only to radios on the sender's channel number,
-// so cells on other channels never interfere, shared object or not.)
+// position gets a channel of its own and hears nothing but itself: where it stands relative to
+// the others is unknown, and guessing would make configurations that never said so interfere.
+// (A YansWifiChannel delivers only to radios on the sender's channel number, so cells on other
+// channels never interfere, shared object or not.)
 //
 // Each channel carries its cell's propagation: constant-speed delay, the path loss (`friis` or
 // `log-distance`) and, with `fading` `nakagami`, ns-3's NakagamiPropagationLossModel after it.
