@@ -12,6 +12,7 @@
 #include "netmodels/NetworkParams.h"
 #include "netmodels/NetworkParts.h"
 #include "netmodels/TcpDefaults.h"
+#include "netmodels/WifiChannels.h"
 
 namespace gradwire {
 
@@ -92,6 +93,20 @@ HybridConfig HybridConfig::from_json(const nlohmann::json& object, const std::st
     c.groups.push_back(group);
   }
   if (c.groups.size() > 200) throw ConfigError(where, "at most 200 groups");
+  // Cells on one medium share its channel object, and with it one propagation.
+  for (std::size_t i = 0; i < c.groups.size(); ++i) {
+    const auto* wifi = std::get_if<WifiConfig>(&c.groups[i].config);
+    for (std::size_t j = 0; wifi != nullptr && j < i; ++j) {
+      const auto* earlier = std::get_if<WifiConfig>(&c.groups[j].config);
+      if (earlier == nullptr || !wifi->shares_medium_with(*earlier)) continue;
+      const std::string key = wifi->propagation_differs_from(*earlier);
+      if (key.empty()) break;
+      throw ConfigError(where + "[" + std::to_string(i) + "]." + key,
+                        "this group shares the medium of groups[" + std::to_string(j) +
+                            "] (both have an ap_position, the same band, channel and width): "
+                            "expected the same `" + key + "` as it");
+    }
+  }
   c.server_rate_bps = declared_rate(f, spec("server_rate"));
   c.server_delay_s = declared_duration(f, spec("server_delay"));
   c.tcp_buffer_bytes = static_cast<std::uint32_t>(declared_integer(f, spec("tcp_buffer")));
@@ -148,6 +163,7 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
     std::string path;
   };
   std::vector<PendingFlow> flows;
+  WifiChannels channels;
 
   for (std::size_t g = 0; g < config_.groups.size(); ++g) {
     const HybridGroup& group = config_.groups[g];
@@ -193,7 +209,14 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
       impairments = &wifi->impairments;
       std::ostringstream subnet;
       subnet << "192.168." << (g + 1) << ".0";
-      const WifiCell cell = build_wifi_cell(*wifi, group.workers, subnet.str(), streams_);
+      // A cell on a shared medium hears the others' beacons and probe responses: its own
+      // network name keeps its stations from associating with another group's AP. A cell
+      // alone is named as a `wifi` network's cell is, so its beacons (whose length the name
+      // sets) take the same air time whatever its place in the list.
+      const std::string ssid =
+          wifi->ap_position ? "gradwire-" + std::to_string(g) : std::string("gradwire");
+      const WifiCell cell = build_wifi_cell(*wifi, group.workers, subnet.str(),
+                                            channels.channel_for(*wifi), ssid, streams_);
       for (std::uint32_t i = 0; i < cell.stations.GetN(); ++i) {
         if (i < group.workers) {
           hosts_.push_back(cell.stations.Get(i));
@@ -266,6 +289,7 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
       start_background_flow(f.flow, hosts_[target], f.node, f.address, streams_);
     }
   }
+  channels.assign_streams(streams_);  // last: fading leaves every other draw as it was
 }
 
 std::string HybridNetwork::describe() const {

@@ -102,10 +102,27 @@ const std::vector<ParamSpec>& wifi_params() {
                   two_decimals(wifi_default_reference_loss_db("2.4GHz")) + " (2.4GHz), " +
                   two_decimals(wifi_default_reference_loss_db("5GHz")) + " (5GHz), " +
                   two_decimals(wifi_default_reference_loss_db("6GHz")) + " (6GHz)"),
+      choice("fading", "none", {"none", "nakagami"},
+             "fast fading after the path loss: `nakagami` (ns-3's NakagamiPropagationLossModel: "
+             "each frame's received power is drawn from a Nakagami-m distribution around the "
+             "path loss's, `nakagami_m`) or `none`"),
+      number("nakagami_m", 1.0, 0.0, 100.0,
+             "`fading` `nakagami`: the shape m; 1 is Rayleigh fading (no line of sight), larger "
+             "is milder (line of sight: m = (K + 1)^2 / (2K + 1) for Rician factor K)",
+             true),
       number("tx_power_dbm", 20.0, -10.0, 40.0, "transmit power of every radio, dBm"),
+      derived(with_default(
+                  list("ap_position",
+                       "where the AP stands, [x, y] metres; its stations stand and move around "
+                       "it. null: at the origin, on a medium of its own. In a `hybrid` network "
+                       "the Wi-Fi groups that have a position share one medium per band, "
+                       "channel and width: they hear, defer to and interfere with each other's "
+                       "frames (their propagation keys must agree); a group without one hears "
+                       "no other group"),
+                  nullptr),
+              "null"),
       object("placement",
-             "where worker stations stand around the AP at the origin (`placement` below; "
-             "default 5 m away)"),
+             "where worker stations stand around the AP (`placement` below; default 5 m away)"),
       rate("backhaul_rate", "1Gbps",
            "AP <-> wired server (`server` `wired`) or, in a hybrid group, AP <-> core router"),
       duration("backhaul_delay", "500us", "one-way delay of the backhaul"),

@@ -17,6 +17,7 @@
 #include <ns3/wifi-mac-helper.h>
 #include <ns3/wifi-mac.h>
 #include <ns3/wifi-net-device.h>
+#include <ns3/wifi-phy-operating-channel.h>
 #include <ns3/yans-wifi-helper.h>
 
 #include "common/ConfigError.h"
@@ -25,6 +26,7 @@
 #include "common/DeclaredFields.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/TcpDefaults.h"
+#include "netmodels/WifiChannels.h"
 
 namespace gradwire {
 
@@ -82,7 +84,22 @@ WifiConfig WifiConfig::from_json(const nlohmann::json& object, const std::string
   c.exponent = declared_number(f, spec("exponent"));
   c.reference_loss_db = declared_number(f, spec("reference_loss_db"),
                                         wifi_default_reference_loss_db(c.band));
+  c.fading = declared_string(f, spec("fading"));
+  c.nakagami_m = declared_number(f, spec("nakagami_m"));
   c.tx_power_dbm = declared_number(f, spec("tx_power_dbm"));
+  // null, the declared default, means no position.
+  if (f.has("ap_position") && !object.at("ap_position").is_null()) {
+    const nlohmann::json& v = object.at("ap_position");
+    const auto coordinate = [](const nlohmann::json& x) {
+      return x.is_number() && x.get<double>() >= -100000 && x.get<double>() <= 100000;
+    };
+    if (!v.is_array() || v.size() != 2 || !coordinate(v[0]) || !coordinate(v[1])) {
+      throw ConfigError(f.path_of("ap_position"),
+                        "expected [x, y] in metres, each in [-100000, 100000], or null, got " +
+                            json_brief(v));
+    }
+    c.ap_position = std::array<double, 2>{v[0].get<double>(), v[1].get<double>()};
+  }
   c.placement = PlacementSpec::from_json(f.object_at("placement"), f.path_of("placement"), 5.0);
   if (!group) {
     c.server = declared_string(f, spec("server"));
@@ -107,7 +124,11 @@ nlohmann::json WifiConfig::to_json(bool group) const {
                       {"propagation", propagation},
                       {"exponent", exponent},
                       {"reference_loss_db", reference_loss_db},
+                      {"fading", fading},
+                      {"nakagami_m", nakagami_m},
                       {"tx_power_dbm", tx_power_dbm},
+                      {"ap_position", ap_position ? nlohmann::json(*ap_position)
+                                                  : nlohmann::json(nullptr)},
                       {"placement", placement.to_json()},
                       {"backhaul_rate", format_bps(backhaul_rate_bps)},
                       {"backhaul_delay", format_duration(backhaul_delay_s)},
@@ -129,8 +150,48 @@ double WifiConfig::peak_phy_rate_bps() const {
   return mbps * 1e6 * spatial_streams;
 }
 
+namespace {
+
+ns3::WifiStandard wifi_standard(const std::string& standard) {
+  return standard == "n"    ? ns3::WIFI_STANDARD_80211n
+         : standard == "ac" ? ns3::WIFI_STANDARD_80211ac
+                            : ns3::WIFI_STANDARD_80211ax;
+}
+
+}  // namespace
+
+std::uint32_t WifiConfig::channel_number() const {
+  if (channel != 0) return channel;
+  const ns3::WifiPhyBand phy_band = band == "2.4GHz" ? ns3::WIFI_PHY_BAND_2_4GHZ
+                                    : band == "6GHz" ? ns3::WIFI_PHY_BAND_6GHZ
+                                                     : ns3::WIFI_PHY_BAND_5GHZ;
+  return ns3::WifiPhyOperatingChannel::GetDefaultChannelNumber(
+      static_cast<std::uint16_t>(width_mhz), wifi_standard(standard), phy_band);
+}
+
+ns3::Vector WifiConfig::ap_origin() const {
+  return ap_position ? ns3::Vector((*ap_position)[0], (*ap_position)[1], 0) : ns3::Vector(0, 0, 0);
+}
+
+bool WifiConfig::shares_medium_with(const WifiConfig& other) const {
+  return ap_position && other.ap_position && band == other.band &&
+         channel_number() == other.channel_number() && width_mhz == other.width_mhz;
+}
+
+std::string WifiConfig::propagation_differs_from(const WifiConfig& other) const {
+  if (propagation != other.propagation) return "propagation";
+  if (propagation == "log-distance" && exponent != other.exponent) return "exponent";
+  if (propagation == "log-distance" && reference_loss_db != other.reference_loss_db) {
+    return "reference_loss_db";
+  }
+  if (fading != other.fading) return "fading";
+  if (fading == "nakagami" && nakagami_m != other.nakagami_m) return "nakagami_m";
+  return "";
+}
+
 WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
-                         const std::string& subnet, StreamAllocator& streams) {
+                         const std::string& subnet, ns3::Ptr<ns3::YansWifiChannel> channel,
+                         const std::string& ssid_name, StreamAllocator& streams) {
   const std::size_t extra = config.impairments.background.size();
   if (worker_stations + extra > 250) {
     throw ConfigError("network", "a Wi-Fi cell holds at most 250 stations");
@@ -139,18 +200,8 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
   cell.stations.Create(static_cast<std::uint32_t>(worker_stations + extra));
   cell.ap = ns3::CreateObject<ns3::Node>();
 
-  ns3::YansWifiChannelHelper channel;
-  channel.SetPropagationDelay("ns3::ConstantSpeedPropagationDelayModel");
-  if (config.propagation == "friis") {
-    channel.AddPropagationLoss("ns3::FriisPropagationLossModel", "Frequency",
-                               ns3::DoubleValue(wifi_band_frequency_hz(config.band)));
-  } else {
-    channel.AddPropagationLoss("ns3::LogDistancePropagationLossModel", "Exponent",
-                               ns3::DoubleValue(config.exponent), "ReferenceLoss",
-                               ns3::DoubleValue(config.reference_loss_db));
-  }
   ns3::YansWifiPhyHelper phy;
-  phy.SetChannel(channel.Create());
+  phy.SetChannel(channel);
   const std::string band = config.band == "2.4GHz" ? "BAND_2_4GHZ"
                            : config.band == "6GHz" ? "BAND_6GHZ"
                                                    : "BAND_5GHZ";
@@ -164,9 +215,7 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
   phy.Set("MaxSupportedRxSpatialStreams", ns3::UintegerValue(config.spatial_streams));
 
   ns3::WifiHelper wifi;
-  wifi.SetStandard(config.standard == "n"    ? ns3::WIFI_STANDARD_80211n
-                   : config.standard == "ac" ? ns3::WIFI_STANDARD_80211ac
-                                             : ns3::WIFI_STANDARD_80211ax);
+  wifi.SetStandard(wifi_standard(config.standard));
   if (config.rate_control == "ideal") {
     wifi.SetRemoteStationManager("ns3::IdealWifiManager");
   } else if (config.rate_control == "minstrel-ht") {
@@ -185,7 +234,7 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
   // gradwire states (peak_phy_rate_bps) assume; ns-3's HeConfiguration defaults to 3200 ns.
   wifi.ConfigHeOptions("GuardInterval", ns3::TimeValue(ns3::NanoSeconds(800)));
   ns3::WifiMacHelper mac;
-  const ns3::Ssid ssid("gradwire");
+  const ns3::Ssid ssid(ssid_name);
   // Stations drop traffic until associated: probe at once (within 5 ms, not ns-3's 50 ms) so
   // the cell is up within milliseconds of the start.
   mac.SetType("ns3::StaWifiMac", "Ssid", ns3::SsidValue(ssid), "ActiveProbing",
@@ -199,9 +248,9 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
   wait_for_addba_responses(all_devices);
   wifi.AssignStreams(all_devices, streams.reserve(64 * static_cast<std::int64_t>(all_devices.GetN())));
 
-  // Positions: AP at the origin, workers by placement (and mobility), background stations
-  // at their own distances.
-  const ns3::Vector origin(0, 0, 0);
+  // Positions: the AP at its position, workers around it by placement (and mobility),
+  // background stations at their own distances from it.
+  const ns3::Vector origin = config.ap_origin();
   place_fixed(ns3::NodeContainer(cell.ap), {origin});
   ns3::NodeContainer workers, background;
   for (std::size_t i = 0; i < worker_stations + extra; ++i) {
@@ -213,7 +262,8 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
   for (std::size_t i = 0; i < extra; ++i) {
     const double d = config.impairments.background[i].distance_m;
     const double angle = 0.5 + 2.0 * static_cast<double>(i);
-    bg_positions.emplace_back(d * std::cos(angle), d * std::sin(angle), 0.0);
+    bg_positions.emplace_back(origin.x + d * std::cos(angle), origin.y + d * std::sin(angle),
+                              origin.z);
   }
   place_fixed(background, bg_positions);
 
@@ -247,7 +297,9 @@ WifiNetwork::WifiNetwork(const WifiConfig& config, std::size_t hosts) : config_(
   const bool server_apart = config_.server != "station";
   if (hosts < (server_apart ? 2u : 1u)) throw ConfigError("network", "too few hosts for Wi-Fi");
   const std::size_t stations = hosts - (server_apart ? 1 : 0);
-  cell_ = build_wifi_cell(config_, stations, "192.168.1.0", streams_);
+  WifiChannels channels;
+  cell_ = build_wifi_cell(config_, stations, "192.168.1.0", channels.channel_for(config_),
+                          "gradwire", streams_);
 
   std::vector<HostAttachment> attachments;
   for (std::size_t i = 0; i < stations; ++i) {
@@ -290,6 +342,7 @@ WifiNetwork::WifiNetwork(const WifiConfig& config, std::size_t hosts) : config_(
       start_background_flow(flow, hosts_[target], extra, extra_address, streams_);
     }
   }
+  channels.assign_streams(streams_);  // last: fading leaves every other draw as it was
 }
 
 std::string WifiNetwork::describe() const {
@@ -298,6 +351,7 @@ std::string WifiNetwork::describe() const {
       << " MHz x" << config_.spatial_streams << " SS, " << cell_.stations.GetN()
       << " stations (" << config_.impairments.background.size() << " background), rate "
       << config_.rate_control << ", server " << config_.server;
+  if (config_.fading == "nakagami") out << ", Nakagami fading m=" << config_.nakagami_m;
   if (config_.impairments.shapes_packets()) out << ", impaired";
   return out.str();
 }

@@ -3,20 +3,24 @@
 // parameter server under topology "ps") is another station, the AP itself, or a wired host
 // behind the AP on an Ethernet backhaul.
 //
-// ns-3 models: YansWifiChannel (constant-speed delay + the configured propagation loss),
-// YansWifiPhy with the standard's channel settings, StaWifiMac/ApWifiMac (active probing, so
+// ns-3 models: YansWifiChannel (constant-speed delay + the configured path loss, then Nakagami
+// fading when asked for; WifiChannels.h says which cells share one), YansWifiPhy with the standard's channel settings, StaWifiMac/ApWifiMac (active probing, so
 // stations associate within milliseconds), and the chosen rate manager. Routing is static
 // (stations -> AP -> backhaul), ARP caches are pre-filled so no broadcast is lost before
 // association.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 #include <ns3/net-device-container.h>
 #include <ns3/node-container.h>
+#include <ns3/vector.h>
+#include <ns3/yans-wifi-channel.h>
 
 #include "netmodels/Impairments.h"
 #include "netmodels/Network.h"
@@ -36,8 +40,12 @@ struct WifiConfig {
   std::string propagation = "log-distance";  ///< "log-distance" or "friis"
   double exponent = 3.0;               ///< log-distance path-loss exponent
   double reference_loss_db = -1;       ///< log-distance loss at 1 m (-1: Friis at the band)
+  std::string fading = "none";         ///< "none" or "nakagami" (after the path loss)
+  double nakagami_m = 1.0;             ///< nakagami: the shape m (1: Rayleigh)
   double tx_power_dbm = 20.0;
-  PlacementSpec placement;             ///< stations around the AP at (0, 0)
+  /// [x, y] metres; unset: at the origin, on a medium of its own (WifiChannels.h).
+  std::optional<std::array<double, 2>> ap_position;
+  PlacementSpec placement;             ///< stations around the AP
   std::string server = "station";      ///< where the last host sits: "station", "ap", "wired"
   double backhaul_rate_bps = 1e9;      ///< AP <-> wired server / core
   double backhaul_delay_s = 500e-6;
@@ -50,6 +58,16 @@ struct WifiConfig {
   nlohmann::json to_json(bool group = false) const;
   /// Nominal PHY rate of the highest MCS for standard/width/streams (800 ns GI), bits/s.
   double peak_phy_rate_bps() const;
+  /// `channel`, or for 0 the number ns-3 gives the band's default channel for the width.
+  std::uint32_t channel_number() const;
+  /// Where the AP stands: `ap_position`, or the origin.
+  ns3::Vector ap_origin() const;
+  /// Whether cells of this and `other` share one medium: both have an `ap_position`, and their
+  /// band, channel number and width are the same.
+  bool shares_medium_with(const WifiConfig& other) const;
+  /// The first key of the medium's propagation (`propagation`, `exponent`,
+  /// `reference_loss_db`, `fading`, `nakagami_m`) on which this and `other` differ; "" if none.
+  std::string propagation_differs_from(const WifiConfig& other) const;
 };
 
 /// The radio part, reusable by the hybrid builder: `stations` worker stations, extra
@@ -64,10 +82,13 @@ struct WifiCell {
   std::uint32_t ap_interface = 0;
 };
 
-/// Builds the cell (stack installed on every node, static routes inside the cell only); its
-/// random parts draw from streams reserved in `streams`.
+/// Builds the cell on `channel` (WifiChannels::channel_for) with the network name `ssid` (cells
+/// that share a channel need names of their own, or a station may associate with the wrong
+/// AP): stack installed on every node, static routes inside the cell only; its random parts
+/// draw from streams reserved in `streams`.
 WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
-                         const std::string& subnet, StreamAllocator& streams);
+                         const std::string& subnet, ns3::Ptr<ns3::YansWifiChannel> channel,
+                         const std::string& ssid, StreamAllocator& streams);
 
 class WifiNetwork : public Network {
  public:
