@@ -162,8 +162,8 @@ const std::vector<ParamSpec>& lte_params() {
       number("hysteresis_db", 3.0, 0.0, 15.0,
              "`handover` `a3-rsrp`: how much stronger a neighbour must be, dB"),
       at_most(duration("time_to_trigger", "256ms",
-                       "`handover` `a3-rsrp`: how long it must stay stronger (whole "
-                       "milliseconds; at most 5.12s)"),
+                       "`handover` `a3-rsrp`: how long it must stay stronger, whole "
+                       "milliseconds (5.12s is 3GPP's longest)"),
               5.12),
       rate("backhaul_rate", "10Gbps",
            "PGW <-> server host (`server` `remote` or `edge`) or, in a hybrid group, PGW <-> "
