@@ -1,8 +1,8 @@
 // LTE channel effects for edge studies: Nakagami fading on the radio links, several eNodeBs
 // each serving its UEs, and A3-RSRP handover over X2 carrying a transfer from one cell to the
 // next. Real bytes travel through Messenger, as in a run; each case simulates a few seconds.
+#include <algorithm>
 #include <cstdio>
-#include <functional>
 #include <map>
 #include <memory>
 #include <random>
