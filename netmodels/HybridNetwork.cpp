@@ -239,8 +239,7 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
       const LteConfig& lte = std::get<LteConfig>(group.config);
       impairments = &lte.impairments;
       const LteCell cell = build_lte_cell(lte, group.workers, streams_);
-      keep_.push_back(cell.lte_helper);
-      keep_.push_back(cell.epc_helper);
+      lte_cells_.push_back(cell);
       for (std::uint32_t i = 0; i < cell.ues.GetN(); ++i) {
         if (i < group.workers) {
           hosts_.push_back(cell.ues.Get(i));
@@ -289,7 +288,18 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
       start_background_flow(f.flow, hosts_[target], f.node, f.address, streams_);
     }
   }
-  channels.assign_streams(streams_);  // last: fading leaves every other draw as it was
+  // Last, Wi-Fi's then LTE's: fading draws from blocks of its own only when it is on, so
+  // turning it on leaves every other draw as it was.
+  channels.assign_streams(streams_);
+  for (const LteCell& cell : lte_cells_) assign_fading_streams(cell, streams_);
+}
+
+std::map<std::string, std::uint64_t> HybridNetwork::event_counts() const {
+  std::map<std::string, std::uint64_t> out;
+  for (const LteCell& cell : lte_cells_) {
+    for (const auto& [name, count] : cell.event_counts()) out[name] += count;
+  }
+  return out;
 }
 
 std::string HybridNetwork::describe() const {

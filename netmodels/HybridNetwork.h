@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -63,6 +64,9 @@ class HybridNetwork : public Network {
   /// margin for many stations.
   double ready_time_s() const override { return 0.25; }
 
+  /// The LTE group's (handover on: its handovers, as LteNetwork reports them).
+  std::map<std::string, std::uint64_t> event_counts() const override;
+
   /// Family of the group host `index` belongs to ("server" for the server host).
   const std::string& host_family(std::size_t index) const { return families_.at(index); }
 
@@ -73,7 +77,7 @@ class HybridNetwork : public Network {
   std::vector<ns3::Ipv4Address> addresses_;
   std::vector<std::string> families_;
   std::vector<ns3::Ptr<NetemQueueDisc>> netems_;
-  std::vector<ns3::Ptr<ns3::Object>> keep_;  // LTE helpers
+  std::vector<LteCell> lte_cells_;  // kept alive with the network (at most one)
 };
 
 }  // namespace gradwire

@@ -119,6 +119,7 @@ MobilitySpec read_mobility(const nlohmann::json& object, const std::string& path
   f.allow(mobility_keys(m.model));
   if (m.model == "static") return m;
   if (m.model == "random-waypoint") m.pause_s = declared_duration(f, spec("pause"));
+  if (m.model == "straight") m.heading_deg = declared_number(f, spec("heading_deg"));
   m.speed_mps = declared_number(f, spec("speed_mps"));
   m.bounds_m = declared_number(f, spec("bounds_m"));
   return m;
@@ -220,6 +221,7 @@ nlohmann::json ImpairmentsConfig::to_json(bool wireless) const {
       m["bounds_m"] = mobility.bounds_m;
     }
     if (mobility.model == "random-waypoint") m["pause"] = format_duration(mobility.pause_s);
+    if (mobility.model == "straight") m["heading_deg"] = mobility.heading_deg;
     out["mobility"] = m;
   }
   return out;

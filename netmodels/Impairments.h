@@ -59,9 +59,10 @@ struct BackgroundFlowSpec {
 };
 
 struct MobilitySpec {
-  std::string model = "static";  ///< "static", "random-walk" or "random-waypoint"
+  std::string model = "static";  ///< "static", "random-walk", "random-waypoint" or "straight"
   double speed_mps = 1.0;
   double pause_s = 0.0;          ///< random-waypoint: pause at each waypoint
+  double heading_deg = 0.0;      ///< straight: direction, counterclockwise from the x axis
   double bounds_m = 50.0;        ///< moves inside a square of +-bounds_m around the AP / eNB
 };
 

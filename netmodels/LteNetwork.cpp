@@ -1,6 +1,7 @@
 #include "netmodels/LteNetwork.h"
 
 #include <cmath>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 
@@ -10,6 +11,10 @@
 #include <ns3/internet-stack-helper.h>
 #include <ns3/lte-enb-rrc.h>
 #include <ns3/lte-helper.h>
+#include <ns3/lte-ue-net-device.h>
+#include <ns3/lte-ue-rrc.h>
+#include <ns3/nstime.h>
+#include <ns3/spectrum-channel.h>
 #include <ns3/point-to-point-epc-helper.h>
 #include <ns3/uinteger.h>
 #include <ns3/virtual-net-device.h>
@@ -76,6 +81,11 @@ LteConfig LteConfig::from_json(const nlohmann::json& object, const std::string& 
   c.enb_tx_power_dbm = declared_number(f, spec("enb_tx_power_dbm"));
   c.pathloss = declared_string(f, spec("pathloss"));
   c.exponent = declared_number(f, spec("exponent"));
+  c.fading = declared_string(f, spec("fading"));
+  c.nakagami_m = declared_number(f, spec("nakagami_m"));
+  c.handover = declared_string(f, spec("handover"));
+  c.hysteresis_db = declared_number(f, spec("hysteresis_db"));
+  c.time_to_trigger_s = declared_duration(f, spec("time_to_trigger"));
   if (!group) {
     c.server = declared_string(f, spec("server"));
     c.tcp_buffer_bytes = static_cast<std::uint32_t>(declared_integer(f, spec("tcp_buffer")));
@@ -102,6 +112,11 @@ nlohmann::json LteConfig::to_json(bool group) const {
                       {"enb_tx_power_dbm", enb_tx_power_dbm},
                       {"pathloss", pathloss},
                       {"exponent", exponent},
+                      {"fading", fading},
+                      {"nakagami_m", nakagami_m},
+                      {"handover", handover},
+                      {"hysteresis_db", hysteresis_db},
+                      {"time_to_trigger", format_duration(time_to_trigger_s)},
                       {"backhaul_rate", format_bps(backhaul_rate_bps)},
                       {"backhaul_delay", format_duration(backhaul_delay_s)},
                       {"impairments", impairments.to_json(true)}};
@@ -149,11 +164,18 @@ LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues,
     lte->SetPathlossModelType(ns3::TypeId::LookupByName("ns3::LogDistancePropagationLossModel"));
     lte->SetPathlossModelAttribute("Exponent", ns3::DoubleValue(config.exponent));
   }
+  if (config.handover == "a3-rsrp") {
+    lte->SetHandoverAlgorithmType("ns3::A3RsrpHandoverAlgorithm");
+    lte->SetHandoverAlgorithmAttribute("Hysteresis", ns3::DoubleValue(config.hysteresis_db));
+    lte->SetHandoverAlgorithmAttribute(
+        "TimeToTrigger",
+        ns3::TimeValue(ns3::MilliSeconds(std::llround(config.time_to_trigger_s * 1000))));
+  }
   lte->SetEnbDeviceAttribute("UlBandwidth", ns3::UintegerValue(config.ul_bandwidth));
   lte->SetEnbDeviceAttribute("DlBandwidth", ns3::UintegerValue(config.dl_bandwidth));
   cell.pgw = epc->GetPgwNode();
 
-  ns3::NodeContainer enbs;
+  ns3::NodeContainer& enbs = cell.enbs;
   enbs.Create(config.enbs);
   std::vector<ns3::Vector> enb_positions;
   for (std::uint32_t e = 0; e < config.enbs; ++e) {
@@ -177,8 +199,23 @@ LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues,
     place_fixed(ns3::NodeContainer(cell.ues.Get(static_cast<std::uint32_t>(worker_ues + i))),
                 {ns3::Vector(d * std::cos(angle), d * std::sin(angle), 1.5)});
   }
-  ns3::NetDeviceContainer enb_devices = lte->InstallEnbDevice(enbs);
+  cell.enb_devices = lte->InstallEnbDevice(enbs);
+  const ns3::NetDeviceContainer& enb_devices = cell.enb_devices;
   cell.ue_devices = lte->InstallUeDevice(cell.ues);
+  if (config.fading == "nakagami") {
+    // The channels exist once the first device is installed. Each gets its own model: a new
+    // draw per transmission and receiver, on top of the path loss. The same m at every
+    // distance (ns-3's model allows three ranges).
+    for (const auto& channel :
+         {lte->GetDownlinkSpectrumChannel(), lte->GetUplinkSpectrumChannel()}) {
+      auto fading = ns3::CreateObject<ns3::NakagamiPropagationLossModel>();
+      for (const char* m : {"m0", "m1", "m2"}) {
+        fading->SetAttribute(m, ns3::DoubleValue(config.nakagami_m));
+      }
+      channel->AddPropagationLossModel(fading);
+      cell.fading.push_back(fading);
+    }
+  }
   lte->AssignStreams(enb_devices, streams.reserve(64 * static_cast<std::int64_t>(enbs.GetN())));
   lte->AssignStreams(cell.ue_devices,
                      streams.reserve(64 * static_cast<std::int64_t>(cell.ues.GetN())));
@@ -193,12 +230,46 @@ LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues,
     const std::uint32_t enb = i < worker_ues ? i % config.enbs : 0;
     lte->Attach(cell.ue_devices.Get(i), enb_devices.Get(enb));
   }
+  if (config.handover != "none") {
+    lte->AddX2Interface(enbs);
+    cell.reports_events = true;
+    const std::shared_ptr<LteEventCounts> events = cell.events;
+    for (std::uint32_t i = 0; i < cell.ue_devices.GetN(); ++i) {
+      auto rrc = ns3::DynamicCast<ns3::LteUeNetDevice>(cell.ue_devices.Get(i))->GetRrc();
+      const auto count = [&rrc](const char* trace, std::function<void()> add) {
+        if (!rrc->TraceConnectWithoutContext(
+                trace, ns3::Callback<void, std::uint64_t, std::uint16_t, std::uint16_t>(
+                           [add](std::uint64_t, std::uint16_t, std::uint16_t) { add(); }))) {
+          throw std::logic_error(std::string("LteUeRrc has no trace ") + trace);
+        }
+      };
+      count("HandoverEndOk", [events] { ++events->handovers; });
+      count("HandoverEndError", [events] { ++events->handover_failures; });
+      count("RadioLinkFailure", [events] { ++events->radio_link_failures; });
+    }
+  }
   for (std::uint32_t d = 0; d < cell.pgw->GetNDevices(); ++d) {
     if (ns3::DynamicCast<ns3::VirtualNetDevice>(cell.pgw->GetDevice(d))) {
       cell.pgw_tun = cell.pgw->GetDevice(d);
     }
   }
   return cell;
+}
+
+void assign_fading_streams(const LteCell& cell, StreamAllocator& streams) {
+  for (const auto& fading : cell.fading) {
+    // The Erlang and the Gamma variable behind each model.
+    if (fading->AssignStreams(streams.reserve(2)) > 2) {
+      throw std::logic_error("a Nakagami model used more than the 2 streams reserved for it");
+    }
+  }
+}
+
+std::map<std::string, std::uint64_t> LteCell::event_counts() const {
+  if (!reports_events) return {};
+  return {{"handovers", events->handovers},
+          {"handover_failures", events->handover_failures},
+          {"radio_link_failures", events->radio_link_failures}};
 }
 
 LteNetwork::LteNetwork(const LteConfig& config, std::size_t hosts) : config_(config) {
@@ -249,6 +320,7 @@ LteNetwork::LteNetwork(const LteConfig& config, std::size_t hosts) : config_(con
       start_background_flow(flow, hosts_[target], extra, cell_.ue_addresses[ues + i], streams_);
     }
   }
+  assign_fading_streams(cell_, streams_);
 }
 
 std::string LteNetwork::describe() const {
@@ -256,7 +328,10 @@ std::string LteNetwork::describe() const {
   out << "lte " << config_.enbs << " eNodeB, " << cell_.ues.GetN() << " UEs ("
       << config_.impairments.background.size() << " background), UL/DL " << config_.ul_bandwidth
       << "/" << config_.dl_bandwidth << " RBs, " << config_.scheduler << " scheduler, RLC "
-      << config_.rlc << ", server " << config_.server << " ("
+      << config_.rlc;
+  if (config_.fading != "none") out << ", Nakagami fading m=" << config_.nakagami_m;
+  if (config_.handover != "none") out << ", " << config_.handover << " handover over X2";
+  out << ", server " << config_.server << " ("
       << format_duration(config_.backhaul_delay_s) << " backhaul)";
   if (config_.impairments.shapes_packets()) out << ", impaired";
   return out.str();

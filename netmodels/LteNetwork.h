@@ -4,17 +4,22 @@
 //
 // ns-3 models: LteHelper + PointToPointEpcHelper (SGW/PGW/MME, GTP-U over point-to-point
 // S1-U/S5), the chosen MAC scheduler, RLC AM (reliable, as TCP bearers use in practice) or
-// UM, and the chosen path-loss model. UE <-> UE traffic goes through the PGW, as in a real
-// EPC. Routing is static (the UE default gateway; 7.0.0.0/8 via the PGW on the server).
+// UM, and the chosen path-loss model, with Nakagami fading chained onto it when asked. With
+// handover, X2 links join the eNodeBs and ns-3's A3-RSRP algorithm moves UEs between them.
+// UE <-> UE traffic goes through the PGW, as in a real EPC. Routing is static (the UE default
+// gateway; 7.0.0.0/8 via the PGW on the server).
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 #include <ns3/net-device-container.h>
 #include <ns3/node-container.h>
+#include <ns3/propagation-loss-model.h>
 
 #include "netmodels/Impairments.h"
 #include "netmodels/Network.h"
@@ -35,6 +40,11 @@ struct LteConfig {
   double enb_tx_power_dbm = 43;
   std::string pathloss = "friis";  ///< "friis", "log-distance" (exponent) or "cost231"
   double exponent = 3.0;
+  std::string fading = "none";     ///< "none" or "nakagami"
+  double nakagami_m = 1.0;         ///< Nakagami shape (1 = Rayleigh)
+  std::string handover = "none";   ///< "none" or "a3-rsrp" (with X2 between the eNodeBs)
+  double hysteresis_db = 3.0;      ///< a3-rsrp: ns-3's defaults
+  double time_to_trigger_s = 0.256;
   std::string server = "remote";   ///< where the last host sits: "remote", "edge" or "ue"
   double backhaul_rate_bps = 10e9; ///< PGW <-> server (or core router in a hybrid)
   double backhaul_delay_s = 10e-3; ///< default 10 ms for remote, 100 us for edge
@@ -46,19 +56,44 @@ struct LteConfig {
   nlohmann::json to_json(bool group = false) const;
 };
 
+/// What the UEs' RRCs reported, counted from their ns-3 traces while the simulation runs.
+struct LteEventCounts {
+  std::uint64_t handovers = 0;            ///< HandoverEndOk: a UE completed a handover
+  std::uint64_t handover_failures = 0;    ///< HandoverEndError: T304 expired on the way
+  std::uint64_t radio_link_failures = 0;  ///< RadioLinkFailure: a UE lost its cell
+};
+
 /// The radio access and core part, reusable by the hybrid builder.
 struct LteCell {
+  ns3::NodeContainer enbs;
+  ns3::NetDeviceContainer enb_devices;
   ns3::NodeContainer ues;                 ///< worker UEs, then background UEs
   ns3::NetDeviceContainer ue_devices;
   std::vector<ns3::Ipv4Address> ue_addresses;
   ns3::Ptr<ns3::Node> pgw;
   ns3::Ptr<ns3::NetDevice> pgw_tun;       ///< the PGW's device towards the UEs (downlink)
   ns3::Ptr<ns3::Object> lte_helper, epc_helper;  ///< kept alive with the network
+  /// `fading` `nakagami`: the downlink's and the uplink's fading models (their streams are
+  /// assigned by assign_fading_streams).
+  std::vector<ns3::Ptr<ns3::PropagationLossModel>> fading;
+  /// Counted from the UEs' traces; shared with the trace sinks, so it outlives copies.
+  std::shared_ptr<LteEventCounts> events = std::make_shared<LteEventCounts>();
+  /// Whether the network reports `events` (with `handover` on).
+  bool reports_events = false;
+
+  /// `events` by name, as Network::event_counts() reports them (empty unless reports_events).
+  std::map<std::string, std::uint64_t> event_counts() const;
 };
 
 /// Its random parts (placement, mobility, the eNodeBs' and UEs' devices) draw from streams
-/// reserved in `streams`.
+/// reserved in `streams`; the fading models do not yet: the caller assigns theirs with
+/// assign_fading_streams once every other part of its network has its streams, so that a
+/// network with fading draws everything else as the same network without.
 LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues, StreamAllocator& streams);
+
+/// Gives the cell's fading models their streams, the next ones of `streams` (nothing without
+/// fading).
+void assign_fading_streams(const LteCell& cell, StreamAllocator& streams);
 
 class LteNetwork : public Network {
  public:
@@ -73,7 +108,13 @@ class LteNetwork : public Network {
   /// margin for many stations.
   double ready_time_s() const override { return 0.25; }
 
+  /// `handover` on: {"handovers", "handover_failures", "radio_link_failures"}.
+  std::map<std::string, std::uint64_t> event_counts() const override {
+    return cell_.event_counts();
+  }
+
   const std::vector<ns3::Ptr<NetemQueueDisc>>& netems() const { return netems_; }
+  const LteCell& cell() const { return cell_; }
 
  private:
   LteConfig config_;

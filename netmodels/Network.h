@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include <ns3/ipv4-address.h>
@@ -33,6 +34,12 @@ class Network {
   /// LTE UEs attach first (packets sent earlier are dropped and TCP would wait out a SYN
   /// retransmission timeout). Applications start at this time.
   virtual double ready_time_s() const { return 0.0; }
+
+  /// Counts of what happened inside the network that a study may want with its results (LTE
+  /// handovers, ...), by name, as they stand now: read after the simulation ran, they are the
+  /// run's totals, which the engine writes to summary.json's `network_events`. Empty (the
+  /// default): nothing to report, and summary.json has no `network_events`.
+  virtual std::map<std::string, std::uint64_t> event_counts() const { return {}; }
 };
 
 }  // namespace gradwire

@@ -164,6 +164,24 @@ const std::vector<ParamSpec>& lte_params() {
              "path loss: `friis` (free space), `log-distance` (`exponent`) or `cost231` "
              "(COST-231 Hata)"),
       number("exponent", 3.0, 1.0, 8.0, "log-distance path-loss exponent"),
+      choice("fading", "none", {"none", "nakagami"},
+             "fast fading on every radio link, downlink and uplink: `nakagami` scales each "
+             "transmission's received power by a Nakagami-m draw (ns-3's "
+             "NakagamiPropagationLossModel, chained onto the path loss; a new draw per "
+             "transmission, the same over its resource blocks)"),
+      number("nakagami_m", 1.0, 0.0, 100.0,
+             "`fading` `nakagami`: the shape m (1 = Rayleigh; larger = milder fading)", true),
+      choice("handover", "none", {"none", "a3-rsrp"},
+             "`a3-rsrp`: X2 links between every pair of eNodeBs and ns-3's "
+             "A3RsrpHandoverAlgorithm (a UE hands over when a neighbour's RSRP exceeds its "
+             "cell's by `hysteresis_db` for `time_to_trigger`); `none`: UEs stay with the "
+             "eNodeB they attached to. Handovers reach summary.json's `network_events`"),
+      number("hysteresis_db", 3.0, 0.0, 15.0,
+             "`handover` `a3-rsrp`: how much stronger a neighbour must be, dB"),
+      at_most(duration("time_to_trigger", "256ms",
+                       "`handover` `a3-rsrp`: how long it must stay stronger, whole "
+                       "milliseconds (5.12s is 3GPP's longest)"),
+              5.12),
       rate("backhaul_rate", "10Gbps",
            "PGW <-> server host (`server` `remote` or `edge`) or, in a hybrid group, PGW <-> "
            "core router"),
@@ -360,11 +378,15 @@ const std::vector<ParamSpec>& background_params(bool wireless) {
 
 const std::vector<ParamSpec>& mobility_params() {
   static const std::vector<ParamSpec> kParams = {
-      choice("model", "static", {"static", "random-walk", "random-waypoint"},
+      choice("model", "static", {"static", "random-walk", "random-waypoint", "straight"},
              "how worker stations and UEs move: `static`, `random-walk` (a new direction every "
-             "second) or `random-waypoint`"),
+             "second), `random-waypoint` or `straight` (each walks from where it stands along "
+             "`heading_deg` until it reaches the edge of the square)"),
       number("speed_mps", 1.0, 0.0, 1000.0, "speed, metres per second", true),
       duration("pause", "0s", "`random-waypoint`: pause at each waypoint"),
+      number("heading_deg", 0.0, -360.0, 360.0,
+             "`straight`: direction, degrees counterclockwise from the x axis (0: along the "
+             "line of eNodeBs, towards the next one)"),
       number("bounds_m", 50.0, 0.0, 100000.0,
              "moves inside a square of +-bounds_m around the AP / eNodeB", true),
   };
@@ -376,6 +398,7 @@ std::vector<std::string> mobility_keys(const std::string& model) {
   if (model == "static") return declared(p, {"model"});
   if (model == "random-walk") return declared(p, {"model", "speed_mps", "bounds_m"});
   if (model == "random-waypoint") return declared(p, {"model", "speed_mps", "pause", "bounds_m"});
+  if (model == "straight") return declared(p, {"model", "speed_mps", "heading_deg", "bounds_m"});
   unknown_selector("mobility model", model);
 }
 

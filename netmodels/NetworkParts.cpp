@@ -1,5 +1,6 @@
 #include "netmodels/NetworkParts.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -19,6 +20,7 @@
 #include <ns3/string.h>
 #include <ns3/traffic-control-helper.h>
 #include <ns3/uinteger.h>
+#include <ns3/waypoint-mobility-model.h>
 
 #include "common/ConfigError.h"
 #include "common/JsonFields.h"
@@ -120,6 +122,34 @@ void place_mobile(const ns3::NodeContainer& nodes, const std::vector<ns3::Vector
     return;
   }
   const double b = spec.bounds_m;
+  if (spec.model == "straight") {
+    // Nothing random: each node walks from its place to where its line leaves the square,
+    // then stands there (a node placed outside the square stays put).
+    const double kPi = 3.14159265358979323846;
+    const double dx = std::cos(spec.heading_deg * kPi / 180.0);
+    const double dy = std::sin(spec.heading_deg * kPi / 180.0);
+    const auto reach = [](double from, double step, double low, double high) {
+      if (std::abs(step) < 1e-12) return from >= low && from <= high ? 1e300 : 0.0;
+      return ((step > 0 ? high : low) - from) / step;
+    };
+    for (std::uint32_t i = 0; i < nodes.GetN(); ++i) {
+      const ns3::Vector start = positions.at(i);
+      const bool inside = std::abs(start.x - center.x) <= b && std::abs(start.y - center.y) <= b;
+      const double length =
+          inside ? std::min(reach(start.x, dx, center.x - b, center.x + b),
+                            reach(start.y, dy, center.y - b, center.y + b))
+                 : 0.0;
+      auto walk = ns3::CreateObject<ns3::WaypointMobilityModel>();
+      walk->AddWaypoint(ns3::Waypoint(ns3::Seconds(0), start));
+      if (length > 0) {
+        walk->AddWaypoint(ns3::Waypoint(
+            ns3::Seconds(length / spec.speed_mps),
+            ns3::Vector(start.x + length * dx, start.y + length * dy, start.z)));
+      }
+      nodes.Get(i)->AggregateObject(walk);
+    }
+    return;
+  }
   auto speed = ns3::CreateObject<ns3::ConstantRandomVariable>();
   speed->SetAttribute("Constant", ns3::DoubleValue(spec.speed_mps));
   speed->SetStream(streams.reserve(1));

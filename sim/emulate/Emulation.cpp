@@ -414,6 +414,8 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
                {"behind_fraction", lag.behind_fraction},
                {"limit_ms", options.max_lag_s * 1e3}}},
       {"hosts", host_entries}};
+  const auto network_events = network->event_counts();
+  if (!network_events.empty()) summary["network_events"] = network_events;
   write_file_atomically(directory.staging() + "/scenario.json", scenario.resolved.dump(2) + "\n");
   write_file_atomically(directory.staging() + "/summary.json", summary.dump(2) + "\n");
   directory.commit();

@@ -164,6 +164,8 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
       recorder.summary(sim_end, bytes_on_wire, seconds_since(wall_start),
                        run_wall - setup.torch_account().seconds() - eval_account.seconds());
   result.summary["network_description"] = network.describe();
+  const auto network_events = network.event_counts();
+  if (!network_events.empty()) result.summary["network_events"] = network_events;
   result.summary["device"] = setup.device_name();
   const double staleness = setup.mean_staleness();
   result.summary["mean_staleness"] = std::isnan(staleness) ? nlohmann::json() : nlohmann::json(staleness);

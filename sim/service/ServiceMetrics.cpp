@@ -63,6 +63,8 @@ nlohmann::json ServiceMetrics::summary(const SimulatedWorld& world, double sim_t
   nlohmann::json summary =
       recorder_->summary(sim_time_s, bytes_on_wire, wall_s, run_wall_s - client_wait_s_);
   summary["network_description"] = world.network().describe();
+  const auto network_events = world.network().event_counts();
+  if (!network_events.empty()) summary["network_events"] = network_events;
   summary["device"] = device.empty() ? nlohmann::json() : nlohmann::json(device);
   summary["mean_staleness"] =
       layout_.with_server && scenario_.topology.async()

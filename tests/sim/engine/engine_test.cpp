@@ -122,9 +122,35 @@ TEST(Engine, WritesCompleteOutputs) {
     EXPECT_TRUE(summary.contains(key)) << key;
   }
   EXPECT_FALSE(summary["time_to_target_s"].is_null());
+  EXPECT_FALSE(summary.contains("network_events"));  // an Ethernet star counts nothing
   std::ifstream sin(dir / "scenario.json");
   EXPECT_EQ(nlohmann::json::parse(sin)["training"]["steps"], 10);
   fs::remove_all(out);
+}
+
+// What the network counted reaches summary.json: a UE that drives from one eNodeB to the next
+// while it trains hands over, and the run's `network_events` says so.
+TEST(Engine, SummaryCarriesTheNetworksEventCounts) {
+  auto doc = synthetic_run("ps", "none");
+  doc["codec"] = {{"kind", "none"}};
+  doc["training"]["workers"] = 2;
+  doc["training"]["steps"] = 10;
+  doc["training"]["eval_every"] = 10;
+  doc["compute"]["seconds"] = 0.15;
+  doc["network"] = {{"family", "lte"},
+                    {"enbs", 2},
+                    {"enb_spacing_m", 200},
+                    {"server", "edge"},
+                    {"handover", "a3-rsrp"},
+                    {"placement", {{"kind", "distance"}, {"distance_m", 105}}},
+                    {"impairments", {{"mobility", {{"model", "straight"}, {"speed_mps", 40},
+                                                   {"bounds_m", 250}}}}}};
+  const RunResult r = Engine(load_scenario(doc)).run("", nullptr);
+  ASSERT_TRUE(r.summary.contains("network_events")) << r.summary.dump();
+  const auto& events = r.summary["network_events"];
+  EXPECT_GE(r.summary["sim_time_s"].get<double>(), 1.5);
+  EXPECT_GE(events["handovers"].get<int>(), 1) << events.dump();
+  EXPECT_EQ(events["handover_failures"], 0) << events.dump();
 }
 
 }  // namespace
