@@ -9,6 +9,7 @@
 #include "common/ConfigError.h"
 #include "common/JsonFields.h"
 #include "sim/engine/ScenarioLoader.h"
+#include "sim/study/NetworkLabel.h"
 
 namespace gradwire {
 
@@ -279,6 +280,7 @@ SweepPlan SweepPlan::expand(const nlohmann::json& sweep, const std::string& base
   }
   const std::size_t tuples = zip.empty() ? 1 : zip.front().values.size();
   std::set<std::string> names;
+  std::vector<nlohmann::json> resolved;
   for (const auto& combo : combos) {
     for (std::size_t t = 0; t < tuples; ++t) {
       std::vector<nlohmann::json> values = combo;
@@ -286,37 +288,55 @@ SweepPlan SweepPlan::expand(const nlohmann::json& sweep, const std::string& base
       for (std::uint64_t seed : seeds) {
         SweepRun run;
         run.scenario = base;
+        // The name from the values as written; a whole network object is named by its label
+        // below, once the run is resolved.
         std::string name;
         for (std::size_t i = 0; i < values.size(); ++i) {
           set_path(run.scenario, paths[i], values[i], i < grid.size() ? "grid." + paths[i] : "zip." + paths[i]);
-          const std::string slug = axis_value_slug(values[i]);
           run.axis_values.push_back(values[i].is_string() ? values[i].get<std::string>()
                                                           : values[i].dump());
+          name += (name.empty() ? "" : "__") + short_names[i] + "=" + axis_value_slug(values[i]);
+        }
+        run.axis_values.push_back(std::to_string(seed));
+        run.seed = seed;
+        run.scenario["seed"] = seed;
+        // Every run must be a valid scenario before anything starts.
+        run.scenario["name"] = "sweep-run";
+        nlohmann::json doc;
+        try {
+          doc = load_scenario(run.scenario).resolved;
+        } catch (const ConfigError& e) {
+          const std::string what = e.what();
+          const std::string message = what.substr(std::min(what.size(), e.path().size() + 2));
+          throw ConfigError(e.path(), "in run " + name + "__seed=" + std::to_string(seed) + ": " +
+                                          message);
+        }
+        name.clear();
+        for (std::size_t i = 0; i < values.size(); ++i) {
+          std::string slug = axis_value_slug(values[i]);
+          if (paths[i] == "network" && values[i].is_object()) {
+            // "802.11ax-80-MHz-8-stations-within-15-m-cf1aa918": the label, and the fingerprint
+            // of the value as written, which keeps two networks with one label apart.
+            constexpr std::size_t kMaxLabel = 64;
+            std::string label = label_slug(network_label(
+                doc.at("network"), doc.at("training").value("workers", std::int64_t{0})));
+            if (label.size() > kMaxLabel) label = label.substr(0, kMaxLabel);
+            while (label.size() > 1 && (label.back() == '-' || label.back() == '.')) label.pop_back();
+            slug = label + "-" + fingerprint(values[i].dump());
+          }
           name += (name.empty() ? "" : "__") + short_names[i] + "=" + slug;
         }
         name += (name.empty() ? "" : "__") + std::string("seed=") + std::to_string(seed);
-        run.axis_values.push_back(std::to_string(seed));
-        run.seed = seed;
         run.name = name.size() > 128 ? name.substr(0, 119) + "-" + fingerprint(name) : name;
         if (!names.insert(run.name).second) {
           throw ConfigError("grid", "two runs would share the folder name " + run.name +
                                         "; make the axis values distinguishable");
         }
-        run.scenario["seed"] = seed;
         run.scenario["name"] = run.name;
+        doc["name"] = run.name;
+        resolved.push_back(std::move(doc));
         plan.runs.push_back(std::move(run));
       }
-    }
-  }
-  // Every run must be a valid scenario before anything starts.
-  std::vector<nlohmann::json> resolved;
-  for (const auto& run : plan.runs) {
-    try {
-      resolved.push_back(load_scenario(run.scenario).resolved);
-    } catch (const ConfigError& e) {
-      const std::string what = e.what();
-      const std::string message = what.substr(std::min(what.size(), e.path().size() + 2));
-      throw ConfigError(e.path(), "in run " + run.name + ": " + message);
     }
   }
   if (f.has("question")) plan.question = read_question(sweep.at("question"), resolved);
