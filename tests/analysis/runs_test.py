@@ -382,8 +382,9 @@ class OneNaming(TempDir):
         with contextlib.redirect_stdout(out):
             self.assertEqual(summarize_runs.main(["--csv"] + folders), 0)
         lines = out.getvalue().splitlines()
-        self.assertTrue(lines[0].startswith("run,method,codec,"))
-        self.assertTrue(lines[1].startswith('topk,"topk (1%, error feedback)",topk,'), lines[1])
+        self.assertTrue(lines[0].startswith("run,method,codec,topology,network,rate,"))
+        self.assertTrue(lines[1].startswith('topk,"topk (1%, error feedback)",topk,ring,Ethernet 100 Mbit/s,'),
+                        lines[1])
         self.assertTrue(lines[2].startswith('dgc-buckets,"dgc (0.1%), buckets 10 MB (first 1 MB)",dgc,'),
                         lines[2])
 

@@ -21,6 +21,7 @@
 #include "common/ConfigError.h"
 #include "common/FileLock.h"
 #include "sim/engine/ScenarioLoader.h"
+#include "sim/study/NetworkLabel.h"
 #include "sim/study/SweepPlan.h"
 
 namespace gradwire {
@@ -64,6 +65,36 @@ TEST(SweepPlan, ExpandsGridTimesZipTimesSeeds) {
   std::set<std::string> names;
   for (const auto& run : plan.runs) names.insert(run.name);
   EXPECT_EQ(names.size(), plan.runs.size());
+}
+
+// A whole network object as an axis value names its run by the network's label, with the
+// hash of the value keeping two networks with one label apart; a given label is used as given.
+TEST(SweepPlan, NamesNetworkObjectsByTheirLabel) {
+  nlohmann::json doc = sweep_doc();
+  doc["grid"] = {{"network",
+                  {{{"family", "ethernet"}, {"rate", "100Mbps"}},
+                   {{"family", "ethernet"}, {"rate", "100Mbps"}, {"delay", "1ms"}},
+                   {{"family", "wifi"}, {"placement", {{"kind", "disc"}, {"radius_m", 15}}}},
+                   {{"family", "wifi"}, {"label", "lab Wi-Fi (2nd floor)"}}}}};
+  const SweepPlan plan = SweepPlan::expand(doc, ".");
+  ASSERT_EQ(plan.runs.size(), 4u * 2u * 2u);
+  const auto name_of = [&](std::size_t network, std::size_t tuple) {
+    return plan.runs[(network * 2 + tuple) * 2].name;  // seed 1
+  };
+  const auto starts = [](const std::string& name, const std::string& prefix) {
+    return name.compare(0, prefix.size(), prefix) == 0;
+  };
+  EXPECT_TRUE(starts(name_of(0, 0), "network=Ethernet-100-Mbit-s-")) << name_of(0, 0);
+  EXPECT_TRUE(starts(name_of(1, 0), "network=Ethernet-100-Mbit-s-")) << name_of(1, 0);
+  EXPECT_NE(name_of(0, 0), name_of(1, 0));
+  // The label counts the run's workers (the zip gives 2, then 3).
+  EXPECT_TRUE(starts(name_of(2, 0), "network=802.11ax-80-MHz-2-stations-within-15-m-")) << name_of(2, 0);
+  EXPECT_TRUE(starts(name_of(2, 1), "network=802.11ax-80-MHz-3-stations-within-15-m-")) << name_of(2, 1);
+  EXPECT_TRUE(starts(name_of(3, 0), "network=lab-Wi-Fi-2nd-floor-")) << name_of(3, 0);
+  // Then 8 hex digits, and the other axes as before.
+  EXPECT_EQ(name_of(3, 1).substr(std::string("network=lab-Wi-Fi-2nd-floor-").size() + 8),
+            "__codec=topk-ratio0.1__workers=3__seed=1");
+  EXPECT_EQ(network_label(plan.runs[0].scenario["network"], 2), "Ethernet 100 Mbit/s");
 }
 
 TEST(SweepPlan, RejectsBadSweepsWithPaths) {
