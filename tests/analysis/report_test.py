@@ -321,7 +321,7 @@ class ReportTest(unittest.TestCase):
             self.assertEqual(reached, sorted(reached), net)
             # Runs that never reached the target come last.
             self.assertEqual(times[:len(reached)], [t for t in times if t], net)
-        first = next(r for r in head.rows if r["labels"][0] == "100Mbps ethernet")
+        first = next(r for r in head.rows if r["labels"][0] == "Ethernet 100 Mbit/s")
         self.assertEqual(first["runs"], ["n4-100Mbps-topk"])  # 20 s: the fastest at 100 Mbps
 
     def test_figures_and_results_agree_with_tables(self):
