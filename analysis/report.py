@@ -15,6 +15,7 @@ import io
 import json
 import math
 import os
+import re
 import struct
 import sys
 import textwrap
@@ -829,10 +830,23 @@ def results_rows(runs, sweeps, out_dir):
     return header, rows
 
 
+def long_cell(text):
+    """' class="long"' for a cell text with a word too long to keep whole (a run name, a JSON
+    value), which the page then breaks anywhere."""
+    long_word = any(len(word) > 24 for word in text.split())
+    return ' class="long"' if long_word or text.startswith(("{", "[")) else ""
+
+
+def header_html(name):
+    """A column name that may break after its underscores and dots (final_<wbr>accuracy,
+    training.<wbr>workers), so that many columns of long names still fit the page."""
+    return re.sub(r"([_.])", r"\1<wbr>", html.escape(name))
+
+
 def table_html(header, rows, css_class):
-    out = [f'<table class="{css_class}"><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
+    out = [f'<table class="{css_class}"><tr>' + "".join(f"<th>{header_html(h)}</th>" for h in header) + "</tr>"]
     for row in rows:
-        out.append("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>")
+        out.append("<tr>" + "".join(f"<td{long_cell(v)}>{html.escape(v)}</td>" for v in row) + "</tr>")
     out.append("</table>")
     return "\n".join(out)
 
@@ -951,9 +965,12 @@ def main(argv):
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>gradwire report</title>",
              "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}"
              "table{border-collapse:collapse;font-size:12px}"
+             "td,th{border:1px solid #ccc;padding:2px 6px}"
              # Run names and JSON axis values have no spaces: breaking them anywhere lets a
-             # table shrink to the page instead of running past it.
-             "td,th{border:1px solid #ccc;padding:2px 6px;overflow-wrap:anywhere}"
+             # table shrink to the page instead of running past it (table_html marks them).
+             "td.long{overflow-wrap:anywhere}"
+             # results.csv has a column per axis and 14 of results: smaller, to fit the page.
+             "table.results{font-size:11px}table.results td,table.results th{padding:2px 3px}"
              "img{max-width:100%}p.missing{color:#666}</style></head><body>",
              f"<h1>gradwire report</h1><p>{len(runs)} runs from {html.escape(', '.join(args.dirs))}</p>"]
     seeded = any(len(row[0]) > 1 for row in head_rows)

@@ -288,7 +288,7 @@ def load_all(paths):
 # ---------------------------------------------------------------------------------------------
 # Naming a configuration. One naming everywhere: the report's tables and figures, the demo's
 # answer and the summary table call a run the same, e.g. "topk (1%, error feedback)" on
-# "1Gbps ethernet".
+# "Ethernet 1 Gbit/s".
 
 # Codec parameters a method's name shows: the fraction sent, as a percentage, then the size of
 # what is sent.

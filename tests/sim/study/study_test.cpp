@@ -207,6 +207,15 @@ std::string unescape(std::string s) {
   return s;
 }
 
+// A cell's text as a reader sees it: without markup inside it (the <wbr> break points of a
+// column name).
+std::string cell_text(std::string html) {
+  for (std::size_t lt; (lt = html.find('<')) != std::string::npos;) {
+    html.erase(lt, html.find('>', lt) - lt + 1);
+  }
+  return unescape(html);
+}
+
 // Cells of the <table class="NAME"> in an HTML page, row by row.
 std::vector<std::vector<std::string>> html_table(const std::string& page, const std::string& name) {
   std::vector<std::vector<std::string>> rows;
@@ -218,7 +227,7 @@ std::vector<std::vector<std::string>> html_table(const std::string& page, const 
     for (std::size_t c = page.find("<t", at + 4); c < row_end; c = page.find("<t", c + 1)) {
       const std::size_t open = page.find('>', c) + 1;
       const std::size_t close = page.find("</t", open);
-      row.push_back(unescape(page.substr(open, close - open)));
+      row.push_back(cell_text(page.substr(open, close - open)));
       c = close + 1;
     }
     rows.push_back(row);
