@@ -760,7 +760,7 @@ def headline_html(header, rows):
     out = ['<table class="headline"><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
     for names, labels, cells, seeds, _ in rows:
         attr = lambda v: "" if v is None else repr(float(v))
-        tds = [f"<td>{html.escape(v)}</td>" for v in labels]
+        tds = [f"<td{long_cell(v)}>{html.escape(v)}</td>" for v in labels]
         for column, mean, sd, n, shown, basis in cells:
             tds.append(f'<td data-column="{column}" data-mean="{attr(mean)}" data-sd="{attr(sd)}" '
                        f'data-n="{n}"' + (f' data-basis="{basis}"' if basis else "")
