@@ -15,7 +15,10 @@ import io
 import json
 import math
 import os
+import re
+import struct
 import sys
+import textwrap
 
 import matplotlib
 
@@ -131,6 +134,9 @@ def flatten(value, prefix=""):
 
 def settings(run):
     flat = flatten(run.scenario)
+    # An empty network.label names nothing (runs made before the key existed lack it).
+    if flat.get("network.label") == '""':
+        del flat["network.label"]
     return {k: v for k, v in flat.items() if k.split(".")[0] not in NOT_CONFIGURATION}
 
 
@@ -138,18 +144,53 @@ def config_key(run):
     return json.dumps(sorted(settings(run).items()))
 
 
+def shown_columns(run):
+    """What the network, method and workers columns (and the figures' panels and legends) say
+    about a run."""
+    return network_label(run), method_label(run), run.workers
+
+
 def varying_settings(runs):
-    """Paths whose values differ between runs and that no column shows (e.g. network.loss)."""
-    flats = [settings(r) for r in runs]
-    paths = set().union(*flats) if flats else set()
+    """Paths whose values differ between runs that the network, method and workers columns name
+    alike (e.g. network.impairments.loss.rate across two runs on "Ethernet 1 Gbit/s"). A path
+    that differs only where those columns differ too (network.enbs between a Wi-Fi and an LTE
+    network) is already told by them."""
+    alike = {}
+    for r in runs:
+        alike.setdefault(shown_columns(r), []).append(settings(r))
+    paths = set()
+    for flats in alike.values():
+        for p in set().union(*flats):
+            if len({f.get(p) for f in flats}) > 1:
+                paths.add(p)
     return sorted(p for p in paths
-                  if len({f.get(p) for f in flats}) > 1
-                  and not any(p == s or p.startswith(s + ".") for s in SHOWN_SETTINGS))
+                  if not any(p == s or p.startswith(s + ".") for s in SHOWN_SETTINGS))
 
 
 def settings_label(run, paths):
+    """'path=value, ...' of the paths the run has (a path another family's network has and this
+    one lacks is left out, not written as '-')."""
     flat = settings(run)
-    return ", ".join(f"{p}={json.loads(flat[p]) if p in flat else '-'}" for p in paths)
+
+    def text(value):
+        return fmt(value) if isinstance(value, (int, float)) else value
+    return ", ".join(f"{p}={text(json.loads(flat[p]))}" for p in paths if p in flat)
+
+
+# Figures keep a readable width whatever the labels: a legend entry or tick label longer than
+# this is cut with an ellipsis, and wrapped at WRAP_AT characters a line.
+LABEL_LIMIT = 90
+WRAP_AT = 48
+# No image wider than this (pixels): save() lowers the resolution of a wider one.
+MAX_IMAGE_PX = 2000
+DPI = 110
+
+
+def short_label(text, limit=LABEL_LIMIT, wrap=WRAP_AT):
+    """The text cut to `limit` characters with an ellipsis, wrapped at `wrap` characters a line
+    (0: not wrapped)."""
+    text = text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+    return textwrap.fill(text, wrap, break_long_words=True) if wrap else text
 
 
 def configurations(runs):
@@ -173,8 +214,9 @@ def config_label(group, runs, paths=None):
     if len({compute_label(x) for x in runs}) > 1:
         label += f", {compute_label(r)}"
     paths = varying_settings(runs) if paths is None else paths
-    if paths:
-        label += ", " + settings_label(r, paths)
+    shown = settings_label(r, paths) if paths else ""
+    if shown:
+        label += ", " + shown
     return label
 
 
@@ -195,8 +237,10 @@ def legend_below(fig, axes):
                 handles.append(h)
                 labels.append(label)
     if handles:
-        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
-                   ncol=1 if max(len(x) for x in labels) > 45 else 2, fontsize=7, frameon=False)
+        # Long labels are cut and wrapped (short_label), so two columns fit under any figure.
+        fig.legend(handles, [short_label(x) for x in labels], loc="upper center",
+                   bbox_to_anchor=(0.5, 0.0), ncol=1 if len(labels) < 4 else 2, fontsize=7,
+                   frameon=False)
 
 
 def save(fig, out_dir, stem):
@@ -205,11 +249,17 @@ def save(fig, out_dir, stem):
     fig.tight_layout()
     # Legends sit outside the axes so they never cover data; "tight" grows the saved image to
     # hold them.
-    png = os.path.join(out_dir, stem + ".png")
-    fig.savefig(png, dpi=110, bbox_inches="tight")
-    fig.savefig(os.path.join(out_dir, stem + ".svg"), bbox_inches="tight")
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    width = struct.unpack(">I", buf.getvalue()[16:20])[0]  # the PNG header's IHDR width
+    if width > MAX_IMAGE_PX:
+        # Still too wide (many panels): the same figure at a lower resolution.
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=math.floor(DPI * MAX_IMAGE_PX / width),
+                    bbox_inches="tight")
+    with open(os.path.join(out_dir, stem + ".png"), "wb") as f:
+        f.write(buf.getvalue())
+    fig.savefig(os.path.join(out_dir, stem + ".svg"), bbox_inches="tight")
     plt.close(fig)
     return stem, base64.b64encode(buf.getvalue()).decode("ascii")
 
@@ -230,8 +280,14 @@ def plot_accuracy(runs, out_dir):
     paths = varying_settings(runs)
     labels = {id(g[0]): config_label(g, runs, paths) for g in groups}
     colors = colors_for(set(labels.values()))
-    fig, axes = plt.subplots(1, len(nets), figsize=(5.5 * len(nets), 4), squeeze=False)
-    for ax, net in zip(axes[0], nets):
+    # At most three panels a row, so the figure keeps its width however many networks there are.
+    ncols = min(3, len(nets))
+    nrows = math.ceil(len(nets) / ncols)
+    fig, grid = plt.subplots(nrows, ncols, figsize=(5.5 * ncols, 4 * nrows), squeeze=False)
+    panels = list(grid.flat)
+    for ax in panels[len(nets):]:
+        ax.set_visible(False)
+    for ax, net in zip(panels, nets):
         for group in sorted((g for g in groups if network_label(g[0]) == net),
                             key=lambda g: labels[id(g[0])]):
             label, color = labels[id(group[0])], colors[labels[id(group[0])]]
@@ -258,11 +314,11 @@ def plot_accuracy(runs, out_dir):
         target = max((r.training.get("target_accuracy") or 0 for r in runs), default=0)
         if target:
             ax.axhline(target, color="grey", linestyle="--", linewidth=0.8)
-        ax.set_title(net)
+        ax.set_title(short_label(net, wrap=60), fontsize=9)
         ax.set_xlabel("simulated time (s)")
         ax.set_ylabel("test accuracy (fraction)")
     fig.tight_layout()
-    legend_below(fig, axes[0])
+    legend_below(fig, panels[:len(nets)])
     return save(fig, out_dir, "accuracy_vs_time")
 
 
@@ -593,7 +649,7 @@ def plot_breakdown(rows, out_dir):
         ax.barh([y - height for y in ys], [row[2] or 0 for row in rows], height=height,
                 color="tab:red", label="codec (within the step)")
     ax.set_yticks(ys)
-    ax.set_yticklabels([row[0] for row in rows])
+    ax.set_yticklabels([short_label(row[0], 70, 0) for row in rows])
     ax.invert_yaxis()
     ax.set_xlabel("simulated time per step (ms; mean over steps and workers)")
     ax.tick_params(axis="y", labelsize=7)
@@ -653,23 +709,58 @@ def headline(runs, table):
         labels = [network_label(r), method_label(r), fmt(r.workers)]
         if paths:
             labels.append(settings_label(r, paths))
+        # What the time-to-target figure calls the row within its network's panel.
+        caption = ", ".join(x for x in [method_label(r), f"{r.workers} workers"] + labels[3:4] if x)
         # Per network, the configuration that reached the target first leads; those that never
         # reached it follow, fastest step first.
         time = cells[0][1]
         steps = mean_sd([x.step_time_s for x in group])[0]
         order = (run_folders.network_key(r), time is None, time or 0.0,
                  steps if steps is not None else math.inf, labels[1:])
-        rows.append((order, ([x.name for x in group], labels, cells, [x.seed for x in group])))
+        rows.append((order, ([x.name for x in group], labels, cells, [x.seed for x in group],
+                             caption)))
     header = (["network", "method", "workers"] + (["settings"] if paths else [])
               + [m[1] for m in measures] + ["runs (seeds)"])
-    return header, [row for _, row in sorted(rows, key=lambda r: r[0])]
+    rows = [row for _, row in sorted(rows, key=lambda r: r[0])]
+    # A column with the same value in every row says nothing about the rows: the common
+    # settings line under the table says it once.
+    if len({row[1][2] for row in rows}) == 1:
+        del header[2]
+        for row in rows:
+            del row[1][2]
+    return header, rows
+
+
+def common_settings(runs):
+    """What every run shares, for the line under the headline table: the workers when the table
+    has no workers column, the topology, compute model, model, data set and schedule."""
+    items = [
+        lambda r: _count(r.workers, "worker", "workers"),
+        lambda r: "topology " + " ".join(
+            str(v) for k, v in sorted((r.scenario.get("topology") or {}).items())
+            if k in ("kind", "mode")),
+        lambda r: "compute " + compute_label(r),
+        lambda r: "model " + str((r.scenario.get("model") or {}).get("kind", "?")),
+        lambda r: "dataset " + str((r.scenario.get("dataset") or {}).get("kind", "?")),
+        lambda r: f"{r.training.get('steps', '?')} steps of batch {r.training.get('batch', '?')}",
+    ]
+    out = []
+    for item in items:
+        values = {item(r) for r in runs}
+        if len(values) == 1:
+            out.append(values.pop())
+    return out
+
+
+def _count(n, one, many):
+    return f"{n} {one if n == 1 else many}"
 
 
 def headline_html(header, rows):
     out = ['<table class="headline"><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
-    for names, labels, cells, seeds in rows:
+    for names, labels, cells, seeds, _ in rows:
         attr = lambda v: "" if v is None else repr(float(v))
-        tds = [f"<td>{html.escape(v)}</td>" for v in labels]
+        tds = [f"<td{long_cell(v)}>{html.escape(v)}</td>" for v in labels]
         for column, mean, sd, n, shown, basis in cells:
             tds.append(f'<td data-column="{column}" data-mean="{attr(mean)}" data-sd="{attr(sd)}" '
                        f'data-n="{n}"' + (f' data-basis="{basis}"' if basis else "")
@@ -686,7 +777,7 @@ def plot_time_to_target(rows, out_dir):
     """Bars of the headline table's time to target, one panel per network, error bars of one
     sample standard deviation over the seeds."""
     nets = []
-    for names, labels, cells, _ in rows:
+    for names, labels, cells, _, _ in rows:
         if cells[0][1] is not None and labels[0] not in nets:
             nets.append(labels[0])
     if not nets:
@@ -707,11 +798,11 @@ def plot_time_to_target(rows, out_dir):
             if t is None:
                 ax.text(0, y, " target not reached", va="center", fontsize=7, color="grey")
         ax.set_yticks(ys)
-        ax.set_yticklabels([f"{row[1][1]}, {row[1][2]} workers" + "".join(", " + x for x in row[1][3:])
-                            + (f" ({len(row[0])} seeds)" if len(row[0]) > 1 else "")
+        ax.set_yticklabels([short_label(row[4] + (f" ({len(row[0])} seeds)" if len(row[0]) > 1 else ""),
+                                        70, 0)
                             for row in panel], fontsize=7)
         ax.invert_yaxis()
-        ax.set_title(net, fontsize=9)
+        ax.set_title(short_label(net, wrap=0), fontsize=9)
         ax.set_xlabel("simulated time to target (s)" +
                       ("; mean ± sd over seeds" if any(len(row[0]) > 1 for row in panel) else ""))
     return save(fig, out_dir, "time_to_target")
@@ -739,10 +830,23 @@ def results_rows(runs, sweeps, out_dir):
     return header, rows
 
 
+def long_cell(text):
+    """' class="long"' for a cell text with a word too long to keep whole (a run name, a JSON
+    value), which the page then breaks anywhere."""
+    long_word = any(len(word) > 24 for word in text.split())
+    return ' class="long"' if long_word or text.startswith(("{", "[")) else ""
+
+
+def header_html(name):
+    """A column name that may break after its underscores and dots (final_<wbr>accuracy,
+    training.<wbr>workers), so that many columns of long names still fit the page."""
+    return re.sub(r"([_.])", r"\1<wbr>", html.escape(name))
+
+
 def table_html(header, rows, css_class):
-    out = [f'<table class="{css_class}"><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
+    out = [f'<table class="{css_class}"><tr>' + "".join(f"<th>{header_html(h)}</th>" for h in header) + "</tr>"]
     for row in rows:
-        out.append("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>")
+        out.append("<tr>" + "".join(f"<td{long_cell(v)}>{html.escape(v)}</td>" for v in row) + "</tr>")
     out.append("</table>")
     return "\n".join(out)
 
@@ -860,7 +964,13 @@ def main(argv):
                            fmt(r.summary.get("final_accuracy"))])
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>gradwire report</title>",
              "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}"
-             "table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}"
+             "table{border-collapse:collapse;font-size:12px}"
+             "td,th{border:1px solid #ccc;padding:2px 6px}"
+             # Run names and JSON axis values have no spaces: breaking them anywhere lets a
+             # table shrink to the page instead of running past it (table_html marks them).
+             "td.long{overflow-wrap:anywhere}"
+             # results.csv has a column per axis and 14 of results: smaller, to fit the page.
+             "table.results{font-size:11px}table.results td,table.results th{padding:2px 3px}"
              "img{max-width:100%}p.missing{color:#666}</style></head><body>",
              f"<h1>gradwire report</h1><p>{len(runs)} runs from {html.escape(', '.join(args.dirs))}</p>"]
     seeded = any(len(row[0]) > 1 for row in head_rows)
@@ -895,6 +1005,10 @@ def main(argv):
                     "the group reached the target; [mixed]: some seeds' speedups do." if by_step_time else "")
                  + "</p>")
     parts.append(headline_html(head_header, head_rows))
+    common = common_settings(runs)
+    if common:
+        parts.append("<p class='common'>Common to every row: " + html.escape("; ".join(common))
+                     + ".</p>")
 
     def figure(stem, title):
         item = figures[stem]

@@ -288,7 +288,7 @@ def load_all(paths):
 # ---------------------------------------------------------------------------------------------
 # Naming a configuration. One naming everywhere: the report's tables and figures, the demo's
 # answer and the summary table call a run the same, e.g. "topk (1%, error feedback)" on
-# "1Gbps ethernet".
+# "Ethernet 1 Gbit/s".
 
 # Codec parameters a method's name shows: the fraction sent, as a percentage, then the size of
 # what is sent.
@@ -355,11 +355,124 @@ def method_label(run):
     return codec_label(run.codec) + (f", {label}" if label else "")
 
 
+# A network's label: its `label` when one was given, else a short line made from the resolved
+# object, e.g. "802.11ax 80 MHz, 8 stations within 15 m". sim/study/NetworkLabel.cpp makes the
+# same label for run folder names; tests/analysis/runs_test.py compares the two through
+# `gradwire validate`. Numbers are written as C's and Python's %g write them.
+
+# LTE resource blocks to channel width, MHz (3GPP TS 36.101, table 5.6-1).
+LTE_WIDTHS = {6: "1.4", 15: "3", 25: "5", 50: "10", 75: "15", 100: "20"}
+FAMILY_NAMES = {"wifi": "Wi-Fi", "lte": "LTE", "ethernet": "Ethernet"}
+RATE_TEXT_UNITS = ((1e12, "Tbit/s"), (1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s"))
+
+
+def _g(value):
+    return "%g" % value
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number_at(obj, key, fallback):
+    value = obj.get(key)
+    return value if _is_number(value) else fallback
+
+
+def _string_at(obj, key, fallback):
+    value = obj.get(key)
+    return value if isinstance(value, str) else fallback
+
+
+def _count(n, one, many):
+    return f"{n} {one if n == 1 else many}"
+
+
+def rate_label(rate):
+    """'1 Gbit/s', '100 Mbit/s', '2.5 Gbit/s': the rate in the largest unit it reaches; the text
+    as written when it does not parse."""
+    try:
+        bps = parse_data_rate(rate)
+    except ValueError:
+        return rate if isinstance(rate, str) else json.dumps(rate)
+    for scale, unit in RATE_TEXT_UNITS:
+        if bps >= scale:
+            return f"{_g(bps / scale)} {unit}"
+    return f"{_g(bps)} bit/s"
+
+
+def _placement_label(placement):
+    """' at 5 m', ' at 80-400 m', ' within 15 m', ' on a 2 m grid'."""
+    if not isinstance(placement, dict):
+        return ""
+    kind = _string_at(placement, "kind", "")
+    if kind == "distance":
+        return f" at {_g(_number_at(placement, 'distance_m', 0))} m"
+    if kind == "disc":
+        return f" within {_g(_number_at(placement, 'radius_m', 0))} m"
+    if kind == "grid":
+        return f" on a {_g(_number_at(placement, 'spacing_m', 0))} m grid"
+    if kind == "distances":
+        listed = placement.get("distances_m")
+        d = [v for v in listed if _is_number(v)] if isinstance(listed, list) else []
+        if not d:
+            return ""
+        lo, hi = min(d), max(d)
+        return f" at {_g(lo)}" + ("" if lo == hi else f"-{_g(hi)}") + " m"
+    return ""
+
+
+def _lte_width(blocks):
+    return f"{LTE_WIDTHS[blocks]} MHz" if blocks in LTE_WIDTHS else f"{_g(blocks)} RBs"
+
+
+def label_of_network(network, workers):
+    """The label of a resolved `network` object carrying `workers` workers:
+    'Ethernet 1 Gbit/s', '802.11ax 80 MHz, 8 stations within 15 m',
+    'LTE 20 MHz, 4 UEs at 80-400 m', 'hybrid: 2 Wi-Fi + 2 LTE + 2 Ethernet', or its `label`."""
+    if not isinstance(network, dict):
+        return "?"
+    given = _string_at(network, "label", "")
+    if given:
+        return given
+    family = _string_at(network, "family", "?")
+    if family == "ethernet":
+        return "Ethernet " + rate_label(network.get("rate", "1Gbps"))
+    if family == "wifi":
+        out = "802.11" + _string_at(network, "standard", "?")
+        band = _string_at(network, "band", "5GHz")
+        if band != "5GHz":
+            out += " " + band.replace("GHz", " GHz", 1)
+        out += f" {_g(_number_at(network, 'width_mhz', 0))} MHz"
+        streams = int(_number_at(network, "spatial_streams", 1))
+        if streams > 1:
+            out += f" {streams}x{streams}"
+        if _string_at(network, "rate_control", "ideal") == "constant":
+            out += f" MCS {_g(_number_at(network, 'mcs', 0))}"
+        return (out + ", " + _count(workers, "station", "stations")
+                + _placement_label(network.get("placement")))
+    if family == "lte":
+        ul, dl = _number_at(network, "ul_bandwidth", 100), _number_at(network, "dl_bandwidth", 100)
+        out = ("LTE " + _lte_width(ul) if ul == dl
+               else f"LTE UL {_lte_width(ul)} / DL {_lte_width(dl)}")
+        enbs = int(_number_at(network, "enbs", 1))
+        if enbs > 1:
+            out += f", {enbs} cells"
+        return (out + ", " + _count(workers, "UE", "UEs")
+                + _placement_label(network.get("placement")))
+    if family == "hybrid":
+        groups = network.get("groups")
+        parts = [f"{_g(_number_at(g, 'workers', 0))} "
+                 + FAMILY_NAMES.get(_string_at(g, "family", "?"), _string_at(g, "family", "?"))
+                 for g in (groups if isinstance(groups, list) else []) if isinstance(g, dict)]
+        return "hybrid: " + (" + ".join(parts) if parts else "no groups")
+    return family
+
+
 def network_label(run):
-    """'1Gbps ethernet' (the rate as the scenario writes it), or the family alone when it has
-    no single link rate ('wifi')."""
-    family = run.network.get("family", "?")
-    return f"{run.network['rate']} {family}" if "rate" in run.network else family
+    """The run's network for people (label_of_network): 'Ethernet 1 Gbit/s',
+    '802.11ax 80 MHz, 8 stations within 15 m'."""
+    return label_of_network(run.network, run.workers)
 
 
 def network_key(run):

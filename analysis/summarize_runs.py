@@ -23,6 +23,7 @@ COLUMNS = [
     ("method", run_folders.method_label),
     ("codec", lambda r: r.summary["codec"]),
     ("topology", lambda r: r.summary["topology"]),
+    ("network", run_folders.network_label),
     ("rate", lambda r: r.network.get("rate", "")),
     ("workers", lambda r: r.summary["workers"]),
     ("final_accuracy", lambda r: r.summary["final_accuracy"]),

@@ -18,8 +18,8 @@
 namespace gradwire {
 
 struct NetworkFamilyInfo : KindDeclaration {
-  // KindDeclaration: `name` is `network.family`; `params` its own keys besides `family` and
-  // `transport` (network_params()).
+  // KindDeclaration: `name` is `network.family`; `params` its own keys besides `family`,
+  // `transport` and `label` (network_params()).
 
   /// Keys it takes as an entry of a hybrid network's `groups`, besides `family` and `workers`
   /// (hybrid_group_params()); empty when it cannot be a group.

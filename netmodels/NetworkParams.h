@@ -16,8 +16,9 @@
 
 namespace gradwire {
 
-/// Each family's own keys (the keys every `network` object takes, `family` and `transport`, are
-/// network_params() in netmodels/NetworkRegistry.h: `family` lists the registry's families;
+/// Each family's own keys (the keys every `network` object takes, `family`, `transport` and
+/// `label`, are network_params() in netmodels/NetworkRegistry.h: `family` lists the registry's
+/// families;
 /// Ethernet's keys are bound to EthernetConfig's members, ethernet_params() in
 /// netmodels/EthernetNetwork.h).
 const std::vector<ParamSpec>& wifi_params();

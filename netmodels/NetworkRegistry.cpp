@@ -39,6 +39,10 @@ const std::vector<ParamSpec>& network_params() {
         transport.default_value = "tcp";
         return transport;
       }(),
+      params::text("label", "",
+                   "the network's name in run folder names, report tables and legends (at most "
+                   "80 characters); empty: made from its keys, e.g. \"802.11ax 80 MHz, 8 "
+                   "stations within 15 m\". Changes nothing in the simulation"),
   };
   return kParams;
 }

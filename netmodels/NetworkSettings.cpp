@@ -6,8 +6,11 @@
 namespace gradwire {
 
 NetworkSettings::NetworkSettings(std::string family, std::shared_ptr<const FamilyConfig> config,
-                                 TransportConfig transport)
-    : family_(std::move(family)), config_(std::move(config)), transport_(std::move(transport)) {}
+                                 TransportConfig transport, std::string label)
+    : family_(std::move(family)),
+      config_(std::move(config)),
+      transport_(std::move(transport)),
+      label_(std::move(label)) {}
 
 std::uint32_t NetworkSettings::mtu() const { return config().mtu(); }
 
@@ -20,6 +23,7 @@ nlohmann::json NetworkSettings::to_json() const {
   if (!config_) return nlohmann::json();
   nlohmann::json out = config_->to_json();
   out["transport"] = transport_.to_json();
+  out["label"] = label_;
   return out;
 }
 

@@ -23,18 +23,20 @@ class NetworkSettings {
   /// Not resolved yet (a Scenario before it is loaded): no family, and nothing to build.
   NetworkSettings() = default;
   NetworkSettings(std::string family, std::shared_ptr<const FamilyConfig> config,
-                  TransportConfig transport);
+                  TransportConfig transport, std::string label = "");
 
   /// `network.family` ("ethernet", ...); empty when not resolved.
   const std::string& family() const { return family_; }
   /// How gradwire's messages cross the network (`network.transport`).
   const TransportConfig& transport() const { return transport_; }
+  /// `network.label`: the name a person gave the network (empty: none given).
+  const std::string& label() const { return label_; }
   /// Largest IP packet the hosts' links carry, bytes.
   std::uint32_t mtu() const;
   /// The family's typed configuration; std::logic_error when not resolved.
   const FamilyConfig& config() const;
 
-  /// The resolved `network` object, `transport` included (null when not resolved).
+  /// The resolved `network` object, `transport` and `label` included (null when not resolved).
   nlohmann::json to_json() const;
   /// Builds the network with `hosts` application hosts into the current ns-3 simulation;
   /// std::logic_error when not resolved.
@@ -44,6 +46,7 @@ class NetworkSettings {
   std::string family_;
   std::shared_ptr<const FamilyConfig> config_;
   TransportConfig transport_;
+  std::string label_;
 };
 
 }  // namespace gradwire

@@ -21,6 +21,7 @@
 #include "sim/engine/Engine.h"
 #include "sim/engine/ScenarioLoader.h"
 #include "sim/service/ProcessRun.h"
+#include "sim/study/NetworkLabel.h"
 
 namespace gradwire {
 
@@ -233,7 +234,8 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
         out << validate_file << ": ok (" << scenario.training.workers << " workers, "
             << scenario.training.steps << " steps, codec "
             << scenario.codec.at("kind").get<std::string>() << ", " << scenario.topology.name()
-            << ", " << scenario.network.family() << ")\n";
+            << ") on " << network_label(scenario.network.to_json(), scenario.training.workers)
+            << "\n";
       }
       return kExitOk;
     }

@@ -9,6 +9,7 @@
 #include "common/ConfigError.h"
 #include "common/JsonFields.h"
 #include "sim/engine/ScenarioLoader.h"
+#include "sim/study/NetworkLabel.h"
 
 namespace gradwire {
 
@@ -108,35 +109,47 @@ nlohmann::json read_question(const nlohmann::json& q, const std::vector<nlohmann
 
 // `exclude` removes the combinations a cross product makes but a study cannot run (a ring-only
 // codec under a parameter server). Selectors match the scenario as the sweep writes it, before
-// it is resolved, since an excluded run need not be valid. A selector that removes nothing is
-// a typo, refused like a question that picks no run.
-void drop_excluded(const nlohmann::json& sweep, std::vector<SweepRun>& runs) {
-  if (!sweep.contains("exclude")) return;
+// it is resolved, since an excluded run need not be valid.
+std::vector<nlohmann::json> read_exclusions(const nlohmann::json& sweep) {
+  if (!sweep.contains("exclude")) return {};
   const nlohmann::json& exclude = sweep.at("exclude");
   if (!exclude.is_array()) {
     throw ConfigError("exclude", "expected an array of selectors, e.g. "
                                  "[{\"codec.kind\": \"lgc_ring\", \"topology.kind\": \"ps\"}]");
   }
-  std::vector<bool> dropped(runs.size(), false);
   for (std::size_t i = 0; i < exclude.size(); ++i) {
-    const std::string where = "exclude[" + std::to_string(i) + "]";
-    const nlohmann::json& selector = exclude[i];
-    if (!selector.is_object() || selector.empty()) {
-      throw ConfigError(where, "expected an object of scenario keys and values, e.g. "
-                               "{\"codec.kind\": \"lgc_ring\", \"topology.kind\": \"ps\"}");
+    if (!exclude[i].is_object() || exclude[i].empty()) {
+      throw ConfigError("exclude[" + std::to_string(i) + "]",
+                        "expected an object of scenario keys and values, e.g. "
+                        "{\"codec.kind\": \"lgc_ring\", \"topology.kind\": \"ps\"}");
     }
-    bool any = false;
-    for (std::size_t r = 0; r < runs.size(); ++r) {
-      if (selects(runs[r].scenario, selector)) dropped[r] = any = true;
+  }
+  return exclude.get<std::vector<nlohmann::json>>();
+}
+
+/// Whether a selector of `exclusions` picks `scenario`; marks every selector that does.
+bool excluded(const nlohmann::json& scenario, const std::vector<nlohmann::json>& exclusions,
+              std::vector<bool>& used) {
+  bool out = false;
+  for (std::size_t i = 0; i < exclusions.size(); ++i) {
+    if (selects(scenario, exclusions[i])) used[i] = out = true;
+  }
+  return out;
+}
+
+// A selector that removes nothing is a typo, refused like a question that picks no run.
+void check_exclusions(const std::vector<nlohmann::json>& exclusions,
+                      const std::vector<bool>& used, std::size_t runs_left) {
+  for (std::size_t i = 0; i < exclusions.size(); ++i) {
+    if (!used[i]) {
+      throw ConfigError("exclude[" + std::to_string(i) + "]",
+                        "expected to match at least one run of the sweep; none has " +
+                            exclusions[i].dump());
     }
-    if (!any) throw ConfigError(where, "expected to match at least one run of the sweep; none has " + selector.dump());
   }
-  std::vector<SweepRun> kept;
-  for (std::size_t r = 0; r < runs.size(); ++r) {
-    if (!dropped[r]) kept.push_back(std::move(runs[r]));
+  if (!exclusions.empty() && runs_left == 0) {
+    throw ConfigError("exclude", "expected to leave at least one run; it removes them all");
   }
-  if (kept.empty()) throw ConfigError("exclude", "expected to leave at least one run; it removes all " + std::to_string(runs.size()));
-  runs = std::move(kept);
 }
 
 struct Axis {
@@ -316,6 +329,9 @@ SweepPlan SweepPlan::expand(const nlohmann::json& sweep, const std::string& base
   }
   const std::size_t tuples = zip.empty() ? 1 : zip.front().values.size();
   std::set<std::string> names;
+  std::vector<nlohmann::json> resolved;
+  const std::vector<nlohmann::json> exclusions = read_exclusions(sweep);
+  std::vector<bool> used_exclusions(exclusions.size(), false);
   for (const auto& combo : combos) {
     for (std::size_t t = 0; t < tuples; ++t) {
       std::vector<nlohmann::json> values = combo;
@@ -323,40 +339,59 @@ SweepPlan SweepPlan::expand(const nlohmann::json& sweep, const std::string& base
       for (std::uint64_t seed : seeds) {
         SweepRun run;
         run.scenario = base;
+        // The name from the values as written; a whole network object is named by its label
+        // below, once the run is resolved.
         std::string name;
         for (std::size_t i = 0; i < values.size(); ++i) {
           set_path(run.scenario, paths[i], values[i], i < grid.size() ? "grid." + paths[i] : "zip." + paths[i]);
-          const std::string slug = axis_value_slug(values[i]);
           run.axis_values.push_back(values[i].is_string() ? values[i].get<std::string>()
                                                           : values[i].dump());
+          name += (name.empty() ? "" : "__") + short_names[i] + "=" + axis_value_slug(values[i]);
+        }
+        run.axis_values.push_back(std::to_string(seed));
+        run.seed = seed;
+        run.scenario["seed"] = seed;
+        if (excluded(run.scenario, exclusions, used_exclusions)) continue;
+        // Every run must be a valid scenario before anything starts.
+        run.scenario["name"] = "sweep-run";
+        nlohmann::json doc;
+        try {
+          doc = load_scenario(run.scenario).resolved;
+        } catch (const ConfigError& e) {
+          const std::string what = e.what();
+          const std::string message = what.substr(std::min(what.size(), e.path().size() + 2));
+          throw ConfigError(e.path(), "in run " + name + "__seed=" + std::to_string(seed) + ": " +
+                                          message);
+        }
+        name.clear();
+        for (std::size_t i = 0; i < values.size(); ++i) {
+          std::string slug = axis_value_slug(values[i]);
+          if (paths[i] == "network" && values[i].is_object()) {
+            // "802.11ax-80-MHz-8-stations-within-15-m-cf1aa918": the label, and the fingerprint
+            // of the value as written, which keeps two networks with one label apart.
+            constexpr std::size_t kMaxLabel = 64;
+            std::string label = label_slug(network_label(
+                doc.at("network"), doc.at("training").value("workers", std::int64_t{0})));
+            if (label.size() > kMaxLabel) label = label.substr(0, kMaxLabel);
+            while (label.size() > 1 && (label.back() == '-' || label.back() == '.')) label.pop_back();
+            slug = label + "-" + fingerprint(values[i].dump());
+          }
           name += (name.empty() ? "" : "__") + short_names[i] + "=" + slug;
         }
         name += (name.empty() ? "" : "__") + std::string("seed=") + std::to_string(seed);
-        run.axis_values.push_back(std::to_string(seed));
-        run.seed = seed;
         run.name = name.size() > 128 ? name.substr(0, 119) + "-" + fingerprint(name) : name;
         if (!names.insert(run.name).second) {
           throw ConfigError("grid", "two runs would share the folder name " + run.name +
                                         "; make the axis values distinguishable");
         }
-        run.scenario["seed"] = seed;
         run.scenario["name"] = run.name;
+        doc["name"] = run.name;
+        resolved.push_back(std::move(doc));
         plan.runs.push_back(std::move(run));
       }
     }
   }
-  drop_excluded(sweep, plan.runs);
-  // Every run must be a valid scenario before anything starts.
-  std::vector<nlohmann::json> resolved;
-  for (const auto& run : plan.runs) {
-    try {
-      resolved.push_back(load_scenario(run.scenario).resolved);
-    } catch (const ConfigError& e) {
-      const std::string what = e.what();
-      const std::string message = what.substr(std::min(what.size(), e.path().size() + 2));
-      throw ConfigError(e.path(), "in run " + run.name + ": " + message);
-    }
-  }
+  check_exclusions(exclusions, used_exclusions, plan.runs.size());
   if (f.has("question")) plan.question = read_question(sweep.at("question"), resolved);
   return plan;
 }

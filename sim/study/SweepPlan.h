@@ -8,7 +8,7 @@
 //    "set":  {"training.steps": 300},        // fixed overrides applied to every run (optional)
 //    "grid": {"network.rate": ["1Gbps", "10Gbps"], "training.workers": [4, 8]},  // cross product
 //    "zip":  {"codec": [{"kind": "none"}, {"kind": "topk"}],                     // aligned lists,
-//             "name_hint": ["dense", "topk"]},                                   // one axis
+//             "training.batch": [32, 64]},                                       // one axis
 //    "exclude": [{"codec.kind": "topk", "training.workers": 3}],  // combinations not to run
 //    "seeds": [1, 2],                        // or "repetitions": 3 (seeds 1..3); default [base seed]
 //    "question": {"text": "Does DGC over 1 Gbps reach the target before dense over 10 Gbps?",
@@ -17,7 +17,10 @@
 //                 "per": ["training.workers"]}}   // optional; answered by `gradwire report`
 // Axis values may be any JSON; objects are named by their "kind" and their other values
 // (numbers with their key: {"kind": "topk", "ratio": 0.01} -> "topk-ratio0.01",
-// {"kind": "ps", "mode": "async"} -> "ps-async").
+// {"kind": "ps", "mode": "async"} -> "ps-async"). A whole network object (axis "network") is
+// named by its label (sim/study/NetworkLabel.h: its `label` when given, else one made from the
+// resolved object) and the fingerprint of the value: "802.11ax-80-MHz-8-stations-within-15-m-
+// cf1aa918".
 // Each run is named from its axis values ("rate=1Gbps__workers=8__codec=topk-ratio0.01__seed=1"),
 // so reruns find finished runs by name.
 #pragma once

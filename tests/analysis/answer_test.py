@@ -61,7 +61,7 @@ class Answer(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertEqual(len(lines), 1)
         line = lines[0]
-        self.assertTrue(line.startswith("100Mbps ethernet, 4 workers: topk (1%, error feedback)"), line)
+        self.assertTrue(line.startswith("Ethernet 100 Mbit/s, 4 workers: topk (1%, error feedback)"), line)
         self.assertIn(f"{11.0 / 2.2:.2f}x sooner than dense SGD (11 s)", line)
         self.assertIn("final accuracy 84.2% against dense's 85.4% (-1.2 points)", line)
 
@@ -83,10 +83,10 @@ class Answer(unittest.TestCase):
         _, lines = run_answer(self.dir)
         self.assertEqual(len(lines), 3)
         text = "\n".join(lines)
-        self.assertIn(f"1Gbps ethernet, 4 workers: topk (1%, error feedback) reached 80% accuracy "
+        self.assertIn(f"Ethernet 1 Gbit/s, 4 workers: topk (1%, error feedback) reached 80% accuracy "
                       f"first, at 1.6 s simulated, {2.6 / 1.6:.2f}x sooner", text)
-        self.assertIn("1Gbps ethernet, 8 workers: dense SGD reached", text)
-        self.assertIn("100Mbps ethernet, 4 workers: no run reached 80% accuracy", text)
+        self.assertIn("Ethernet 1 Gbit/s, 8 workers: dense SGD reached", text)
+        self.assertIn("Ethernet 100 Mbit/s, 4 workers: no run reached 80% accuracy", text)
 
     def test_dense_that_never_reached_the_target(self):
         write_run(self.dir, "dense", rate="100Mbps", codec={"kind": "none"}, ttt=None, accuracy=0.7)

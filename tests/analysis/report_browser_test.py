@@ -11,6 +11,12 @@ that every image loads, and that the headline table holds what results.csv says:
 means and sample standard deviations are recomputed here from the results.csv rows of the runs
 the row names. A full-page screenshot, report-1280.png, is saved beside report.html.
 
+A second sweep runs the same model over a Wi-Fi cell, an LTE cell and a hybrid network (whole
+network objects as the axis, as scenarios/studies/wireless-codecs.json has them), and its report
+is loaded too: its run folders and headline rows are named by the networks' labels, the headline
+lists no setting that the network column already tells, and in both reports every image is at
+most 2,000 px wide and every table, and the page, fit in 1,280 px.
+
 Everything goes to a temporary folder, removed when the test passes and kept (its path printed)
 when it fails; GRADWIRE_KEEP_BROWSER_TEST=1 keeps it either way. Chromium's profile is always
 removed. Exit 77 (ctest: skipped) when chromium, python3-websocket or matplotlib is missing.
@@ -21,6 +27,7 @@ import ctypes
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -59,6 +66,28 @@ SWEEP = {
              "codec": [{"kind": "none"}, {"kind": "topk", "ratio": 0.1}]},
     "seeds": SEEDS,
 }
+
+# The wireless study: each network with the worker count it carries, and its label.
+WIRELESS = [
+    ({"family": "wifi", "standard": "ax", "width_mhz": 80, "server": "ap",
+      "placement": {"kind": "disc", "radius_m": 15}}, 2, "802.11ax 80 MHz, 2 stations within 15 m"),
+    ({"family": "lte", "server": "edge", "placement": {"kind": "distances", "distances_m": [80, 400]}},
+     2, "LTE 20 MHz, 2 UEs at 80-400 m"),
+    ({"family": "hybrid", "groups": [{"family": "wifi", "workers": 1},
+                                     {"family": "lte", "workers": 1},
+                                     {"family": "ethernet", "workers": 1, "rate": "1Gbps"}]},
+     3, "hybrid: 1 Wi-Fi + 1 LTE + 1 Ethernet"),
+]
+WIRELESS_STEPS = 4
+WIRELESS_SWEEP = {
+    "gradwire_sweep": 1,
+    "name": "browser-wireless",
+    "base": dict(SWEEP["base"], name="browser-wireless", topology={"kind": "ps"},
+                 training=dict(SWEEP["base"]["training"], steps=WIRELESS_STEPS, eval_every=2)),
+    "grid": {"codec": [{"kind": "none"}, {"kind": "topk", "ratio": 0.1}]},
+    "zip": {"network": [n for n, _, _ in WIRELESS], "training.workers": [w for _, w, _ in WIRELESS]},
+}
+MAX_IMAGE_PX = 2000
 
 
 def skip(reason):
@@ -224,6 +253,19 @@ HEADLINE_JS = """JSON.stringify((() => {
 IMAGES_JS = """JSON.stringify(Array.from(document.images).map(img => ({
   alt: img.alt, complete: img.complete, width: img.naturalWidth, height: img.naturalHeight})))"""
 
+# How wide each table is as laid out (its scrollWidth, and how far its right edge reaches), and
+# the page's own scroll width: anything past the window would need a horizontal scroll.
+WIDTHS_JS = """JSON.stringify({
+  page: document.documentElement.scrollWidth,
+  tables: Array.from(document.querySelectorAll('table')).map(t => ({
+    css_class: t.className, scroll: t.scrollWidth,
+    right: Math.ceil(t.getBoundingClientRect().right + window.scrollX)}))})"""
+
+NETWORK_LABELS_JS = """JSON.stringify({
+  header: Array.from(document.querySelectorAll('table.headline th')).map(th => th.textContent),
+  rows: Array.from(document.querySelectorAll('table.headline tr[data-runs]')).map(tr =>
+      Array.from(tr.querySelectorAll('td:not([data-column])')).map(td => td.textContent))})"""
+
 
 def number(text):
     return float(text) if text not in ("", None) else None
@@ -293,6 +335,79 @@ def check_headline(dom, results):
         check(times == sorted(times), f"{rate}: rows not fastest first: {times}")
 
 
+def sweep_and_report(gradwire, sweep, tmp, env):
+    """Runs the sweep and its report; (report.html, sweep folder)."""
+    sweep_file = os.path.join(tmp, sweep["name"] + ".json")
+    with open(sweep_file, "w") as f:
+        json.dump(sweep, f)
+    run([gradwire, "sweep", sweep_file, "--out", os.path.join(tmp, "runs"), "-j", "2", "-q"], env=env)
+    sweep_dir = os.path.join(tmp, "runs", sweep["name"])
+    report_dir = os.path.join(tmp, sweep["name"] + "-report")
+    run([gradwire, "report", sweep_dir, "--out", report_dir], env=env)
+    return os.path.join(report_dir, "report.html"), sweep_dir
+
+
+def open_and_check(cdp, page):
+    """Loads the page: no console error or exception, every image loaded and at most
+    MAX_IMAGE_PX wide, every table and the page within the window. Returns the images."""
+    cdp.events.clear()
+    cdp.call("Page.navigate", {"url": "file://" + os.path.abspath(page)})
+    cdp.wait_for("Page.loadEventFired", timeout_s=60)
+    cdp.drain(0.5)
+    name = os.path.basename(os.path.dirname(page))
+    errors = []
+    for e in cdp.events:
+        p = e.get("params", {})
+        if e["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+            errors.append("console: " + " ".join(str(a.get("value", a.get("description")))
+                                                for a in p.get("args", [])))
+        elif e["method"] == "Runtime.exceptionThrown":
+            errors.append("exception: " + json.dumps(p.get("exceptionDetails", {}))[:500])
+        elif e["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
+            errors.append("log: " + p["entry"].get("text", "") + " " + p["entry"].get("url", ""))
+    check(not errors, f"{name}: the page logged errors:\n" + "\n".join(errors))
+
+    images = cdp.evaluate(IMAGES_JS)
+    check(images, f"{name}: the page has no image")
+    broken = [i for i in images if not i["complete"] or i["width"] <= 0]
+    check(not broken, f"{name}: images that did not load: {broken}")
+    wide = [(i["alt"], i["width"]) for i in images if i["width"] > MAX_IMAGE_PX]
+    check(not wide, f"{name}: images wider than {MAX_IMAGE_PX} px: {wide}")
+    widths = cdp.evaluate(WIDTHS_JS)
+    over = [t for t in widths["tables"] if t["scroll"] > WIDTH or t["right"] > WIDTH]
+    check(not over, f"{name}: tables wider than the {WIDTH} px window: {over}")
+    check(widths["page"] <= WIDTH, f"{name}: the page is {widths['page']} px wide, over {WIDTH}")
+    print(f"{name}: {len(images)} images, widest {max(i['width'] for i in images)} px; "
+          f"widest table {max(t['scroll'] for t in widths['tables'])} px")
+    return images
+
+
+def label_slug(label):
+    """The label as sim/study/NetworkLabel.cpp writes it into a folder name."""
+    return re.sub(r"[^A-Za-z0-9.]+", "-", label).strip("-.")
+
+
+def check_run_names(results):
+    """Each run folder of the wireless sweep is named by its network's label and a hash."""
+    for row in results:
+        network = json.loads(row["network"])
+        label = next(lab for n, _, lab in WIRELESS if n == network)
+        check(re.search(r"(^|__)network=" + re.escape(label_slug(label)) + r"-[0-9a-f]{8}(__|$)",
+                        row["run"]), f"run {row['run']} is not named by its network's label {label!r}")
+
+
+def check_wireless_headline(dom):
+    """Rows named by the networks' labels, and no settings column: the network objects differ
+    only in what the network column already tells."""
+    check(dom["header"][:3] == ["network", "method", "workers"],
+          f"wireless headline header {dom['header']}")
+    check("settings" not in dom["header"], f"a settings column the labels make needless: {dom['header']}")
+    shown = sorted({row[0] for row in dom["rows"]})
+    check(shown == sorted(label for *_, label in WIRELESS),
+          f"network column {shown}, expected the labels {[label for *_, label in WIRELESS]}")
+    check(len(dom["rows"]) == 2 * len(WIRELESS), f"{len(dom['rows'])} wireless rows")
+
+
 def main(argv):
     if len(argv) != 2:
         print(__doc__.strip(), file=sys.stderr)
@@ -316,21 +431,23 @@ def main(argv):
     os.makedirs(home)
     browser, passed, started = None, False, time.monotonic()
     try:
-        sweep_file = os.path.join(tmp, "sweep.json")
-        with open(sweep_file, "w") as f:
-            json.dump(SWEEP, f)
         # The report script of this checkout, with this Python (which has matplotlib).
         env = dict(os.environ, GRADWIRE_ANALYSIS_DIR=os.path.join(SOURCE, "analysis"),
                    GRADWIRE_PYTHON=sys.executable)
-        run([gradwire, "sweep", sweep_file, "--out", os.path.join(tmp, "runs"), "-j", "2", "-q"], env=env)
-        sweep_dir = os.path.join(tmp, "runs", SWEEP["name"])
-        report_dir = os.path.join(tmp, "report")
-        run([gradwire, "report", sweep_dir, "--out", report_dir], env=env)
-        page = os.path.join(report_dir, "report.html")
+        page, sweep_dir = sweep_and_report(gradwire, SWEEP, tmp, env)
+        report_dir = os.path.dirname(page)
         with open(os.path.join(sweep_dir, "results.csv"), newline="") as f:
             results = list(csv.DictReader(f))
         check(len(results) == len(RATES) * 2 * len(SEEDS) and all(r["status"] == "ok" for r in results),
               f"the sweep did not run every run: {[(r['run'], r['status']) for r in results]}")
+        wireless_page, wireless_dir = sweep_and_report(gradwire, WIRELESS_SWEEP, tmp, env)
+        with open(os.path.join(wireless_dir, "results.csv"), newline="") as f:
+            wireless_results = list(csv.DictReader(f))
+        check(len(wireless_results) == 2 * len(WIRELESS)
+              and all(r["status"] == "ok" for r in wireless_results),
+              f"the wireless sweep did not run every run: "
+              f"{[(r['run'], r['status']) for r in wireless_results]}")
+        check_run_names(wireless_results)
 
         launched = time.monotonic()
         browser, url = start_chromium(chromium, profile, home)
@@ -341,27 +458,10 @@ def main(argv):
             cdp.call(domain + ".enable")
         cdp.call("Emulation.setDeviceMetricsOverride",
                  {"width": WIDTH, "height": 800, "deviceScaleFactor": 1, "mobile": False})
-        cdp.events.clear()
-        cdp.call("Page.navigate", {"url": "file://" + os.path.abspath(page)})
-        cdp.wait_for("Page.loadEventFired", timeout_s=60)
-        cdp.drain(0.5)
 
-        errors = []
-        for e in cdp.events:
-            p = e.get("params", {})
-            if e["method"] == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-                errors.append("console: " + " ".join(str(a.get("value", a.get("description")))
-                                                    for a in p.get("args", [])))
-            elif e["method"] == "Runtime.exceptionThrown":
-                errors.append("exception: " + json.dumps(p.get("exceptionDetails", {}))[:500])
-            elif e["method"] == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
-                errors.append("log: " + p["entry"].get("text", "") + " " + p["entry"].get("url", ""))
-        check(not errors, "the page logged errors:\n" + "\n".join(errors))
-
-        images = cdp.evaluate(IMAGES_JS)
-        check(images, "the page has no image")
-        broken = [i for i in images if not i["complete"] or i["width"] <= 0]
-        check(not broken, f"images that did not load: {broken}")
+        images = open_and_check(cdp, wireless_page)
+        check_wireless_headline(cdp.evaluate(NETWORK_LABELS_JS))
+        images = open_and_check(cdp, page)
         figures = {i["alt"] for i in images}
         for stem in ("time_to_target", "accuracy_vs_time", "speedup_vs_bandwidth",
                      "bytes_vs_accuracy", "step_breakdown"):
@@ -393,8 +493,8 @@ def main(argv):
         if passed and not os.environ.get("GRADWIRE_KEEP_BROWSER_TEST"):
             shutil.rmtree(tmp, ignore_errors=True)
         else:
-            print(f"outputs kept in {tmp} (report/report.html, report/report-1280.png, chromium.log)",
-                  file=sys.stderr)
+            print(f"outputs kept in {tmp} (browser-report/report.html, browser-report/report-1280.png, "
+                  "browser-wireless-report/report.html, chromium.log)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -44,9 +44,10 @@ POWERSGD_LABEL = "powersgd (rank 2), no buckets"
 
 def write_run(parent, name, *, rate, codec, workers=4, buckets="none", ttt=None,
               compute_s=0.01, comm_s=0.05, codec_s=None, target=0.5, evals=True, seed=1,
-              accuracy=0.5, lost=None):
+              accuracy=0.5, lost=None, network=None):
     """A run folder. ttt None: the target was never reached. lost: the run used UDP and lost
-    that fraction of its gradient bytes."""
+    that fraction of its gradient bytes. network: the whole network object (else Ethernet at
+    `rate`)."""
     path = os.path.join(parent, name)
     os.makedirs(path)
     scenario = {
@@ -56,8 +57,8 @@ def write_run(parent, name, *, rate, codec, workers=4, buckets="none", ttt=None,
         "training": {"workers": workers, "steps": 10, "batch": 8, "eval_every": 5,
                      "target_accuracy": target, "buckets": buckets},
         "compute": {"mode": "fixed", "seconds": compute_s, "codec_time": "measured"},
-        "network": {"family": "ethernet", "rate": rate,
-                    "transport": {"kind": "tcp" if lost is None else "udp"}},
+        "network": network or {"family": "ethernet", "rate": rate,
+                               "transport": {"kind": "tcp" if lost is None else "udp"}},
         "topology": {"kind": "ring"},
         "codec": codec,
     }
@@ -305,14 +306,14 @@ class ReportTest(unittest.TestCase):
         row = next(r for r in head.rows if r["runs"] == ["n4-100Mbps-topk"])
         self.assertEqual(float(row["cells"]["speedup_vs_dense_fp32"]["data-mean"]), 100.0 / 20.0)
         self.assertEqual(float(row["cells"]["speedup_vs_best_dense"]["data-mean"]), 50.0 / 20.0)
-        self.assertEqual(row["labels"], ["100Mbps ethernet", TOPK_LABEL, "4"])
+        self.assertEqual(row["labels"], ["Ethernet 100 Mbit/s", TOPK_LABEL, "4"])
 
     def test_headline_rows_fastest_first_per_network(self):
         head = Headline(self.page)
         networks = [row["labels"][0] for row in head.rows]
         # Each network's rows together, slowest link first.
         order = [n for i, n in enumerate(networks) if i == 0 or networks[i - 1] != n]
-        self.assertEqual(order, ["100Mbps ethernet", "1Gbps ethernet", "10Gbps ethernet"])
+        self.assertEqual(order, ["Ethernet 100 Mbit/s", "Ethernet 1 Gbit/s", "Ethernet 10 Gbit/s"])
         for net in order:
             times = [row["cells"]["time_to_target_s"]["data-mean"] for row in head.rows
                      if row["labels"][0] == net]
@@ -320,7 +321,7 @@ class ReportTest(unittest.TestCase):
             self.assertEqual(reached, sorted(reached), net)
             # Runs that never reached the target come last.
             self.assertEqual(times[:len(reached)], [t for t in times if t], net)
-        first = next(r for r in head.rows if r["labels"][0] == "100Mbps ethernet")
+        first = next(r for r in head.rows if r["labels"][0] == "Ethernet 100 Mbit/s")
         self.assertEqual(first["runs"], ["n4-100Mbps-topk"])  # 20 s: the fastest at 100 Mbps
 
     def test_figures_and_results_agree_with_tables(self):
@@ -470,7 +471,8 @@ class SeededReportTest(unittest.TestCase):
                 row = self.rows[names]
                 label = f"{rate} {key}"
                 cells = row["cells"]
-                self.assertEqual(row["labels"][0], f"{rate} ethernet")
+                self.assertEqual(row["labels"][0], {"100Mbps": "Ethernet 100 Mbit/s",
+                                                    "1Gbps": "Ethernet 1 Gbit/s"}[rate])
                 self.assertEqual(cells["runs"]["text"], "3 (seeds 1, 2, 3)")
                 self.assert_stats(cells["time_to_target_s"], times, label)
                 self.assert_stats(cells["final_accuracy"], SEEDED_ACCURACY[key], label)
@@ -487,8 +489,8 @@ class SeededReportTest(unittest.TestCase):
 
     def test_rows_sorted_fastest_mean_first(self):
         order = [(row["labels"][0], row["runs"][0].split("-")[2]) for row in self.head.rows]
-        self.assertEqual(order, [("100Mbps ethernet", "topk"), ("100Mbps ethernet", "none"),
-                                 ("1Gbps ethernet", "topk"), ("1Gbps ethernet", "none")])
+        self.assertEqual(order, [("Ethernet 100 Mbit/s", "topk"), ("Ethernet 100 Mbit/s", "none"),
+                                 ("Ethernet 1 Gbit/s", "topk"), ("Ethernet 1 Gbit/s", "none")])
 
     def test_speedup_figure_has_mean_and_sd_over_seeds(self):
         runs = [report.run_folders.load(os.path.join(self.runs, d)) for d in sorted(os.listdir(self.runs))]
@@ -514,13 +516,116 @@ class SeededReportTest(unittest.TestCase):
         out = os.path.join(self.tmp, "compute-report")
         self.assertEqual(report.main(["--out", out, runs]), 0)
         with open(os.path.join(out, "report.html")) as f:
-            head = Headline(f.read())
+            page = f.read()
+        head = Headline(page)
         self.assertIn("settings", head.header)
         self.assertNotIn("lost gradient (fraction, UDP)", head.header)  # TCP only
         self.assertEqual(sorted(row["runs"] for row in head.rows),
                          [["c0.01-seed1", "c0.01-seed2"], ["c0.02-seed1", "c0.02-seed2"]])
-        self.assertEqual([row["labels"][3] for row in head.rows],
+        # Every row has 4 workers: the workers column gives way to the common settings line.
+        self.assertEqual(head.header[:3], ["network", "method", "settings"])
+        self.assertEqual([row["labels"][2] for row in head.rows],
                          ["compute.seconds=0.01", "compute.seconds=0.02"])
+        common = re.search(r"<p class='common'>Common to every row: (.*?)\.</p>", page)
+        self.assertIsNotNone(common)
+        self.assertEqual(common.group(1).split("; ")[:2], ["4 workers", "topology ring"])
+
+
+def png_width(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    return int.from_bytes(head[16:20], "big")
+
+
+# Resolved network objects as scenario.json holds them (the keys that tell the families apart).
+WIFI = {"family": "wifi", "standard": "ax", "band": "5GHz", "width_mhz": 80, "channel": 0,
+        "spatial_streams": 1, "rate_control": "ideal", "mcs": 7, "tx_power_dbm": 20.0,
+        "placement": {"kind": "disc", "radius_m": 15.0}, "server": "ap", "label": "",
+        "transport": {"kind": "tcp"}}
+LTE = {"family": "lte", "enbs": 1, "enb_spacing_m": 500.0, "ul_bandwidth": 100,
+       "dl_bandwidth": 100, "scheduler": "pf", "server": "edge", "label": "",
+       "placement": {"kind": "distances", "distances_m": [80.0, 150.0, 250.0, 400.0]},
+       "transport": {"kind": "tcp"}}
+HYBRID = {"family": "hybrid", "server_rate": "10Gbps", "label": "", "transport": {"kind": "tcp"},
+          "groups": [dict(WIFI, workers=2), dict(LTE, workers=2),
+                     {"family": "ethernet", "workers": 2, "rate": "1Gbps"}]}
+WIRELESS = [("wifi", WIFI, 8, "802.11ax 80 MHz, 8 stations within 15 m"),
+            ("lte", LTE, 4, "LTE 20 MHz, 4 UEs at 80-400 m"),
+            ("hybrid", HYBRID, 6, "hybrid: 2 Wi-Fi + 2 LTE + 2 Ethernet")]
+
+
+class WirelessReportTest(unittest.TestCase):
+    """A study over Wi-Fi, LTE and hybrid networks, whose network objects share few keys: the
+    headline names each network by its label and lists as settings only what its columns do not
+    tell apart; figures stay at most 2,000 px wide however many and however long the labels."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="gradwire-report-wireless-test-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def report(self, name, runs):
+        folder = os.path.join(self.tmp, name)
+        for run_name, kw in runs:
+            write_run(folder, run_name, rate=None, **kw)
+        out = os.path.join(self.tmp, name + "-report")
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(report.main(["--out", out, folder]), 0)
+        with open(os.path.join(out, "report.html")) as f:
+            return out, f.read()
+
+    def study(self):
+        return [(f"{family}-{kind}", dict(network=network, workers=workers, codec={"kind": kind},
+                                          ttt=ttt))
+                for family, network, workers, _ in WIRELESS
+                for kind, ttt in (("none", 30.0), ("topk", 20.0))]
+
+    def test_networks_by_label_and_no_settings_their_columns_tell(self):
+        _, page = self.report("study", self.study())
+        head = Headline(page)
+        self.assertEqual(head.header[:3], ["network", "method", "workers"])
+        self.assertNotIn("settings", head.header)  # every difference is the network's
+        self.assertNotIn("network.enbs", page)
+        self.assertEqual(sorted({row["labels"][0] for row in head.rows}),
+                         sorted(label for *_, label in WIRELESS))
+        for row in head.rows:
+            family, network, workers, label = next(w for w in WIRELESS if row["runs"][0].startswith(w[0]))
+            self.assertEqual(row["labels"][0], label)
+            self.assertEqual(row["labels"][2], str(workers))
+
+    def test_a_difference_within_one_network_label_is_named_where_it_is(self):
+        runs = self.study() + [("wifi-weak-none", dict(network=dict(WIFI, tx_power_dbm=10.0),
+                                                       workers=8, codec={"kind": "none"}, ttt=40.0))]
+        _, page = self.report("tx-power", runs)
+        head = Headline(page)
+        self.assertEqual(head.header[3], "settings")
+        settings = {row["runs"][0]: row["labels"][3] for row in head.rows}
+        self.assertEqual(settings["wifi-none"], "network.tx_power_dbm=20")
+        self.assertEqual(settings["wifi-weak-none"], "network.tx_power_dbm=10")
+        # The LTE and hybrid networks have no such key: nothing to say, not "-".
+        self.assertEqual(settings["lte-none"], "")
+        self.assertEqual(settings["hybrid-topk"], "")
+
+    def test_figures_are_at_most_2000_px_wide(self):
+        # Seven networks with the longest labels a network may have, each run also told apart by
+        # a long setting: the legends cut and wrap them and the panels wrap into rows.
+        runs = []
+        for i in range(7):
+            label = f"network {i} " + "x" * 70
+            for kind, ttt in (("none", 30.0 + i), ("topk", 20.0 + i)):
+                runs.append((f"n{i}-{kind}", dict(network=dict(WIFI, label=label), workers=8,
+                                                  codec={"kind": kind}, ttt=ttt,
+                                                  compute_s=0.01 + 0.001 * i)))
+        out, page = self.report("wide", runs)
+        for stem in ("time_to_target", "accuracy_vs_time", "bytes_vs_accuracy", "step_breakdown"):
+            width = png_width(os.path.join(out, stem + ".png"))
+            self.assertLessEqual(width, 2000, stem)
+        self.assertEqual(report.short_label("x" * 200, 90, 0), "x" * 89 + "…")
+        self.assertTrue(all(len(line) <= report.WRAP_AT
+                            for line in report.short_label("word " * 40).splitlines()))
 
 
 class QuestionReportTest(unittest.TestCase):

@@ -48,15 +48,47 @@ def write_json(path, doc):
 
 DDP_BUCKETS = {"size_mb": 25.0, "first_mb": 1.0}
 
+# Resolved network objects (the keys a label reads; gradwire writes every key) and their labels.
+WIFI = {"family": "wifi", "standard": "ax", "band": "5GHz", "width_mhz": 80, "spatial_streams": 1,
+        "rate_control": "ideal", "mcs": 7, "placement": {"kind": "distance", "distance_m": 5.0}}
+LTE = {"family": "lte", "ul_bandwidth": 100, "dl_bandwidth": 100, "enbs": 1,
+       "placement": {"kind": "distance", "distance_m": 100.0}}
+NETWORK_LABELS = [
+    ({"family": "ethernet", "rate": "1Gbps"}, 4, "Ethernet 1 Gbit/s"),
+    ({"family": "ethernet", "rate": "100 Mb/s"}, 4, "Ethernet 100 Mbit/s"),
+    ({"family": "ethernet", "rate": "2500000kbps"}, 2, "Ethernet 2.5 Gbit/s"),
+    ({"family": "ethernet", "rate": "9600bps"}, 2, "Ethernet 9.6 kbit/s"),
+    (dict(WIFI, placement={"kind": "disc", "radius_m": 15.0}), 8,
+     "802.11ax 80 MHz, 8 stations within 15 m"),
+    (dict(WIFI, standard="n", band="2.4GHz", width_mhz=20, spatial_streams=2,
+          rate_control="constant", mcs=3), 1, "802.11n 2.4 GHz 20 MHz 2x2 MCS 3, 1 station at 5 m"),
+    (dict(WIFI, band="6GHz", width_mhz=160, placement={"kind": "grid", "spacing_m": 2.5,
+                                                       "columns": 4}),
+     6, "802.11ax 6 GHz 160 MHz, 6 stations on a 2.5 m grid"),
+    (dict(LTE, placement={"kind": "distances", "distances_m": [80.0, 150.0, 250.0, 400.0]}), 4,
+     "LTE 20 MHz, 4 UEs at 80-400 m"),
+    (dict(LTE, ul_bandwidth=25, dl_bandwidth=6, enbs=3), 1, "LTE UL 5 MHz / DL 1.4 MHz, 3 cells, 1 UE at 100 m"),
+    (dict(LTE, placement={"kind": "distances", "distances_m": [120.0]}), 2, "LTE 20 MHz, 2 UEs at 120 m"),
+    ({"family": "hybrid", "groups": [dict(WIFI, workers=2), dict(LTE, workers=2),
+                                     {"family": "ethernet", "workers": 2, "rate": "1Gbps"}]},
+     6, "hybrid: 2 Wi-Fi + 2 LTE + 2 Ethernet"),
+    ({"family": "hybrid", "groups": [dict(WIFI, workers=3), dict(WIFI, workers=1)]}, 4,
+     "hybrid: 3 Wi-Fi + 1 Wi-Fi"),
+    (dict(WIFI, label="the lab's Wi-Fi"), 8, "the lab's Wi-Fi"),
+    (dict(WIFI, label=""), 8, "802.11ax 80 MHz, 8 stations at 5 m"),
+]
+
 
 def write_run(parent, name, *, rate="1Gbps", codec=None, workers=4, ttt=None, accuracy=0.5,
-              buckets=DDP_BUCKETS, metrics=None, family="ethernet", topology="ring"):
-    """A run folder as gradwire leaves it; metrics: the records of metrics.jsonl."""
+              buckets=DDP_BUCKETS, metrics=None, family="ethernet", topology="ring", network=None):
+    """A run folder as gradwire leaves it; metrics: the records of metrics.jsonl; network: the
+    whole network object (else one of `family` with `rate`)."""
     path = os.path.join(parent, name)
     os.makedirs(path)
-    network = {"family": family}
-    if rate is not None:
-        network["rate"] = rate
+    if network is None:
+        network = {"family": family}
+        if rate is not None:
+            network["rate"] = rate
     write_json(os.path.join(path, "scenario.json"), {
         "gradwire": 1, "name": name, "seed": 1,
         "training": {"workers": workers, "steps": 10, "batch": 8, "eval_every": 5,
@@ -228,11 +260,18 @@ class Labels(TempDir):
         run = runs.load(write_run(self.dir, "b", rate="100Mbps", codec={"kind": "fp16"},
                                   buckets={"size_mb": 10, "first_mb": 1}))
         self.assertEqual(runs.method_label(run), "fp16, buckets 10 MB (first 1 MB)")
-        self.assertEqual(runs.network_label(run), "100Mbps ethernet")
+        self.assertEqual(runs.network_label(run), "Ethernet 100 Mbit/s")
         run = runs.load(write_run(self.dir, "c", buckets={"size_mb": 4.5, "first_mb": 4.5}))
         self.assertEqual(runs.method_label(run), "dense SGD, buckets 4.5 MB")
-        run = runs.load(write_run(self.dir, "w", rate=None, family="wifi"))
-        self.assertEqual(runs.network_label(run), "wifi")
+        run = runs.load(write_run(self.dir, "w", rate=None, family="wifi", workers=8,
+                                  network=dict(WIFI, placement={"kind": "disc", "radius_m": 15.0})))
+        self.assertEqual(runs.network_label(run), "802.11ax 80 MHz, 8 stations within 15 m")
+
+    def test_network_labels(self):
+        """Each family's label from its resolved object and the worker count; a given label
+        wins."""
+        for network, workers, label in NETWORK_LABELS:
+            self.assertEqual(runs.label_of_network(network, workers), label, network)
 
     def test_buckets_are_named_where_they_are_not_the_default(self):
         cases = [("ring", DDP_BUCKETS, "topk (1%)"), ("ps", {"size_mb": 25, "first_mb": 1}, "topk (1%)"),
@@ -258,11 +297,11 @@ class Labels(TempDir):
     def test_networks_by_family_then_slowest_link(self):
         rates = ["10Gbps", "100 Mbps", "1 Gb/s", "2500Mbps"]
         loaded = [runs.load(write_run(self.dir, f"r{i}", rate=r)) for i, r in enumerate(rates)]
-        loaded.append(runs.load(write_run(self.dir, "w", rate=None, family="wifi")))
+        loaded.append(runs.load(write_run(self.dir, "w", rate=None, family="wifi", network=WIFI)))
         ordered = sorted(loaded, key=runs.network_key)
         self.assertEqual([runs.network_label(r) for r in ordered],
-                         ["100 Mbps ethernet", "1 Gb/s ethernet", "2500Mbps ethernet",
-                          "10Gbps ethernet", "wifi"])
+                         ["Ethernet 100 Mbit/s", "Ethernet 1 Gbit/s", "Ethernet 2.5 Gbit/s",
+                          "Ethernet 10 Gbit/s", "802.11ax 80 MHz, 4 stations at 5 m"])
 
 
 class Headline(html.parser.HTMLParser):
@@ -326,7 +365,7 @@ class OneNaming(TempDir):
             self.assertEqual(report.main(["--out", out, self.runs]), 0)
         with open(os.path.join(out, "report.html")) as f:
             rows = {row["runs"][0]: row["labels"] for row in Headline(f.read()).rows}
-        self.assertEqual(rows["topk"], ["100Mbps ethernet", "topk (1%, error feedback)", "4"])
+        self.assertEqual(rows["topk"], ["Ethernet 100 Mbit/s", "topk (1%, error feedback)"])
         self.assertEqual(rows["dgc-buckets"][1], "dgc (0.1%), buckets 10 MB (first 1 MB)")
         lines = self.answer_lines()
         # The fastest at 100 Mbps is top-k; at 10 Gbps dense wins and top-k is named among
@@ -343,8 +382,9 @@ class OneNaming(TempDir):
         with contextlib.redirect_stdout(out):
             self.assertEqual(summarize_runs.main(["--csv"] + folders), 0)
         lines = out.getvalue().splitlines()
-        self.assertTrue(lines[0].startswith("run,method,codec,"))
-        self.assertTrue(lines[1].startswith('topk,"topk (1%, error feedback)",topk,'), lines[1])
+        self.assertTrue(lines[0].startswith("run,method,codec,topology,network,rate,"))
+        self.assertTrue(lines[1].startswith('topk,"topk (1%, error feedback)",topk,ring,Ethernet 100 Mbit/s,'),
+                        lines[1])
         self.assertTrue(lines[2].startswith('dgc-buckets,"dgc (0.1%), buckets 10 MB (first 1 MB)",dgc,'),
                         lines[2])
 
@@ -508,6 +548,56 @@ class UnitsAsTheCppSideParsesThem(WithGradwire):
             self.assertTrue(scenario is None, f"{text!r}: gradwire accepts it as "
                             f"{scenario and scenario['network']['groups'][0][key]}")
             self.assertIn(f"network.groups[0].{key}: {said}", error, text)
+
+
+class NetworkLabelsAsGradwireMakesThem(WithGradwire):
+    """gradwire names run folders by the network's label (sim/study/NetworkLabel.cpp) and the
+    report labels the same networks (runs.label_of_network): for each network, the label
+    `gradwire validate` prints must equal the one made here from the object gradwire resolves."""
+
+    NETWORKS = [
+        ({"family": "ethernet"}, 3, "Ethernet 1 Gbit/s"),
+        ({"family": "ethernet", "rate": "2500Mbps"}, 3, "Ethernet 2.5 Gbit/s"),
+        ({"family": "wifi", "placement": {"kind": "disc", "radius_m": 15}}, 8,
+         "802.11ax 80 MHz, 8 stations within 15 m"),
+        ({"family": "wifi", "standard": "n", "band": "2.4GHz", "spatial_streams": 2,
+          "rate_control": "constant", "mcs": 5, "placement": {"kind": "grid", "spacing_m": 1.5}},
+         2, "802.11n 2.4 GHz 20 MHz 2x2 MCS 5, 2 stations on a 1.5 m grid"),
+        ({"family": "wifi", "standard": "ac", "width_mhz": 160}, 1, None),
+        ({"family": "lte", "placement": {"kind": "distances", "distances_m": [80, 150, 250, 400]}},
+         4, "LTE 20 MHz, 4 UEs at 80-400 m"),
+        ({"family": "lte", "ul_bandwidth": 50, "dl_bandwidth": 75, "enbs": 2}, 2, None),
+        ({"family": "lte", "ul_bandwidth": 15, "dl_bandwidth": 15}, 1, None),
+        ({"family": "hybrid", "groups": [{"family": "wifi", "workers": 2},
+                                         {"family": "lte", "workers": 2},
+                                         {"family": "ethernet", "workers": 2}]},
+         6, "hybrid: 2 Wi-Fi + 2 LTE + 2 Ethernet"),
+        ({"family": "wifi", "label": "home Wi-Fi (2 rooms)"}, 2, "home Wi-Fi (2 rooms)"),
+    ]
+
+    def test_python_labels_equal_gradwires(self):
+        scenarios = [dict(self.BASE, training=dict(self.BASE["training"], workers=workers),
+                          topology={"kind": "ps"}, network=network)
+                     for network, workers, _ in self.NETWORKS]
+        resolved = self.resolve(scenarios)
+
+        def printed(i):
+            path = os.path.join(self.dir, f"label-{i}.json")
+            write_json(path, scenarios[i])
+            done = subprocess.run([GRADWIRE, "validate", path], capture_output=True, text=True,
+                                  timeout=60)
+            # "FILE: ok (3 workers, 4 steps, codec none, ps) on LABEL"
+            return done.stdout.rstrip("\n").partition(") on ")[2], done.stderr
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            labels = list(pool.map(printed, range(len(scenarios))))
+        for (network, workers, expected), (scenario, error), (label, label_error) in zip(
+                self.NETWORKS, resolved, labels):
+            self.assertIsNotNone(scenario, error)
+            self.assertTrue(label, label_error)
+            self.assertEqual(runs.label_of_network(scenario["network"], workers), label, network)
+            if expected:
+                self.assertEqual(label, expected, network)
 
 
 if __name__ == "__main__":

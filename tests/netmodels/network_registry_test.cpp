@@ -148,11 +148,25 @@ TEST(NetworkSettings, ResolvingGivesTheFamilyTransportAndMtu) {
     EXPECT_EQ(settings.mtu(), 1500u) << f.name;
     EXPECT_EQ(settings.to_json().at("family"), f.name);
     EXPECT_EQ(settings.to_json().at("transport"), json({{"kind", "tcp"}})) << f.name;
+    EXPECT_EQ(settings.to_json().at("label"), "") << f.name;
     EXPECT_EQ(settings.config().to_json(), [&] {
       json j = settings.to_json();
       j.erase("transport");
+      j.erase("label");
       return j;
     }()) << f.name;
+    // A label names the network and is kept as given; the family's keys do not see it.
+    json labelled = f.minimal;
+    labelled["label"] = "lab cell";
+    EXPECT_EQ(resolve_network(labelled, "network").to_json().at("label"), "lab cell") << f.name;
+  }
+  for (const json& bad : {json(7), json(std::string(81, 'x')), json("tab\there")}) {
+    try {
+      resolve_network({{"family", "wifi"}, {"label", bad}}, "network");
+      ADD_FAILURE() << "accepted label " << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.path(), "network.label") << bad;
+    }
   }
   const NetworkSettings jumbo =
       resolve_network({{"family", "ethernet"}, {"mtu", 9000}, {"transport", "udp"}}, "network");

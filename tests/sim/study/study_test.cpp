@@ -21,6 +21,7 @@
 #include "common/ConfigError.h"
 #include "common/FileLock.h"
 #include "sim/engine/ScenarioLoader.h"
+#include "sim/study/NetworkLabel.h"
 #include "sim/study/SweepPlan.h"
 
 namespace gradwire {
@@ -80,6 +81,36 @@ TEST(SweepPlan, ExcludeDropsTheCombinationsItSelects) {
   doc["zip"]["training.workers"] = {2, 0};
   doc["exclude"] = {{{"training.workers", 0}}};
   EXPECT_EQ(SweepPlan::expand(doc, ".").runs.size(), 4u);
+}
+
+// A whole network object as an axis value names its run by the network's label, with the
+// hash of the value keeping two networks with one label apart; a given label is used as given.
+TEST(SweepPlan, NamesNetworkObjectsByTheirLabel) {
+  nlohmann::json doc = sweep_doc();
+  doc["grid"] = {{"network",
+                  {{{"family", "ethernet"}, {"rate", "100Mbps"}},
+                   {{"family", "ethernet"}, {"rate", "100Mbps"}, {"delay", "1ms"}},
+                   {{"family", "wifi"}, {"placement", {{"kind", "disc"}, {"radius_m", 15}}}},
+                   {{"family", "wifi"}, {"label", "lab Wi-Fi (2nd floor)"}}}}};
+  const SweepPlan plan = SweepPlan::expand(doc, ".");
+  ASSERT_EQ(plan.runs.size(), 4u * 2u * 2u);
+  const auto name_of = [&](std::size_t network, std::size_t tuple) {
+    return plan.runs[(network * 2 + tuple) * 2].name;  // seed 1
+  };
+  const auto starts = [](const std::string& name, const std::string& prefix) {
+    return name.compare(0, prefix.size(), prefix) == 0;
+  };
+  EXPECT_TRUE(starts(name_of(0, 0), "network=Ethernet-100-Mbit-s-")) << name_of(0, 0);
+  EXPECT_TRUE(starts(name_of(1, 0), "network=Ethernet-100-Mbit-s-")) << name_of(1, 0);
+  EXPECT_NE(name_of(0, 0), name_of(1, 0));
+  // The label counts the run's workers (the zip gives 2, then 3).
+  EXPECT_TRUE(starts(name_of(2, 0), "network=802.11ax-80-MHz-2-stations-within-15-m-")) << name_of(2, 0);
+  EXPECT_TRUE(starts(name_of(2, 1), "network=802.11ax-80-MHz-3-stations-within-15-m-")) << name_of(2, 1);
+  EXPECT_TRUE(starts(name_of(3, 0), "network=lab-Wi-Fi-2nd-floor-")) << name_of(3, 0);
+  // Then 8 hex digits, and the other axes as before.
+  EXPECT_EQ(name_of(3, 1).substr(std::string("network=lab-Wi-Fi-2nd-floor-").size() + 8),
+            "__codec=topk-ratio0.1__workers=3__seed=1");
+  EXPECT_EQ(network_label(plan.runs[0].scenario["network"], 2), "Ethernet 100 Mbit/s");
 }
 
 TEST(SweepPlan, RejectsBadSweepsWithPaths) {
@@ -202,6 +233,15 @@ std::string unescape(std::string s) {
   return s;
 }
 
+// A cell's text as a reader sees it: without markup inside it (the <wbr> break points of a
+// column name).
+std::string cell_text(std::string html) {
+  for (std::size_t lt; (lt = html.find('<')) != std::string::npos;) {
+    html.erase(lt, html.find('>', lt) - lt + 1);
+  }
+  return unescape(html);
+}
+
 // Cells of the <table class="NAME"> in an HTML page, row by row.
 std::vector<std::vector<std::string>> html_table(const std::string& page, const std::string& name) {
   std::vector<std::vector<std::string>> rows;
@@ -213,7 +253,7 @@ std::vector<std::vector<std::string>> html_table(const std::string& page, const 
     for (std::size_t c = page.find("<t", at + 4); c < row_end; c = page.find("<t", c + 1)) {
       const std::size_t open = page.find('>', c) + 1;
       const std::size_t close = page.find("</t", open);
-      row.push_back(unescape(page.substr(open, close - open)));
+      row.push_back(cell_text(page.substr(open, close - open)));
       c = close + 1;
     }
     rows.push_back(row);
