@@ -182,6 +182,13 @@ TEST(SweepPlan, RejectsBadSweepsWithPaths) {
   doc["question"] = question;
   doc["question"]["baseline"]["topology.kind"] = "ring";
   EXPECT_NO_THROW(SweepPlan::expand(doc, "."));
+  // A split key that only some runs have (a Wi-Fi standard beside Ethernet) is accepted.
+  doc = sweep_doc();
+  doc["grid"]["network"] = {{{"family", "ethernet"}}, {{"family", "wifi"}, {"standard", "n"}}};
+  doc["grid"].erase("network.rate");
+  doc["question"] = question;
+  doc["question"]["per"] = {"network.standard"};
+  EXPECT_NO_THROW(SweepPlan::expand(doc, "."));
 }
 
 using Result = gradwire::testing::CommandResult;
