@@ -29,6 +29,7 @@
 
 #include "netmodels/LteNetwork.h"
 #include "netmodels/StreamAllocator.h"
+#include "netmodels/WifiChannels.h"
 #include "netmodels/WifiNetwork.h"
 
 namespace gradwire::testing {
@@ -144,7 +145,10 @@ inline WifiSaturationResult wifi_saturation(
   ns3::RngSeedManager::SetSeed(1);
   ns3::RngSeedManager::SetRun(1);
   StreamAllocator streams;
-  WifiCell cell = build_wifi_cell(config, stations, "10.1.0.0", streams);
+  WifiChannels channels;
+  WifiCell cell = build_wifi_cell(config, stations, "10.1.0.0", channels.channel_for(config),
+                                  "gradwire", streams);
+  channels.assign_streams(streams);
   set_aggregation(cell.station_devices, 0, 0);
   set_aggregation(ns3::NetDeviceContainer(cell.ap_device), 0, 0);
   // A saturated station of Bianchi's model never discards a frame; ns-3's MAC queue drops
