@@ -352,7 +352,12 @@ def step_time_s(run):
 
 
 def ratio(base, value):
-    return base / value if base and value else None
+    """base / value; None without both, or when it is too large to be a number (a time next to
+    zero)."""
+    if not base or not value:
+        return None
+    out = base / value
+    return out if math.isfinite(out) else None
 
 
 def baselines(runs, reference):
@@ -834,7 +839,8 @@ def results_rows(runs, from_sweeps, out_dir):
         return from_sweeps
     header = ["run", "status"] + SUMMARY_COLUMNS
     rows = [[r.name, "ok"] + [fmt(r.summary.get(c)) for c in SUMMARY_COLUMNS] for r in runs]
-    with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
+    with open(os.path.join(out_dir, "results.csv"), "w", newline="", encoding="utf-8",
+              errors="backslashreplace") as f:
         writer = csv.writer(f)
         writer.writerow(header)
         writer.writerows(rows)
@@ -999,6 +1005,11 @@ def main(argv):
              "table.results{font-size:11px}table.results td,table.results th{padding:2px 3px}"
              "img{max-width:100%}p.missing{color:#666}</style></head><body>",
              f"<h1>gradwire report</h1><p>{len(runs)} runs from {html.escape(', '.join(args.dirs))}</p>"]
+    if skipped:
+        parts.append(f"<h2>Skipped run folders</h2><p class='missing'>{len(skipped)} folder"
+                     f"{'s' if len(skipped) > 1 else ''} could not be read as a finished run and "
+                     "are left out of every table and figure:</p>")
+        parts.append(table_html(["folder", "why"], [[d, why] for d, why in skipped], "skipped"))
     seeded = any(len(row[0]) > 1 for row in head_rows)
     by_step_time = any(cell[5] for row in head_rows for cell in row[2])
     answers = []
@@ -1076,7 +1087,8 @@ def main(argv):
     parts.append(table_html(header, rows, "results"))
     parts.append("</body></html>")
     tmp = os.path.join(args.out, ".report.html.tmp")
-    with open(tmp, "w") as f:
+    # A folder name that is not UTF-8 (it reaches Python as surrogates) is shown escaped.
+    with open(tmp, "w", encoding="utf-8", errors="backslashreplace") as f:
         f.write("\n".join(parts))
     os.replace(tmp, os.path.join(args.out, "report.html"))
     print(os.path.join(args.out, "report.html"))

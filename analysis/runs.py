@@ -222,6 +222,11 @@ def _json_type(value):
     return "an array" if isinstance(value, list) else "an object"
 
 
+# No count, time or byte total gradwire writes comes near this; larger values (or 1e999, which
+# Python reads as infinite) are a corrupt file, and would overflow the report's sums and ratios.
+LARGEST = 1e18
+
+
 class Checked:
     """Typed reads of one JSON object of a file, each naming the file and the key's path when
     the value is not what gradwire writes there."""
@@ -245,13 +250,14 @@ class Checked:
         return value
 
     def number(self, key, required=False, nullable=True, minimum=None):
-        """A finite number (or null where nullable), at least `minimum`."""
+        """A number (or null where nullable) from `minimum` to LARGEST, -LARGEST without one."""
+        low = -LARGEST if minimum is None else minimum
+
         def ok(v):
             if v is None:
                 return nullable
-            return (_is_number(v) and math.isfinite(v)
-                    and (minimum is None or v >= minimum))
-        what = "a finite number" + (f" >= {minimum:g}" if minimum is not None else "")
+            return _is_number(v) and low <= v <= LARGEST
+        what = f"a number from {low:g} to {LARGEST:g}"
         return self._get(key, required, ok, what + (" or null" if nullable else ""))
 
     def integer(self, key, required=False, minimum=None):
@@ -271,12 +277,11 @@ class Checked:
         return self._get(key, required, lambda v: isinstance(v, list), "an array")
 
 
-# What report, answer, advise and summarize_runs read of summary.json: every field is a finite
-# number or null where gradwire writes a number (it writes null for one that is not finite).
+# What report, answer, advise and summarize_runs read of summary.json: a number from 0 up, or
+# null, where gradwire writes one (it writes null for a number that is not finite).
 SUMMARY_NUMBERS = (
-    "final_accuracy", "final_top5_accuracy", "final_perplexity", "final_test_loss",
-    "final_train_loss", "target_accuracy", "target_perplexity", "time_to_target_s",
-    "sim_time_s", "mean_step_compute_s", "mean_step_comm_s", "mean_step_codec_s",
+    "final_accuracy", "final_top5_accuracy", "final_perplexity", "target_accuracy",
+    "target_perplexity", "time_to_target_s", "sim_time_s", "mean_step_compute_s", "mean_step_comm_s", "mean_step_codec_s",
     "bytes_on_wire", "payload_bytes", "dense_bytes", "compression_ratio", "wall_time_s",
     "ns3_wall_time_s", "lost_gradient_fraction", "mean_staleness")
 SUMMARY_INTEGERS = ("steps", "workers", "parameters", "steps_to_target")
@@ -288,9 +293,9 @@ SUMMARY_REQUIRED = ("final_accuracy", "sim_time_s")
 def check_summary(path, doc):
     c = Checked(path, doc)
     for key in SUMMARY_REQUIRED:
-        c.number(key, required=True, nullable=key != "sim_time_s")
+        c.number(key, required=True, nullable=key != "sim_time_s", minimum=0)
     for key in SUMMARY_NUMBERS:
-        c.number(key)
+        c.number(key, minimum=0)
     for key in SUMMARY_INTEGERS:
         if doc.get(key) is not None:
             c.integer(key, minimum=0)
@@ -310,19 +315,19 @@ def check_scenario(path, doc):
         for key in ("steps", "batch", "eval_every"):
             if training.doc.get(key) is not None:
                 training.integer(key, minimum=0)
-        training.number("target_accuracy")
-        training.number("target_perplexity")
+        training.number("target_accuracy", minimum=0)
+        training.number("target_perplexity", minimum=0)
         if isinstance(training.doc.get("buckets"), dict):
             b = training.obj("buckets")
-            b.number("size_mb")
-            b.number("first_mb")
+            b.number("size_mb", minimum=0)
+            b.number("first_mb", minimum=0)
         elif training.doc.get("buckets") not in (None, "none"):
             training.fail("buckets", '"none" or an object')
     codec = c.obj("codec")
     if codec is not None:
         codec.string("kind")
         for key in FRACTION_KEYS + SIZE_KEYS:
-            codec.number(key)
+            codec.number(key, minimum=0)
     compute = c.obj("compute")
     if compute is not None:
         compute.string("mode")
@@ -343,10 +348,10 @@ def check_record(path, number, rec):
     c = Checked(f"{path}: line {number}", rec)
     c.integer("step", required=True, minimum=0)
     c.number("sim_time_s", required=True, nullable=False, minimum=0)
-    c.number("wall_time_s")
+    c.number("wall_time_s", minimum=0)
     if kind == "eval":
-        c.number("accuracy")
-        c.number("perplexity")
+        c.number("accuracy", minimum=0)
+        c.number("perplexity", minimum=0)
 
 
 def read_records(path):

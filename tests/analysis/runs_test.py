@@ -400,7 +400,9 @@ class OneNaming(TempDir):
             self.assertEqual(answer.main(["answer.py", os.path.join(self.dir, "missing")]), 2)
         self.assertEqual(err.getvalue().splitlines(), [
             f"error: {half}: not a finished run (no scenario.json)",
-            f"error: no run folders (with summary.json and scenario.json) under {half}",
+            f"skipped: {half}: not a finished run (no scenario.json)",
+            f"error: no run folders (with summary.json and scenario.json) under {half} that "
+            "could be read (skipped above)",
             f"error: {os.path.join(self.dir, 'missing')}: not a folder"])
 
 
