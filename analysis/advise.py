@@ -53,8 +53,9 @@ def read_plan(path):
 def load_run(folder):
     """A screened codec's run: the simulated time at each step ({step: seconds}), its
     evaluations and bytes per step; None when the screening left no finished run there.
-    RunError when its files cannot be read."""
-    if not run_folders.is_run(folder):
+    RunError when its files cannot be read (a folder where one belongs included)."""
+    if not all(os.path.lexists(os.path.join(folder, name))
+               for name in (run_folders.SUMMARY_FILE, run_folders.SCENARIO_FILE)):
         return None
     run = run_folders.load(folder)
     return {"steps": {rec["step"]: rec["sim_time_s"] for rec in run.steps}, "evals": run.evals,

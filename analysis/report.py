@@ -951,16 +951,16 @@ def main(argv):
                 skipped.append((d, str(e)))
                 continue
             runs.append(r)
+        # A sweep's own files describe all of its runs: one that cannot be read stops the
+        # report (the message names the file and line) rather than leave its table or answer out.
+        from_sweeps = sweep_results(sweeps)
+        questions = question.load_questions(sweeps)
         for _, why in skipped:
             print(f"skipped: {why}", file=sys.stderr)
         if not runs:
             raise run_folders.RunError(
                 "no run folders (with summary.json and scenario.json) under "
                 + " ".join(args.dirs) + (" that could be read (skipped above)" if skipped else ""))
-        # A sweep's own files describe all of its runs: one that cannot be read stops the
-        # report (the message names the file and line) rather than leave its table or answer out.
-        from_sweeps = sweep_results(sweeps)
-        questions = question.load_questions(sweeps)
         reference = make_reference(runs, args.reference)
     except (run_folders.RunError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

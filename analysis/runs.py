@@ -165,12 +165,13 @@ def _refuse_constant(name):
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _parse_json(text):
+def _parse_json(text, one_line=False):
     """The document in a JSON text; ValueError (with where) when it is not one."""
     try:
         return json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as e:
-        raise ValueError(f"{e.msg} at line {e.lineno} column {e.colno}") from None
+        where = f"column {e.colno}" if one_line else f"line {e.lineno} column {e.colno}"
+        raise ValueError(f"{e.msg}: {where}") from None
     except RecursionError:
         raise ValueError("nested too deeply") from None
 
@@ -364,7 +365,7 @@ def read_records(path):
         if not line.strip():
             continue
         try:
-            rec = _parse_json(line)
+            rec = _parse_json(line, one_line=True)
         except ValueError as e:
             raise RunError(f"{path}: line {number} is not JSON ({e})") from None
         if not isinstance(rec, dict):
