@@ -308,6 +308,7 @@ def check_scenario(path, doc):
     """The parts of a resolved scenario that the scripts read: the objects they look into and
     the values they compute with."""
     c = Checked(path, doc)
+    c.integer("seed", minimum=0)
     for key in ("network", "compute", "topology", "model", "dataset"):
         c.obj(key)
     training = c.obj("training")
