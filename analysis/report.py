@@ -1006,9 +1006,10 @@ def main(argv):
              "img{max-width:100%}p.missing{color:#666}</style></head><body>",
              f"<h1>gradwire report</h1><p>{len(runs)} runs from {html.escape(', '.join(args.dirs))}</p>"]
     if skipped:
+        many = len(skipped) > 1
         parts.append(f"<h2>Skipped run folders</h2><p class='missing'>{len(skipped)} folder"
-                     f"{'s' if len(skipped) > 1 else ''} could not be read as a finished run and "
-                     "are left out of every table and figure:</p>")
+                     f"{'s' if many else ''} could not be read as a finished run and "
+                     f"{'are' if many else 'is'} left out of every table and figure:</p>")
         parts.append(table_html(["folder", "why"], [[d, why] for d, why in skipped], "skipped"))
     seeded = any(len(row[0]) > 1 for row in head_rows)
     by_step_time = any(cell[5] for row in head_rows for cell in row[2])

@@ -3,7 +3,9 @@
 A run folder is what `gradwire run` leaves: scenario.json (the scenario with every default
 filled in), summary.json and metrics.jsonl (docs/outputs.md). report.py, answer.py, advise.py
 and summarize_runs.py read runs through this module only, so they find the same runs and call
-the same configuration by the same name.
+the same configuration by the same name; and every file they read (a sweep's results.csv and
+question.json too) is checked here, so that a corrupt one is a RunError naming it, never an
+exception from deep inside a script.
 
 The units of a scenario ("1Gbps", "50us") are parsed exactly as the C++ side parses them
 (common/Units.cpp): tests/analysis/runs_test.py compares the two on the same texts.
