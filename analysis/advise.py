@@ -29,14 +29,45 @@ MIN_POINTS = 3
 MAX_REACH = 50
 
 
+def read_plan(path):
+    """plan.json as `gradwire advise` writes it; RunError naming the file and key otherwise."""
+    plan = run_folders.read_json_object(path)
+    c = run_folders.Checked(path, plan)
+    c.string("name", required=True)
+    c.string("screening", required=True)
+    for key in ("full_steps", "eval_every", "screening_steps", "screening_eval_every"):
+        c.integer(key, required=True, minimum=1)
+    c.number("budget_s", required=True, nullable=False, minimum=0)
+    c.number("fixed_compute_s", minimum=0)
+    for i, cand in enumerate(c.array("candidates", required=True)):
+        if not isinstance(cand, dict):
+            raise run_folders.RunError(f"{path}: candidates[{i}]: expected a JSON object")
+        entry = run_folders.Checked(path, cand, f"candidates[{i}].")
+        for key in ("run", "family", "label"):
+            entry.string(key, required=True)
+        entry.obj("codec", required=True)
+        entry.integer("settled_after", minimum=0)
+    return plan
+
+
 def load_run(folder):
     """A screened codec's run: the simulated time at each step ({step: seconds}), its
-    evaluations and bytes per step; None when the screening left no finished run there."""
-    if not run_folders.is_run(folder):
+    evaluations and bytes per step; None when the screening left no finished run there.
+    RunError when its files cannot be read (a folder where one belongs included)."""
+    if not all(os.path.lexists(os.path.join(folder, name))
+               for name in (run_folders.SUMMARY_FILE, run_folders.SCENARIO_FILE)):
         return None
     run = run_folders.load(folder)
     return {"steps": {rec["step"]: rec["sim_time_s"] for rec in run.steps}, "evals": run.evals,
             "bytes_per_step": run.bytes_per_step}
+
+
+def target_of(training):
+    """The Target of a screening run's training object, or None when it has neither target."""
+    accuracy, perplexity = training.get("target_accuracy"), training.get("target_perplexity")
+    if accuracy or perplexity:
+        return Target(accuracy, perplexity)
+    return None
 
 
 class Target:
@@ -78,6 +109,8 @@ def fit_power_law(points):
     if sxx == 0:
         return None
     slope = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    if my - slope * mx > 700:  # k beyond what a float holds: no curve to project
+        return None
     return math.exp(my - slope * mx), -slope
 
 
@@ -130,6 +163,10 @@ def assess(run, plan, target, settled_after=0):
         `error`, or None when the curve never gets there."""
         if error <= 0:
             return None
+        # Past MAX_REACH times the scenario's steps the crossing is not used; a float may not
+        # hold how far past it is.
+        if math.log(k / error) / alpha > math.log(MAX_REACH * full + 1):
+            return math.inf
         step = (k / error) ** (1.0 / alpha)
         return max(math.ceil(step / every), screened // every + 1) * every
 
@@ -154,9 +191,16 @@ def rank(plan, target):
     """One entry per candidate, fastest first; those that do not reach the target last."""
     entries = []
     for cand in plan["candidates"]:
-        run = load_run(os.path.join(plan["screening"], cand["run"]))
         entry = {"run": cand["run"], "family": cand["family"], "label": cand["label"],
                  "codec": cand["codec"], "dense": cand["codec"].get("kind") == "none"}
+        try:
+            run = load_run(os.path.join(plan["screening"], cand["run"]))
+        except run_folders.RunError as e:
+            # A screening run that cannot be read is ranked as failed, with the reason.
+            print(f"skipped: {e}", file=sys.stderr)
+            entry.update(how="failed", time_to_target_s=None, reason=str(e))
+            entries.append(entry)
+            continue
         if run is None or not run["evals"] or not run["steps"]:
             entry.update(how="failed", time_to_target_s=None)
             entries.append(entry)
@@ -291,20 +335,32 @@ def main(argv):
     parser.add_argument("--plan", required=True)
     parser.add_argument("--elapsed-s", type=float, default=None)
     args = parser.parse_args(argv)
-    with open(args.plan) as f:
-        plan = json.load(f)
-    # Every screening run has the scenario's target; any finished one says what it is.
-    folders = [os.path.join(plan["screening"], c["run"]) for c in plan["candidates"]]
-    finished = [f for f in folders if run_folders.is_run(f)]
-    if not finished:
-        print(f"error: no screened codec left a finished run in {plan['screening']}", file=sys.stderr)
-        return 2
     try:
-        training = run_folders.load(finished[0]).training
+        plan = read_plan(args.plan)
     except run_folders.RunError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    target = Target(training.get("target_accuracy"), training.get("target_perplexity"))
+    # Every screening run has the scenario's target; any finished one that can be read says
+    # what it is (rank() lists the others).
+    folders = [os.path.join(plan["screening"], c["run"]) for c in plan["candidates"]]
+    finished = [f for f in folders if run_folders.is_run(f)]
+    target, errors = None, []
+    for folder in finished:
+        try:
+            run = run_folders.load(folder)
+        except run_folders.RunError as e:
+            errors.append(str(e))
+            continue
+        target = target_of(run.training)
+        if target is None:
+            errors.append(f"{os.path.join(folder, run_folders.SCENARIO_FILE)}: training: expected "
+                          "target_accuracy or target_perplexity (gradwire advise needs a target)")
+            continue
+        break
+    if target is None:
+        print(f"error: no screened codec left a finished run in {plan['screening']}"
+              + (" that can be read: " + "; ".join(errors) if errors else ""), file=sys.stderr)
+        return 2
     ranked, dense = rank(plan, target)
     text = answer(ranked, dense, target)
     folder = os.path.dirname(os.path.abspath(args.plan))

@@ -19,7 +19,12 @@ def target_text(run):
     training = run.training
     if training.get("target_perplexity"):
         return f"perplexity {training['target_perplexity']:g}"
-    return f"{100 * training.get('target_accuracy', 0):g}% accuracy"
+    return f"{100 * (training.get('target_accuracy') or 0):g}% accuracy"
+
+
+def times(a, b):
+    """a / b as '2.50x', '-' when b is 0 (a target reached at the very start)."""
+    return f"{a / b:.2f}x" if b else "-"
 
 
 def points(a, b):
@@ -42,14 +47,14 @@ def answer_group(runs):
     if dense is None:
         return [line + " (no dense run to compare with)."]
     if best is dense:
-        others = [f"{method_label(r)} {ttt(r) / ttt(dense):.2f}x its time" for r in reached[1:]]
+        others = [f"{method_label(r)} {times(ttt(r), ttt(dense))} its time" for r in reached[1:]]
         missed = [method_label(r) for r in runs if ttt(r) is None]
         tail = "; ".join(others + ([f"{', '.join(missed)} never reached it"] if missed else []))
         return [line + f": no codec beat dense here ({tail})." if tail else line + "."]
     if ttt(dense) is None:
         line += f"; dense SGD did not reach it in {dense.summary.get('steps', '?')} steps"
     else:
-        line += f", {ttt(dense) / ttt(best):.2f}x sooner than dense SGD ({ttt(dense):.3g} s)"
+        line += f", {times(ttt(dense), ttt(best))} sooner than dense SGD ({ttt(dense):.3g} s)"
     if acc(best) is not None and acc(dense) is not None:
         line += (f"; final accuracy {100 * acc(best):.1f}% against dense's "
                  f"{100 * acc(dense):.1f}% ({points(acc(best), acc(dense))})")
@@ -61,13 +66,23 @@ def main(argv):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     try:
-        runs = run_folders.load_all(argv[1:])
+        run_dirs, _, skipped = run_folders.find_all(argv[1:])
     except run_folders.RunError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    # A run folder that cannot be read is left out and listed, as the report does.
+    runs = []
+    for d in run_dirs:
+        try:
+            runs.append(run_folders.load(d))
+        except run_folders.RunError as e:
+            skipped.append((d, str(e)))
+    for _, why in skipped:
+        print(f"skipped: {why}", file=sys.stderr)
     if not runs:
         print(f"error: no run folders (with summary.json and scenario.json) under "
-              f"{' '.join(argv[1:])}", file=sys.stderr)
+              f"{' '.join(argv[1:])}" + (" that could be read (skipped above)" if skipped else ""),
+              file=sys.stderr)
         return 2
     groups = {}
     for r in runs:

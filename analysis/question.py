@@ -13,18 +13,22 @@ and this module can be used on its own.
 import json
 import os
 import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import runs as run_folders  # noqa: E402  (analysis/runs.py: every file is read and checked there)
 
 QUESTION_FILE = "question.json"
 
 
 def load_questions(sweep_dirs):
-    """The questions of the sweep folders that have one: [(sweep folder, question)]."""
+    """The questions of the sweep folders that have one: [(sweep folder, question)]; RunError
+    naming the file when one is not a question."""
     found = []
     for d in sweep_dirs:
         path = os.path.join(d, QUESTION_FILE)
-        if os.path.exists(path):
-            with open(path) as f:
-                found.append((d, json.load(f)))
+        if os.path.lexists(path):
+            found.append((d, run_folders.read_question(path)))
     return found
 
 

@@ -352,7 +352,12 @@ def step_time_s(run):
 
 
 def ratio(base, value):
-    return base / value if base and value else None
+    """base / value; None without both, or when it is too large to be a number (a time next to
+    zero)."""
+    if not base or not value:
+        return None
+    out = base / value
+    return out if math.isfinite(out) else None
 
 
 def baselines(runs, reference):
@@ -808,22 +813,34 @@ def plot_time_to_target(rows, out_dir):
     return save(fig, out_dir, "time_to_target")
 
 
-def results_rows(runs, sweeps, out_dir):
-    """Rows of results.csv: the sweeps' own files when given, else one written here."""
-    if sweeps:
-        header, rows = None, []
-        for sweep in sweeps:
-            with open(os.path.join(sweep, "results.csv"), newline="") as f:
-                reader = csv.reader(f)
-                h = next(reader)
-                header = header or h
-                if h != header:
-                    raise SystemExit("error: the sweeps have different results.csv columns")
-                rows.extend(reader)
-        return header, rows
+def sweep_results(sweeps):
+    """(header, rows) of the sweeps' results.csv files together, None without a sweep; RunError
+    when one cannot be read or their columns differ."""
+    if not sweeps:
+        return None
+    first = os.path.join(sweeps[0], run_folders.RESULTS_FILE)
+    header, rows = None, []
+    for sweep in sweeps:
+        path = os.path.join(sweep, run_folders.RESULTS_FILE)
+        h, body = run_folders.read_results(path)
+        header = header or h
+        if h != header:
+            raise run_folders.RunError(
+                f"{path}: line 1: expected the columns of {first} (sweeps over different axes "
+                "make one report each)")
+        rows.extend(body)
+    return header, rows
+
+
+def results_rows(runs, from_sweeps, out_dir):
+    """Rows of results.csv: the sweeps' own files when given (sweep_results), else one written
+    here."""
+    if from_sweeps:
+        return from_sweeps
     header = ["run", "status"] + SUMMARY_COLUMNS
     rows = [[r.name, "ok"] + [fmt(r.summary.get(c)) for c in SUMMARY_COLUMNS] for r in runs]
-    with open(os.path.join(out_dir, "results.csv"), "w", newline="") as f:
+    with open(os.path.join(out_dir, "results.csv"), "w", newline="", encoding="utf-8",
+              errors="backslashreplace") as f:
         writer = csv.writer(f)
         writer.writerow(header)
         writer.writerows(rows)
@@ -922,13 +939,28 @@ def main(argv):
     args = parser.parse_args(argv)
 
     try:
-        run_dirs, sweeps = run_folders.find(args.dirs)
-        if not run_dirs:
-            raise run_folders.RunError("no run folders (with summary.json and scenario.json) "
-                                       "under " + " ".join(args.dirs))
-        runs = [run_folders.load(d) for d in run_dirs]
-        for r in runs:
-            r.rate_bps  # a malformed rate is refused here, before anything is written
+        run_dirs, sweeps, skipped = run_folders.find_all(args.dirs)
+        runs = []
+        for d in run_dirs:
+            # A run folder that cannot be read is left out and listed; the others are reported.
+            try:
+                r = run_folders.load(d)
+                r.rate_bps  # a malformed rate, and
+                r.evals  # a malformed metrics.jsonl, are found here, before anything is written
+            except run_folders.RunError as e:
+                skipped.append((d, str(e)))
+                continue
+            runs.append(r)
+        # A sweep's own files describe all of its runs: one that cannot be read stops the
+        # report (the message names the file and line) rather than leave its table or answer out.
+        from_sweeps = sweep_results(sweeps)
+        questions = question.load_questions(sweeps)
+        for _, why in skipped:
+            print(f"skipped: {why}", file=sys.stderr)
+        if not runs:
+            raise run_folders.RunError(
+                "no run folders (with summary.json and scenario.json) under "
+                + " ".join(args.dirs) + (" that could be read (skipped above)" if skipped else ""))
         reference = make_reference(runs, args.reference)
     except (run_folders.RunError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -948,7 +980,7 @@ def main(argv):
                "speedup_vs_bandwidth": plot_speedup(runs, table, args.out),
                "bytes_vs_accuracy": plot_bytes(runs, args.out),
                "step_breakdown": plot_breakdown(steps, args.out)}
-    header, rows = results_rows(runs, sweeps, args.out)
+    header, rows = results_rows(runs, from_sweeps, args.out)
 
     speed_rows = []
     paths = varying_settings(runs)
@@ -973,10 +1005,16 @@ def main(argv):
              "table.results{font-size:11px}table.results td,table.results th{padding:2px 3px}"
              "img{max-width:100%}p.missing{color:#666}</style></head><body>",
              f"<h1>gradwire report</h1><p>{len(runs)} runs from {html.escape(', '.join(args.dirs))}</p>"]
+    if skipped:
+        many = len(skipped) > 1
+        parts.append(f"<h2>Skipped run folders</h2><p class='missing'>{len(skipped)} folder"
+                     f"{'s' if many else ''} could not be read as a finished run and "
+                     f"{'are' if many else 'is'} left out of every table and figure:</p>")
+        parts.append(table_html(["folder", "why"], [[d, why] for d, why in skipped], "skipped"))
     seeded = any(len(row[0]) > 1 for row in head_rows)
     by_step_time = any(cell[5] for row in head_rows for cell in row[2])
     answers = []
-    for sweep, q in question.load_questions(sweeps):
+    for sweep, q in questions:
         rows_q = question.answer(q, runs)
         answers.append({"sweep": sweep, "question": q, "rows": rows_q})
         parts.append("<h2>Answer</h2>")
@@ -1050,7 +1088,8 @@ def main(argv):
     parts.append(table_html(header, rows, "results"))
     parts.append("</body></html>")
     tmp = os.path.join(args.out, ".report.html.tmp")
-    with open(tmp, "w") as f:
+    # A folder name that is not UTF-8 (it reaches Python as surrogates) is shown escaped.
+    with open(tmp, "w", encoding="utf-8", errors="backslashreplace") as f:
         f.write("\n".join(parts))
     os.replace(tmp, os.path.join(args.out, "report.html"))
     print(os.path.join(args.out, "report.html"))

@@ -3,14 +3,18 @@
 A run folder is what `gradwire run` leaves: scenario.json (the scenario with every default
 filled in), summary.json and metrics.jsonl (docs/outputs.md). report.py, answer.py, advise.py
 and summarize_runs.py read runs through this module only, so they find the same runs and call
-the same configuration by the same name.
+the same configuration by the same name; and every file they read (a sweep's results.csv and
+question.json too) is checked here, so that a corrupt one is a RunError naming it, never an
+exception from deep inside a script.
 
 The units of a scenario ("1Gbps", "50us") are parsed exactly as the C++ side parses them
 (common/Units.cpp): tests/analysis/runs_test.py compares the two on the same texts.
 
 Standard library only.
 """
+import csv
 import functools
+import io
 import json
 import math
 import os
@@ -19,6 +23,7 @@ import re
 SUMMARY_FILE = "summary.json"
 SCENARIO_FILE = "scenario.json"
 METRICS_FILE = "metrics.jsonl"
+RESULTS_FILE = "results.csv"
 
 
 class RunError(Exception):
@@ -105,58 +110,333 @@ def is_run(folder):
             and os.path.isfile(os.path.join(folder, SCENARIO_FILE)))
 
 
-def find(paths):
-    """(run folders, sweep folders) under the given folders: in the order the folders were
-    given, below each in name order (depth first), each folder once.
+def find_all(paths):
+    """(run folders, sweep folders, skipped) under the given folders: in the order the folders
+    were given, below each in name order (depth first), each folder once.
 
-    A run folder holds summary.json and scenario.json; nothing below it is searched. A sweep
-    folder holds results.csv. Hidden folders are skipped: a run is assembled in a hidden
-    staging folder (.NAME.partial-PID) and is not finished until it is renamed. RunError when a
-    path is not a folder."""
-    runs, sweeps, seen = [], [], set()
+    A run folder has summary.json and scenario.json (as files or not: load() says what is
+    wrong); nothing below it is searched. A sweep folder has results.csv. Hidden folders are
+    skipped: a run is assembled in a hidden staging folder (.NAME.partial-PID) and is not
+    finished until it is renamed. skipped: [(folder, reason)] of the folders that look like a
+    run but lack one of its two files (an unfinished run, a scenario without its run) and of the
+    folders that could not be listed. RunError when a path is not a folder."""
+    runs, sweeps, skipped, seen = [], [], [], set()
+
+    def unreadable(error):
+        skipped.append((error.filename, f"{error.filename}: cannot be listed ({error.strerror})"))
+
     for top in paths:
         if not os.path.isdir(top):
             raise RunError(f"{top}: not a folder")
-        for root, dirs, files in os.walk(top):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for root, dirs, files in os.walk(top, onerror=unreadable):
+            # A folder named like a run's file is still that file's place: load() refuses it.
+            names = set(files) | set(dirs)
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                             and d not in (SUMMARY_FILE, SCENARIO_FILE, METRICS_FILE, RESULTS_FILE))
             key = os.path.normpath(root)
             if key in seen:
                 dirs[:] = []
                 continue
             seen.add(key)
-            if "results.csv" in files:
+            if RESULTS_FILE in names:
                 sweeps.append(root)
-            if SUMMARY_FILE in files and SCENARIO_FILE in files:
+            if SUMMARY_FILE in names and SCENARIO_FILE in names:
                 runs.append(root)
                 dirs[:] = []
+            elif SUMMARY_FILE in names or SCENARIO_FILE in names:
+                missing = SCENARIO_FILE if SUMMARY_FILE in names else SUMMARY_FILE
+                skipped.append((root, f"{root}: not a finished run (no {missing})"))
+    return runs, sweeps, skipped
+
+
+def find(paths):
+    """(run folders, sweep folders) under the given folders (find_all without the skipped)."""
+    runs, sweeps, _ = find_all(paths)
     return runs, sweeps
 
 
 # ---------------------------------------------------------------------------------------------
-# Loading a run.
+# Reading files. Every file an analysis script reads is read here and checked against what
+# gradwire writes; what does not match is a RunError naming the file (and the line of a JSONL
+# or CSV file) and what was expected. The scripts decide what an error costs: a run folder is
+# skipped and listed, a sweep's own file stops the command (exit 2).
 
-def _read_json(path):
+def _refuse_constant(name):
+    # Python reads NaN, Infinity and -Infinity; JSON has no such numbers, and gradwire writes
+    # null for a value that is not finite.
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _parse_json(text, one_line=False):
+    """The document in a JSON text; ValueError (with where) when it is not one."""
     try:
-        with open(path) as f:
-            doc = json.load(f)
+        return json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as e:
+        where = f"column {e.colno}" if one_line else f"line {e.lineno} column {e.colno}"
+        raise ValueError(f"{e.msg}: {where}") from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _read_bytes(path):
+    if not os.path.lexists(path):
+        raise RunError(f"{path}: missing")
+    if os.path.isdir(path):
+        raise RunError(f"{path}: expected a file, found a folder")
+    try:
+        with open(path, "rb") as f:
+            return f.read()
     except OSError as e:
         raise RunError(f"{path}: cannot be read ({e.strerror})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+
+
+def _text(path, data, line=None):
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        where = f"line {line}: " if line is not None else ""
+        raise RunError(f"{path}: {where}not UTF-8 text (binary?)") from None
+
+
+def read_json_object(path):
+    """The JSON object in a file; RunError when the file is missing, unreadable, not JSON or
+    not an object."""
+    text = _text(path, _read_bytes(path))
+    if not text.strip():
+        raise RunError(f"{path}: not JSON (the file is empty)")
+    try:
+        doc = _parse_json(text)
+    except ValueError as e:
         raise RunError(f"{path}: not JSON ({e})") from None
     if not isinstance(doc, dict):
         raise RunError(f"{path}: expected a JSON object, got {_brief(doc)}")
     return doc
 
 
+def _json_type(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+# No count, time or byte total gradwire writes comes near this; larger values (or 1e999, which
+# Python reads as infinite) are a corrupt file, and would overflow the report's sums and ratios.
+LARGEST = 1e18
+
+
+class Checked:
+    """Typed reads of one JSON object of a file, each naming the file and the key's path when
+    the value is not what gradwire writes there."""
+
+    def __init__(self, path, doc, prefix=""):
+        self.path, self.doc, self.prefix = path, doc, prefix
+
+    def fail(self, key, expected):
+        value = self.doc.get(key)
+        got = "nothing" if key not in self.doc else f"{_json_type(value)} {_brief(value)}"
+        raise RunError(f"{self.path}: {self.prefix}{key}: expected {expected}, got {got}")
+
+    def _get(self, key, required, ok, expected):
+        if key not in self.doc:
+            if required:
+                self.fail(key, expected)
+            return None
+        value = self.doc[key]
+        if not ok(value):
+            self.fail(key, expected)
+        return value
+
+    def number(self, key, required=False, nullable=True, minimum=None):
+        """A number (or null where nullable) from `minimum` to LARGEST, -LARGEST without one."""
+        low = -LARGEST if minimum is None else minimum
+
+        def ok(v):
+            if v is None:
+                return nullable
+            return _is_number(v) and low <= v <= LARGEST
+        what = f"a number from {low:g} to {LARGEST:g}"
+        return self._get(key, required, ok, what + (" or null" if nullable else ""))
+
+    def integer(self, key, required=False, minimum=None):
+        ok = lambda v: (isinstance(v, int) and not isinstance(v, bool)
+                        and (minimum is None or v >= minimum))
+        return self._get(key, required, ok, "an integer" + (f" >= {minimum}" if minimum is not None else ""))
+
+    def string(self, key, required=False):
+        return self._get(key, required, lambda v: isinstance(v, str), "a string")
+
+    def obj(self, key, required=False):
+        """The object at key as a Checked (None when absent and not required)."""
+        value = self._get(key, required, lambda v: isinstance(v, dict), "a JSON object")
+        return None if value is None else Checked(self.path, value, f"{self.prefix}{key}.")
+
+    def array(self, key, required=False):
+        return self._get(key, required, lambda v: isinstance(v, list), "an array")
+
+
+# What report, answer, advise and summarize_runs read of summary.json: a number from 0 up, or
+# null, where gradwire writes one (it writes null for a number that is not finite).
+SUMMARY_NUMBERS = (
+    "final_accuracy", "final_top5_accuracy", "final_perplexity", "target_accuracy",
+    "target_perplexity", "time_to_target_s", "sim_time_s", "mean_step_compute_s", "mean_step_comm_s", "mean_step_codec_s",
+    "bytes_on_wire", "payload_bytes", "dense_bytes", "compression_ratio", "wall_time_s",
+    "ns3_wall_time_s", "lost_gradient_fraction", "mean_staleness")
+SUMMARY_INTEGERS = ("steps", "workers", "parameters", "steps_to_target")
+# Written by every training run, so a summary without them is not one (a hand-edited or a
+# truncated file, or an emulation's summary, which the report does not tabulate).
+SUMMARY_REQUIRED = ("final_accuracy", "sim_time_s")
+
+
+def check_summary(path, doc):
+    c = Checked(path, doc)
+    for key in SUMMARY_REQUIRED:
+        c.number(key, required=True, nullable=key != "sim_time_s", minimum=0)
+    for key in SUMMARY_NUMBERS:
+        c.number(key, minimum=0)
+    for key in SUMMARY_INTEGERS:
+        if doc.get(key) is not None:
+            c.integer(key, minimum=0)
+    for key in ("name", "codec", "topology", "network"):
+        c.string(key)
+
+
+def check_scenario(path, doc):
+    """The parts of a resolved scenario that the scripts read: the objects they look into and
+    the values they compute with."""
+    c = Checked(path, doc)
+    c.integer("seed", minimum=0)
+    for key in ("network", "compute", "topology", "model", "dataset"):
+        c.obj(key)
+    training = c.obj("training")
+    if training is not None:
+        training.integer("workers", minimum=1)
+        for key in ("steps", "batch", "eval_every"):
+            if training.doc.get(key) is not None:
+                training.integer(key, minimum=0)
+        training.number("target_accuracy", minimum=0)
+        training.number("target_perplexity", minimum=0)
+        if isinstance(training.doc.get("buckets"), dict):
+            b = training.obj("buckets")
+            b.number("size_mb", minimum=0)
+            b.number("first_mb", minimum=0)
+        elif training.doc.get("buckets") not in (None, "none"):
+            training.fail("buckets", '"none" or an object')
+    codec = c.obj("codec")
+    if codec is not None:
+        codec.string("kind")
+        for key in FRACTION_KEYS + SIZE_KEYS:
+            codec.number(key, minimum=0)
+    compute = c.obj("compute")
+    if compute is not None:
+        compute.string("mode")
+        compute.string("codec_time")
+    topology = c.obj("topology")
+    if topology is not None:
+        topology.string("kind")
+    network = c.obj("network")
+    if network is not None:
+        network.string("family")
+
+
+def check_record(path, number, rec):
+    """A metrics.jsonl record: steps and evaluations carry their step and simulated time."""
+    kind = rec.get("type")
+    if kind not in ("step", "eval"):
+        return
+    c = Checked(f"{path}: line {number}", rec)
+    c.integer("step", required=True, minimum=0)
+    c.number("sim_time_s", required=True, nullable=False, minimum=0)
+    c.number("wall_time_s", minimum=0)
+    if kind == "eval":
+        c.number("accuracy", minimum=0)
+        c.number("perplexity", minimum=0)
+
+
+def read_records(path):
+    """The records of a JSONL file (blank lines skipped); RunError naming the line of the first
+    that is not a JSON object."""
+    data = _read_bytes(path)
+    out = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        line = _text(path, raw, number)
+        if not line.strip():
+            continue
+        try:
+            rec = _parse_json(line, one_line=True)
+        except ValueError as e:
+            raise RunError(f"{path}: line {number} is not JSON ({e})") from None
+        if not isinstance(rec, dict):
+            raise RunError(f"{path}: line {number}: expected a JSON object, got {_brief(rec)}")
+        check_record(path, number, rec)
+        out.append(rec)
+    return out
+
+
+def read_results(path):
+    """(header, rows) of a sweep's results.csv: a header starting run,status, then rows of as
+    many fields; RunError naming the line of the first that is not."""
+    text = _text(path, _read_bytes(path))
+    if "\0" in text:
+        raise RunError(f"{path}: not CSV text (it holds NUL bytes)")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows = []
+    try:
+        for row in reader:
+            rows.append((reader.line_num, row))
+    except csv.Error as e:
+        raise RunError(f"{path}: line {reader.line_num}: not CSV ({e})") from None
+    if not rows:
+        raise RunError(f"{path}: line 1: expected the header run,status,..., the file is empty")
+    header = rows[0][1]
+    if header[:2] != ["run", "status"]:
+        raise RunError(f"{path}: line 1: expected the header run,status,..., got "
+                       + _brief(",".join(header)))
+    body = []
+    for number, row in rows[1:]:
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise RunError(f"{path}: line {number}: expected {len(header)} fields (as the "
+                           f"header), got {len(row)}")
+        body.append(row)
+    return header, body
+
+
+def read_question(path):
+    """A sweep's question.json: text, candidate and baseline selectors, per (docs/scenarios.md)."""
+    doc = read_json_object(path)
+    c = Checked(path, doc)
+    c.string("text", required=True)
+    c.obj("candidate", required=True)
+    c.obj("baseline", required=True)
+    per = c.array("per")
+    if per is not None and not all(isinstance(p, str) for p in per):
+        c.fail("per", "an array of key paths (strings)")
+    return doc
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading a run.
+
 class Run:
-    """One run folder: its scenario and summary, read when loaded, and its metrics, read from
-    metrics.jsonl the first time they are asked for."""
+    """One run folder: its scenario and summary, read and checked when loaded, and its metrics,
+    read from metrics.jsonl the first time they are asked for."""
 
     def __init__(self, path):
         self.path = path
         self.name = os.path.basename(os.path.normpath(path))
-        self.scenario = _read_json(os.path.join(path, SCENARIO_FILE))
-        self.summary = _read_json(os.path.join(path, SUMMARY_FILE))
+        scenario_path = os.path.join(path, SCENARIO_FILE)
+        summary_path = os.path.join(path, SUMMARY_FILE)
+        self.scenario = read_json_object(scenario_path)
+        check_scenario(scenario_path, self.scenario)
+        self.summary = read_json_object(summary_path)
+        check_summary(summary_path, self.summary)
 
     def __repr__(self):
         return f"Run({self.path!r})"
@@ -165,21 +445,9 @@ class Run:
     def records(self):
         """Every line of metrics.jsonl (empty without the file)."""
         path = os.path.join(self.path, METRICS_FILE)
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             return []
-        out = []
-        with open(path) as f:
-            for number, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise RunError(f"{path}: line {number} is not JSON ({e})") from None
-                if not isinstance(rec, dict):
-                    raise RunError(f"{path}: line {number}: expected a JSON object")
-                out.append(rec)
-        return out
+        return read_records(path)
 
     @functools.cached_property
     def steps(self):
@@ -269,7 +537,7 @@ def load(path):
     if not os.path.isdir(path):
         raise RunError(f"{path}: not a folder")
     for name in (SCENARIO_FILE, SUMMARY_FILE):
-        if not os.path.isfile(os.path.join(path, name)):
+        if not os.path.lexists(os.path.join(path, name)):
             raise RunError(f"{path}: not a finished run (no {name})")
     key = os.path.realpath(path)
     signature = _signature(path)

@@ -34,13 +34,16 @@ def write_run(screening, name, *, pace, accuracy, payload=1000):
     with open(os.path.join(path, "scenario.json"), "w") as f:
         json.dump({"training": {"target_accuracy": TARGET, "steps": SCREENED}}, f)
     with open(os.path.join(path, "summary.json"), "w") as f:
-        json.dump({"steps": SCREENED, "workers": 2, "payload_bytes": payload * SCREENED * 2}, f)
+        json.dump({"steps": SCREENED, "workers": 2, "payload_bytes": payload * SCREENED * 2,
+                   "final_accuracy": accuracy(SCREENED), "sim_time_s": SCREENED * pace}, f)
     with open(os.path.join(path, "metrics.jsonl"), "w") as f:
         for step in range(1, SCREENED + 1):
             f.write(json.dumps({"type": "step", "step": step, "sim_time_s": step * pace}) + "\n")
             if step % SCREEN_EVERY == 0:
+                # An accuracy is a fraction: where the power law dips below 0 (the first
+                # evaluations, before FIT_FROM), the run would have measured 0.
                 f.write(json.dumps({"type": "eval", "step": step, "sim_time_s": step * pace,
-                                    "accuracy": accuracy(step)}) + "\n")
+                                    "accuracy": max(0.0, accuracy(step))}) + "\n")
 
 
 class Advise(unittest.TestCase):

@@ -29,7 +29,7 @@ def write_run(parent, name, *, rate, codec, ttt, accuracy, workers=4, target=0.8
                 "training": {"workers": workers, "steps": steps, "target_accuracy": target,
                              "buckets": {"size_mb": 25.0, "first_mb": 1.0}}}
     summary = {"name": name, "workers": workers, "steps": steps, "time_to_target_s": ttt,
-               "final_accuracy": accuracy}
+               "final_accuracy": accuracy, "sim_time_s": 10.0}
     for file, doc in (("scenario.json", scenario), ("summary.json", summary)):
         with open(os.path.join(path, file), "w") as f:
             json.dump(doc, f)

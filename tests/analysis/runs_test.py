@@ -203,7 +203,8 @@ class Loading(TempDir):
         os.remove(os.path.join(path, "metrics.jsonl"))
         self.assertEqual(len(run.steps), 2)
         # A run redone under the same name is a new run.
-        write_json(os.path.join(path, "summary.json"), {"time_to_target_s": 123.5, "steps": 10})
+        write_json(os.path.join(path, "summary.json"), {"time_to_target_s": 123.5, "steps": 10,
+                                                             "final_accuracy": None, "sim_time_s": 1.0})
         again = runs.load(path)
         self.assertIsNot(again, run)
         self.assertEqual(again.time_to_target_s, 123.5)
@@ -399,7 +400,9 @@ class OneNaming(TempDir):
             self.assertEqual(answer.main(["answer.py", os.path.join(self.dir, "missing")]), 2)
         self.assertEqual(err.getvalue().splitlines(), [
             f"error: {half}: not a finished run (no scenario.json)",
-            f"error: no run folders (with summary.json and scenario.json) under {half}",
+            f"skipped: {half}: not a finished run (no scenario.json)",
+            f"error: no run folders (with summary.json and scenario.json) under {half} that "
+            "could be read (skipped above)",
             f"error: {os.path.join(self.dir, 'missing')}: not a folder"])
 
 
