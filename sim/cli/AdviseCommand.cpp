@@ -59,7 +59,9 @@ double pilot_elapsed(const std::string& run_dir, bool ran_now, double measured) 
   if (ran_now) return measured;
   std::ifstream in(run_dir + "/summary.json");
   const auto summary = nlohmann::json::parse(in, nullptr, false);
-  return (summary.is_object() ? summary.value("wall_time_s", 0.0) : 0.0) + 1.0;
+  const bool recorded = summary.is_object() && summary.contains("wall_time_s") &&
+                        summary["wall_time_s"].is_number();
+  return (recorded ? summary["wall_time_s"].get<double>() : 0.0) + 1.0;
 }
 
 }  // namespace

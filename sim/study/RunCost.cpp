@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/ConfigError.h"
+
 namespace gradwire {
 
 double RunCost::estimate_s(std::int64_t steps, std::int64_t evals) const {
@@ -22,9 +24,18 @@ RunCost RunCost::from_run(const std::string& run_dir, double elapsed_s) {
   std::map<std::int64_t, double> eval_wall;  // step -> cumulative wall time after its evaluation
   std::vector<double> compute;
   std::string line;
+  std::size_t number = 0;
   while (std::getline(in, line)) {
+    ++number;
     const auto rec = nlohmann::json::parse(line, nullptr, false);
     if (!rec.is_object() || !rec.contains("step") || !rec.contains("wall_time_s")) continue;
+    // A record that has the keys but not their types is a pilot someone edited or a disk
+    // damaged: named, rather than priced from a guess.
+    if (!rec["step"].is_number_integer() || !rec["wall_time_s"].is_number()) {
+      throw ConfigError(path + ":" + std::to_string(number),
+                        "expected an integer step and a number wall_time_s in the pilot's "
+                        "metrics; remove the pilot's folder to run it again");
+    }
     const auto step = rec["step"].get<std::int64_t>();
     const double wall = rec["wall_time_s"].get<double>();
     const bool eval = rec.value("type", "") == "eval";

@@ -174,6 +174,16 @@ TEST_F(PilotFolder, PricesStepsEvaluationsAndStartUpFromThePilotsWallClock) {
   EXPECT_NEAR(cost.step_compute_s, 0.003, 1e-12);  // the median: the slow first step is not it
   EXPECT_NEAR(cost.estimate_s(10, 2), wall + 0.3, 1e-9);
   EXPECT_THROW(RunCost::from_run((dir_ / "missing").string(), 1), std::runtime_error);
+  // A record whose step or wall time is not a number names the file and line (exit 2 from
+  // advise), not a JSON library's type error.
+  std::ofstream(dir_ / "metrics.jsonl", std::ios::app)
+      << R"({"type": "step", "step": 11, "wall_time_s": "late"})" << "\n";
+  try {
+    RunCost::from_run(dir_.string(), 1);
+    ADD_FAILURE() << "a string wall_time_s was priced";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), (dir_ / "metrics.jsonl").string() + ":13") << e.what();
+  }
 }
 
 class Advise : public PilotFolder {};
