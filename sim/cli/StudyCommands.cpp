@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/AtomicOutput.h"
 #include "common/ConfigError.h"
 #include "common/SelfExecutable.h"
 #include "sim/cli/AnalysisScripts.h"
@@ -35,6 +36,13 @@ CLI::App* add_sweep_command(CLI::App& app, SweepCommandOptions& o) {
 
 int run_sweep_command(const SweepCommandOptions& o, std::ostream& out, std::ostream& err) {
   SweepPlan plan = SweepPlan::load(o.file);
+  // Checked as `run` checks its folder, before anything is written: a file, a read-only mount
+  // or /proc is a clear exit 2, not a filesystem error from deep in the runner.
+  const std::string problem = prepare_output_parent(o.out_dir);
+  if (!problem.empty()) {
+    throw ConfigError("--out", "expected a folder where the sweep folder can be made; " +
+                                   o.out_dir + ": " + problem);
+  }
   SweepOptions options;
   options.jobs = o.jobs;
   options.out_dir = o.out_dir;

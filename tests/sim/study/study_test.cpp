@@ -420,6 +420,22 @@ TEST_F(Study, EmitSlurmWritesAnArrayJobAndRunsNothing) {
   }
 }
 
+// An --out that cannot hold the sweep folder (a file, somewhere under /proc) is exit 2 naming
+// --out, for running, --emit-slurm and --collect alike, before anything is written.
+TEST_F(Study, SweepRefusesAnOutputThatCannotHoldItsFolder) {
+  std::ofstream(dir_ / "sweep.json") << sweep_doc().dump(2);
+  std::ofstream(dir_ / "a-file") << "x";
+  for (const std::string out : {(dir_ / "a-file").string(), std::string("/proc/gradwire-sweep")}) {
+    for (const std::string mode : {"", " --emit-slurm", " --collect"}) {
+      const Result r = run("sweep " + (dir_ / "sweep.json").string() + " --out " + out + mode);
+      EXPECT_EQ(r.code, 2) << out << mode << "\n" << r.output;
+      EXPECT_NE(r.output.find("--out: expected a folder where the sweep folder can be made"),
+                std::string::npos) << r.output;
+      EXPECT_EQ(r.output.find("filesystem error"), std::string::npos) << r.output;
+    }
+  }
+}
+
 // What each Slurm task does when it ends: results.csv from the summaries present, nothing run.
 // (slurm_sweep_test runs the array under a real Slurm.)
 TEST_F(Study, CollectRewritesResultsFromSummariesAndRunsNothing) {
