@@ -60,6 +60,16 @@ std::string two_decimals(double v) {
   return buf;
 }
 
+/// Fading's keys, one type, default and range for Wi-Fi and LTE (both chain ns-3's
+/// NakagamiPropagationLossModel and read them alike); each family says what a draw covers.
+ParamSpec fading_param(const char* meaning) {
+  return choice("fading", "none", {"none", "nakagami"}, meaning);
+}
+
+ParamSpec nakagami_m_param(const char* meaning) {
+  return number("nakagami_m", 1.0, 0.0, 100.0, meaning, true);
+}
+
 }  // namespace
 
 ParamSpec tcp_buffer_param() {
@@ -102,14 +112,13 @@ const std::vector<ParamSpec>& wifi_params() {
                   two_decimals(wifi_default_reference_loss_db("2.4GHz")) + " (2.4GHz), " +
                   two_decimals(wifi_default_reference_loss_db("5GHz")) + " (5GHz), " +
                   two_decimals(wifi_default_reference_loss_db("6GHz")) + " (6GHz)"),
-      choice("fading", "none", {"none", "nakagami"},
-             "fast fading after the path loss: `nakagami` (ns-3's NakagamiPropagationLossModel: "
-             "each frame's received power is drawn from a Nakagami-m distribution around the "
-             "path loss's, `nakagami_m`) or `none`"),
-      number("nakagami_m", 1.0, 0.0, 100.0,
-             "`fading` `nakagami`: the shape m; 1 is Rayleigh fading (no line of sight), larger "
-             "is milder (line of sight: m = (K + 1)^2 / (2K + 1) for Rician factor K)",
-             true),
+      fading_param(
+          "fast fading after the path loss: `nakagami` (ns-3's NakagamiPropagationLossModel: "
+          "each frame's received power is drawn from a Nakagami-m distribution around the "
+          "path loss's, `nakagami_m`) or `none`"),
+      nakagami_m_param(
+          "`fading` `nakagami`: the shape m; 1 is Rayleigh fading (no line of sight), larger "
+          "is milder (line of sight: m = (K + 1)^2 / (2K + 1) for Rician factor K)"),
       number("tx_power_dbm", 20.0, -10.0, 40.0, "transmit power of every radio, dBm"),
       derived(with_default(
                   list("ap_position",
@@ -164,13 +173,12 @@ const std::vector<ParamSpec>& lte_params() {
              "path loss: `friis` (free space), `log-distance` (`exponent`) or `cost231` "
              "(COST-231 Hata)"),
       number("exponent", 3.0, 1.0, 8.0, "log-distance path-loss exponent"),
-      choice("fading", "none", {"none", "nakagami"},
-             "fast fading on every radio link, downlink and uplink: `nakagami` scales each "
-             "transmission's received power by a Nakagami-m draw (ns-3's "
-             "NakagamiPropagationLossModel, chained onto the path loss; a new draw per "
-             "transmission, the same over its resource blocks)"),
-      number("nakagami_m", 1.0, 0.0, 100.0,
-             "`fading` `nakagami`: the shape m (1 = Rayleigh; larger = milder fading)", true),
+      fading_param(
+          "fast fading on every radio link, downlink and uplink: `nakagami` scales each "
+          "transmission's received power by a Nakagami-m draw (ns-3's "
+          "NakagamiPropagationLossModel, chained onto the path loss; a new draw per "
+          "transmission, the same over its resource blocks)"),
+      nakagami_m_param("`fading` `nakagami`: the shape m (1 = Rayleigh; larger = milder fading)"),
       choice("handover", "none", {"none", "a3-rsrp"},
              "`a3-rsrp`: X2 links between every pair of eNodeBs and ns-3's "
              "A3RsrpHandoverAlgorithm (a UE hands over when a neighbour's RSRP exceeds its "
