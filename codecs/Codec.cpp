@@ -15,13 +15,17 @@ void Codec::accumulate(Bytes& /*acc*/, ByteSpan /*other*/) const {
                          "' is not summable: decode payloads and add the tensors instead");
 }
 
+torch::Tensor Codec::decode_to(ByteSpan payload, const c10::Device& device) const {
+  return decode(payload).to(device);
+}
+
 torch::Tensor Codec::finalize(torch::Tensor sum, int workers) const {
   return sum.div_(static_cast<double>(workers));
 }
 
 std::vector<Bytes> Codec::encode_chunks(const torch::Tensor& grad,
                                         const std::vector<std::int64_t>& bounds) {
-  check_gradient(grad, name() + " encode_chunks");
+  check_gradient(grad, name() + " encode_chunks", encodes_on_device());
   check_chunk_bounds(grad.numel(), bounds);
   std::vector<Bytes> out;
   out.reserve(bounds.size() - 1);

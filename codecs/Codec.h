@@ -27,6 +27,8 @@
 #include "common/DecodeError.h"
 #include "common/LossTolerance.h"
 
+#include <c10/core/Device.h>
+
 namespace at {
 class Tensor;
 }
@@ -84,6 +86,17 @@ class Codec {
 
   /// Decodes a payload produced by this codec kind; throws DecodeError on corrupt bytes.
   virtual torch::Tensor decode(ByteSpan payload) const = 0;
+
+  /// True when encode() also takes a gradient that lives on an accelerator (a CUDA tensor)
+  /// and computes there, so that only the payload crosses to host memory. False: the caller
+  /// copies the gradient to the host first (codec_input in codecs/GradientChecks.h). A codec
+  /// that says true writes the same bytes from either place (tests/gpu/gpu_test.cpp).
+  virtual bool encodes_on_device() const { return false; }
+
+  /// decode(), with the result on `device`. The default decodes on the host and copies the
+  /// dense tensor over; codecs whose payload is smaller than the tensor copy the payload's
+  /// values and expand them there.
+  virtual torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const;
 
   virtual Aggregation aggregation() const { return Aggregation::kDecodeThenSum; }
 

@@ -24,11 +24,13 @@ std::uint64_t read_dense(ByteSpan payload, const std::uint8_t** values) {
 }  // namespace
 
 Bytes DenseCodec::encode_dense(const torch::Tensor& grad) {
-  check_gradient(grad, "none encode");
+  check_gradient(grad, "none encode", /*on_device=*/true);
   const auto n = static_cast<std::uint64_t>(grad.numel());
   ByteWriter writer(payload_size(n));
   write_header(writer, CodecId::kDense, kFormatVersion, n);
-  writer.f32_array(grad.data_ptr<float>(), n);
+  // On an accelerator the payload is the gradient itself: one copy to the host.
+  const torch::Tensor host = grad.device().is_cpu() ? grad : grad.to(torch::kCPU);
+  writer.f32_array(host.data_ptr<float>(), n);
   return writer.take();
 }
 

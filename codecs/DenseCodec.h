@@ -18,6 +18,7 @@ class DenseCodec : public Codec {
   std::string name() const override { return "none"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  bool encodes_on_device() const override { return true; }
   Aggregation aggregation() const override { return Aggregation::kSummable; }
   /// Lost values read as 0.0f: the header must arrive, the values may not.
   LossTolerance loss_tolerance() const override;

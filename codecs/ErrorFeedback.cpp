@@ -22,10 +22,12 @@ const torch::Tensor& ErrorFeedback::residual() const { return *residual_; }
 torch::Tensor ErrorFeedback::decode(ByteSpan payload) const { return inner_->decode(payload); }
 
 torch::Tensor ErrorFeedback::compensate(const torch::Tensor& grad) {
-  check_gradient(grad, name() + " (error feedback) encode");
+  check_gradient(grad, name() + " (error feedback) encode", encodes_on_device());
   torch::Tensor& e = *residual_;
   if (!e.defined()) {
     e = torch::zeros_like(grad);
+  } else if (e.numel() == grad.numel() && e.device() != grad.device()) {
+    e = e.to(grad.device());  // a residual loaded from a state file, on the host
   } else if (e.numel() != grad.numel()) {
     throw std::invalid_argument("error feedback: gradient has " + std::to_string(grad.numel()) +
                                 " elements but the residual has " + std::to_string(e.numel()) +
@@ -42,13 +44,13 @@ Bytes ErrorFeedback::encode(const torch::Tensor& grad) {
   Bytes payload = inner_->encode(acc);
   // What was not sent (exactly: acc - decode is 0 where top-k sent the value) waits for the
   // next step.
-  acc.sub_(inner_->decode(payload));
+  acc.sub_(inner_->decode_to(payload, acc.device()));
   return payload;
 }
 
 std::vector<Bytes> ErrorFeedback::encode_chunks(const torch::Tensor& grad,
                                                 const std::vector<std::int64_t>& bounds) {
-  check_gradient(grad, name() + " (error feedback) encode_chunks");
+  check_gradient(grad, name() + " (error feedback) encode_chunks", encodes_on_device());
   check_chunk_bounds(grad.numel(), bounds);
   const torch::Tensor acc = compensate(grad);
   // The inner codec's own chunking (its encode per slice by default).
@@ -58,7 +60,7 @@ std::vector<Bytes> ErrorFeedback::encode_chunks(const torch::Tensor& grad,
   // at whole slices): each chunk covers as many elements as it decodes to.
   std::int64_t begin = 0;
   for (const Bytes& payload : payloads) {
-    const torch::Tensor decoded = inner_->decode(payload);
+    const torch::Tensor decoded = inner_->decode_to(payload, e.device());
     const std::int64_t len = decoded.numel();
     if (begin + len > grad.numel()) {
       throw std::logic_error(name() + " encode_chunks: chunks cover more than the gradient");
@@ -75,7 +77,7 @@ std::vector<Bytes> ErrorFeedback::encode_chunks(const torch::Tensor& grad,
 
 Bytes ErrorFeedback::save_state() const {
   CodecState st("error_feedback/" + inner_->name());
-  st.put_tensor("residual", *residual_);
+  st.put_tensor("residual", residual_->defined() ? residual_->to(torch::kCPU) : *residual_);
   st.put_bytes("inner", inner_->save_state());
   return st.serialize();
 }

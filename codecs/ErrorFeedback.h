@@ -39,6 +39,9 @@ class ErrorFeedback : public Codec {
   torch::Tensor finalize(torch::Tensor sum, int workers) const override;
   double last_density() const override { return inner_->last_density(); }
   bool applies_momentum() const override { return inner_->applies_momentum(); }
+  /// The residual lives where the gradient does: on the accelerator when the inner codec
+  /// encodes there.
+  bool encodes_on_device() const override { return inner_->encodes_on_device(); }
   LossTolerance loss_tolerance() const override { return inner_->loss_tolerance(); }
   void observe_aggregate(const torch::Tensor& update) override { inner_->observe_aggregate(update); }
   /// Compensates the whole gradient once, encodes the chunks with the inner codec and updates

@@ -6,7 +6,7 @@
 
 namespace gradwire {
 
-void check_gradient(const torch::Tensor& grad, const std::string& who) {
+void check_gradient(const torch::Tensor& grad, const std::string& who, bool on_device) {
   if (!grad.defined()) throw std::invalid_argument(who + ": gradient tensor is undefined");
   if (grad.dim() != 1) {
     throw std::invalid_argument(who + ": expected a 1-D (flat) gradient, got " +
@@ -16,12 +16,17 @@ void check_gradient(const torch::Tensor& grad, const std::string& who) {
     throw std::invalid_argument(who + ": expected a float32 gradient, got " +
                                 std::string(c10::toString(grad.scalar_type())));
   }
-  if (!grad.device().is_cpu()) {
+  if (!grad.device().is_cpu() && !on_device) {
     throw std::invalid_argument(who + ": expected a CPU tensor; move it with .cpu() first");
   }
   if (!grad.is_contiguous()) {
     throw std::invalid_argument(who + ": expected a contiguous tensor");
   }
+}
+
+torch::Tensor codec_input(const Codec& codec, const torch::Tensor& grad) {
+  if (grad.device().is_cpu() || codec.encodes_on_device()) return grad;
+  return grad.to(torch::kCPU);
 }
 
 void check_chunk_bounds(std::int64_t numel, const std::vector<std::int64_t>& bounds) {

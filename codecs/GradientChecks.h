@@ -12,8 +12,13 @@
 namespace gradwire {
 
 /// Requires a defined, contiguous, 1-D float32 CPU tensor (the contract in Codec.h). `who`
-/// names the caller in the message, e.g. "topk encode".
-void check_gradient(const torch::Tensor& grad, const std::string& who);
+/// names the caller in the message, e.g. "topk encode". `on_device`: a codec that
+/// encodes_on_device() also accepts a tensor on an accelerator.
+void check_gradient(const torch::Tensor& grad, const std::string& who, bool on_device = false);
+
+/// The tensor to hand `codec`'s encode: `grad` itself where the codec reads it where it lives
+/// (host memory, or an accelerator for a codec that encodes_on_device()), else a host copy.
+torch::Tensor codec_input(const Codec& codec, const torch::Tensor& grad);
 
 /// Requires bounds.front() == 0, bounds.back() == numel, non-decreasing, at least two entries.
 /// Equal neighbours (empty chunks) are allowed: a ring with more workers than elements has them.

@@ -65,6 +65,15 @@ torch::Tensor TimedCodecBase<Base>::decode(ByteSpan payload) const {
 }
 
 template <class Base>
+torch::Tensor TimedCodecBase<Base>::decode_to(ByteSpan payload, const c10::Device& device) const {
+  const auto start = Clock::now();
+  torch::Tensor out = inner_.decode_to(payload, device);
+  charge(CodecOp::kDecode, start,
+         [&] { return inner_.work(CodecOp::kDecode, out.numel(), payload.size); });
+  return out;
+}
+
+template <class Base>
 void TimedCodecBase<Base>::accumulate(Bytes& acc, ByteSpan other) const {
   const auto start = Clock::now();
   inner_.accumulate(acc, other);

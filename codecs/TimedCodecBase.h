@@ -29,6 +29,8 @@ class TimedCodecBase : public Base {
   std::string name() const override { return inner_.name(); }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  bool encodes_on_device() const override { return inner_.encodes_on_device(); }
+  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   Aggregation aggregation() const override { return inner_.aggregation(); }
   torch::Tensor finalize(torch::Tensor sum, int workers) const override;
   double last_density() const override { return inner_.last_density(); }

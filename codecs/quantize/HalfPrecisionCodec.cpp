@@ -28,6 +28,22 @@ void from_half(HalfPrecisionCodec::Format format, const std::uint8_t* src, std::
   }
 }
 
+// A half or bfloat16 tensor's 16-bit words to and from little-endian payload bytes.
+void copy_half_words(const torch::Tensor& half, std::uint64_t n, std::uint8_t* dst) {
+  const auto* words = static_cast<const std::uint16_t*>(half.data_ptr());
+  for (std::uint64_t i = 0; i < n; ++i) {
+    dst[2 * i] = static_cast<std::uint8_t>(words[i] & 0xff);
+    dst[2 * i + 1] = static_cast<std::uint8_t>(words[i] >> 8);
+  }
+}
+
+void load_half_words(const std::uint8_t* src, std::uint64_t n, torch::Tensor& half) {
+  auto* words = static_cast<std::uint16_t*>(half.data_ptr());
+  for (std::uint64_t i = 0; i < n; ++i) {
+    words[i] = static_cast<std::uint16_t>(src[2 * i] | (std::uint16_t{src[2 * i + 1]} << 8));
+  }
+}
+
 }  // namespace
 
 std::uint64_t HalfPrecisionCodec::read(ByteSpan payload, const std::uint8_t** values) const {
@@ -39,13 +55,38 @@ std::uint64_t HalfPrecisionCodec::read(ByteSpan payload, const std::uint8_t** va
 }
 
 Bytes HalfPrecisionCodec::encode(const torch::Tensor& grad) {
-  check_gradient(grad, name() + " encode");
+  check_gradient(grad, name() + " encode", /*on_device=*/true);
+  if (!grad.device().is_cpu()) return encode_with_tensor_ops(grad);
   const auto n = static_cast<std::uint64_t>(grad.numel());
   ByteWriter writer(payload_size(n));
   write_header(writer, id(), kFormatVersion, n);
   std::uint8_t* dst = writer.extend(2 * n);
   to_half(format_, grad.data_ptr<float>(), n, dst);
   return writer.take();
+}
+
+Bytes HalfPrecisionCodec::encode_with_tensor_ops(const torch::Tensor& grad) const {
+  const auto n = static_cast<std::uint64_t>(grad.numel());
+  ByteWriter writer(payload_size(n));
+  write_header(writer, id(), kFormatVersion, n);
+  // LibTorch rounds to nearest, ties to even, as to_half does.
+  const torch::Tensor half = grad.to(torch_type()).to(torch::kCPU).contiguous();
+  copy_half_words(half, n, writer.extend(2 * n));
+  return writer.take();
+}
+
+torch::Tensor HalfPrecisionCodec::decode_to(ByteSpan payload, const c10::Device& device) const {
+  if (device.is_cpu()) return decode(payload);
+  const std::uint8_t* values = nullptr;
+  const std::uint64_t n = read(payload, &values);
+  torch::Tensor half = torch::empty({static_cast<std::int64_t>(n)}, torch_type());
+  load_half_words(values, n, half);
+  // Widening is exact, so converting on the accelerator gives decode()'s values.
+  return half.to(device).to(torch::kFloat);
+}
+
+c10::ScalarType HalfPrecisionCodec::torch_type() const {
+  return format_ == Format::kFp16 ? torch::kHalf : torch::kBFloat16;
 }
 
 torch::Tensor HalfPrecisionCodec::decode(ByteSpan payload) const {

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include <c10/core/ScalarType.h>
+
 #include "codecs/Codec.h"
 
 namespace gradwire {
@@ -25,6 +27,11 @@ class HalfPrecisionCodec : public Codec {
   std::string name() const override { return format_ == Format::kFp16 ? "fp16" : "bf16"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  bool encodes_on_device() const override { return true; }
+  /// encode()'s payload, rounded with tensor operations wherever grad lives (encode() uses it
+  /// for a gradient on an accelerator), so only the 16-bit values cross to the host.
+  Bytes encode_with_tensor_ops(const torch::Tensor& grad) const;
+  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// Encode and decode: one conversion pass (1 operation per element). Accumulate: two
   /// payloads read, one written; widen both, add, round back (4 operations per element).
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
@@ -36,6 +43,7 @@ class HalfPrecisionCodec : public Codec {
   static std::size_t payload_size(std::uint64_t n) { return 12 + 2 * n; }
 
  private:
+  c10::ScalarType torch_type() const;
   CodecId id() const { return format_ == Format::kFp16 ? CodecId::kFp16 : CodecId::kBf16; }
   /// Validates a payload and returns its element count and where its values start.
   std::uint64_t read(ByteSpan payload, const std::uint8_t** values) const;

@@ -233,8 +233,41 @@ std::vector<std::uint32_t> TopKCodec::select_largest(const float* values, std::i
   return indices;
 }
 
+Bytes TopKCodec::encode_with_tensor_ops(const torch::Tensor& grad, std::int64_t k) {
+  const std::int64_t n = grad.numel();
+  // The host selection's order, on the accelerator: keys are the magnitude bits (so NaN ranks
+  // above +inf), every key above the k-th largest is kept, and the places left go to the keys
+  // equal to it in ascending position.
+  const torch::Tensor keys = grad.view(torch::kInt).bitwise_and(0x7fffffff);
+  torch::Tensor keep;
+  if (k == n) {
+    keep = torch::ones({n}, keys.options().dtype(torch::kBool));
+  } else {
+    const torch::Tensor threshold = std::get<0>(keys.topk(k, 0, true, false)).min();
+    const torch::Tensor above = keys > threshold;
+    const torch::Tensor ties = keys == threshold;
+    const torch::Tensor places = k - above.sum();
+    keep = above.logical_or(ties.logical_and(ties.cumsum(0) <= places));
+  }
+  const torch::Tensor indices = keep.nonzero().view({-1});
+  const torch::Tensor values = grad.index_select(0, indices).to(torch::kCPU);
+  const torch::Tensor host_indices = indices.to(torch::kInt).to(torch::kCPU);
+  if (host_indices.numel() != k) {
+    throw std::logic_error("topk encode: the accelerator selected " +
+                           std::to_string(host_indices.numel()) + " entries, not " +
+                           std::to_string(k));
+  }
+  ByteWriter writer(payload_size(static_cast<std::uint64_t>(k)));
+  write_header(writer, CodecId::kTopK, kFormatVersion, static_cast<std::uint64_t>(n));
+  writer.u32(static_cast<std::uint32_t>(k));
+  writer.u32_array(static_cast<const std::uint32_t*>(host_indices.data_ptr()),
+                   static_cast<std::size_t>(k));
+  writer.f32_array(values.data_ptr<float>(), static_cast<std::uint64_t>(k));
+  return writer.take();
+}
+
 Bytes TopKCodec::encode(const torch::Tensor& grad) {
-  check_gradient(grad, "topk encode");
+  check_gradient(grad, "topk encode", /*on_device=*/true);
   const std::int64_t n = grad.numel();
   if (static_cast<std::uint64_t>(n) > kMaxAddressable) {
     throw std::invalid_argument("topk encode: " + std::to_string(n) +
@@ -242,6 +275,7 @@ Bytes TopKCodec::encode(const torch::Tensor& grad) {
   }
   const std::int64_t k = k_for(n);
   last_density_ = n > 0 ? static_cast<double>(k) / static_cast<double>(n) : 1.0;
+  if (!grad.device().is_cpu() && k > 0) return encode_with_tensor_ops(grad, k);
   const float* values = grad.data_ptr<float>();
 
   std::vector<std::uint32_t> indices;
@@ -261,48 +295,85 @@ Bytes TopKCodec::encode(const torch::Tensor& grad) {
   return writer.take();
 }
 
-torch::Tensor TopKCodec::decode_sparse(ByteSpan payload, std::uint64_t max_elements) {
+namespace {
+
+// A validated topk payload: its element count and the k (index, value) pairs, ascending.
+struct SparseEntries {
+  std::uint64_t n = 0;
+  std::uint64_t k = 0;
+  const std::uint8_t* indices = nullptr;
+  const std::uint8_t* values = nullptr;
+};
+
+SparseEntries read_sparse(ByteSpan payload, std::uint64_t max_elements) {
   ByteReader reader(payload, kWhat);
-  const PayloadHeader h = read_header(reader, CodecId::kTopK, "topk", kFormatVersion);
-  const std::uint64_t n = h.numel;
+  const PayloadHeader h = read_header(reader, CodecId::kTopK, "topk", TopKCodec::kFormatVersion);
+  SparseEntries e;
+  e.n = h.numel;
   const std::uint64_t limit = std::min(max_elements, kMaxAddressable);
-  if (n > limit) {
-    reader.fail("element count " + std::to_string(n) + " exceeds this decoder's limit of " +
+  if (e.n > limit) {
+    reader.fail("element count " + std::to_string(e.n) + " exceeds this decoder's limit of " +
                 std::to_string(limit));
   }
-  const std::uint64_t k = reader.u32("k");
-  if (k > n) {
-    reader.fail("k = " + std::to_string(k) + " exceeds the element count " + std::to_string(n));
+  e.k = reader.u32("k");
+  if (e.k > e.n) {
+    reader.fail("k = " + std::to_string(e.k) + " exceeds the element count " + std::to_string(e.n));
   }
   // Exact size before touching anything else: 8 bytes per entry (u32 index + f32 value).
-  if (reader.remaining() != 8 * k) {
+  if (reader.remaining() != 8 * e.k) {
     std::ostringstream msg;
-    msg << "size mismatch: k = " << k << " needs " << 8 * k << " bytes after offset "
+    msg << "size mismatch: k = " << e.k << " needs " << 8 * e.k << " bytes after offset "
         << reader.offset() << ", have " << reader.remaining();
     reader.fail(msg.str());
   }
-  const std::uint8_t* indices = reader.take(k, 4, "indices");
-  const std::uint8_t* values = reader.take(k, 4, "values");
+  e.indices = reader.take(e.k, 4, "indices");
+  e.values = reader.take(e.k, 4, "values");
   reader.expect_end();
-
-  torch::Tensor out = torch::zeros({static_cast<std::int64_t>(n)}, torch::kFloat);
-  float* dst = out.data_ptr<float>();
-  // One pass: validate and scatter. On a bad index we throw and the tensor is discarded.
   std::uint64_t prev = 0;
-  for (std::uint64_t i = 0; i < k; ++i) {
-    const std::uint64_t index = load_u32_le(indices + 4 * i);
-    if (index >= n) {
+  for (std::uint64_t i = 0; i < e.k; ++i) {
+    const std::uint64_t index = load_u32_le(e.indices + 4 * i);
+    if (index >= e.n) {
       reader.fail("index " + std::to_string(index) + " at position " + std::to_string(i) +
-                  " is out of range for " + std::to_string(n) + " elements");
+                  " is out of range for " + std::to_string(e.n) + " elements");
     }
     if (i > 0 && index <= prev) {
       reader.fail("indices not strictly increasing at position " + std::to_string(i) + " (" +
                   std::to_string(prev) + " then " + std::to_string(index) +
                   "); duplicate or unsorted");
     }
-    dst[index] = load_f32_le(values + 4 * i);
     prev = index;
   }
+  return e;
+}
+
+}  // namespace
+
+torch::Tensor TopKCodec::decode_sparse(ByteSpan payload, std::uint64_t max_elements) {
+  const SparseEntries e = read_sparse(payload, max_elements);
+  torch::Tensor out = torch::zeros({static_cast<std::int64_t>(e.n)}, torch::kFloat);
+  float* dst = out.data_ptr<float>();
+  for (std::uint64_t i = 0; i < e.k; ++i) {
+    dst[load_u32_le(e.indices + 4 * i)] = load_f32_le(e.values + 4 * i);
+  }
+  return out;
+}
+
+torch::Tensor TopKCodec::decode_to(ByteSpan payload, const c10::Device& device) const {
+  if (device.is_cpu()) return decode(payload);
+  // Only the k entries cross to the accelerator; the dense tensor is filled there.
+  const SparseEntries e = read_sparse(payload, max_elements_);
+  const auto k = static_cast<std::int64_t>(e.k);
+  torch::Tensor index = torch::empty({k}, torch::kLong);
+  torch::Tensor value = torch::empty({k}, torch::kFloat);
+  auto* idx = index.data_ptr<std::int64_t>();
+  auto* val = value.data_ptr<float>();
+  for (std::int64_t i = 0; i < k; ++i) {
+    idx[i] = load_u32_le(e.indices + 4 * i);
+    val[i] = load_f32_le(e.values + 4 * i);
+  }
+  torch::Tensor out = torch::zeros({static_cast<std::int64_t>(e.n)},
+                                   torch::TensorOptions().dtype(torch::kFloat).device(device));
+  out.index_put_({index.to(device)}, value.to(device));
   return out;
 }
 

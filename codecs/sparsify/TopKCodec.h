@@ -33,6 +33,8 @@ class TopKCodec : public Codec {
   std::string name() const override { return "topk"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  bool encodes_on_device() const override { return true; }
+  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// Encode: one selection of k of n, a scan of the gradient, the k values gathered, the
   /// payload written. Decode: the zero-filled tensor and the k values scattered into it.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
@@ -57,6 +59,11 @@ class TopKCodec : public Codec {
                                                    std::int64_t k);
   /// Exact size of a topk payload holding k entries.
   static std::size_t payload_size(std::uint64_t k) { return kPayloadHeaderSize + 4 + 8 * k; }
+
+ /// encode()'s payload for k of grad's elements, computed with tensor operations wherever
+  /// grad lives (encode() uses it for a gradient on an accelerator): the same selection, ties
+  /// and NaN included, with only the k entries copied to the host.
+  static Bytes encode_with_tensor_ops(const torch::Tensor& grad, std::int64_t k);
 
  private:
   double ratio_;

@@ -9,6 +9,7 @@
 
 #include "codecs/DenseCodec.h"
 #include "codecs/ExactEncoding.h"
+#include "codecs/GradientChecks.h"
 #include "codecs/MultiRoundCodec.h"
 #include "nodes/schemes/ParameterDonation.h"
 #include "nodes/schemes/QuietWatchdog.h"
@@ -85,7 +86,8 @@ void ParameterServer::contribute(int rank, std::int64_t step, const at::Tensor& 
     Round first;
     {
       WallClockAccount::Charge charge(account_);  // codec work is LibTorch's, not ns-3's
-      first = w.multi->begin_exchange(gradient);
+      // Multi-round codecs work on the host.
+      first = w.multi->begin_exchange(gradient.to(at::kCPU));
     }
     send_round(rank, std::move(first));
     return;
@@ -95,7 +97,7 @@ void ParameterServer::contribute(int rank, std::int64_t step, const at::Tensor& 
   m.step = static_cast<std::uint64_t>(step);
   {
     WallClockAccount::Charge charge(account_);  // encoding is LibTorch work, not ns-3's
-    m.payload = codecs_[rank]->encode(gradient);
+    m.payload = codecs_[rank]->encode(codec_input(*codecs_[rank], gradient));
   }
   m.loss = codecs_[rank]->loss_tolerance();  // what a udp transport may lose of it
   count_payload(rank, m.payload.size());

@@ -10,6 +10,7 @@
 
 #include "codecs/DenseCodec.h"
 #include "codecs/ExactEncoding.h"
+#include "codecs/GradientChecks.h"
 #include "codecs/MultiRoundCodec.h"
 #include "nodes/schemes/ParameterDonation.h"
 #include "nodes/schemes/QuietWatchdog.h"
@@ -129,7 +130,8 @@ void RingAllReduce::contribute(int rank, std::int64_t step, const at::Tensor& gr
     Round first;
     {
       WallClockAccount::Charge charge(account_);  // codec work is LibTorch's, not ns-3's
-      first = s.multi->begin_exchange(gradient);
+      // Multi-round codecs work on the host.
+      first = s.multi->begin_exchange(gradient.to(at::kCPU));
     }
     start_round(rank, std::move(first));
   } else {
@@ -138,7 +140,8 @@ void RingAllReduce::contribute(int rank, std::int64_t step, const at::Tensor& gr
     if (codecs_[rank]->aggregation() == Aggregation::kSummable) {
       s.op = Operation::kChunkSum;
       s.summing = codecs_[rank];
-      s.slots = codecs_[rank]->encode_chunks(gradient, chunk_bounds(s.numel, n));
+      s.slots = codecs_[rank]->encode_chunks(codec_input(*codecs_[rank], gradient),
+                                             chunk_bounds(s.numel, n));
       std::uint64_t bytes = 0;
       for (const Bytes& chunk : s.slots) bytes += chunk.size();
       count_payload(rank, bytes);
@@ -151,7 +154,7 @@ void RingAllReduce::contribute(int rank, std::int64_t step, const at::Tensor& gr
     } else {
       s.op = Operation::kGather;
       s.slots.assign(n, Bytes());
-      s.slots[s.pos] = codecs_[rank]->encode(gradient);
+      s.slots[s.pos] = codecs_[rank]->encode(codec_input(*codecs_[rank], gradient));
       count_payload(rank, s.slots[s.pos].size());
       if (faults_) s.own_payload = s.slots[s.pos];
     }

@@ -25,6 +25,9 @@ void SynchronousScheme::on_gradient(Worker& worker, const at::Tensor& gradient) 
 
 int SynchronousScheme::gradient_buckets() const { return collective_->buckets(); }
 
+// The ring and parameter-server collectives pass gradients to codecs through codec_input.
+bool SynchronousScheme::takes_device_gradients() const { return true; }
+
 void SynchronousScheme::on_bucket(Worker& worker, int bucket, const at::Tensor& slice) {
   collective_->contribute_bucket(worker.rank(), worker.steps_done(), bucket, slice,
                                  apply_and_finish(worker));

@@ -17,6 +17,7 @@ class SynchronousScheme : public TrainingScheme {
   explicit SynchronousScheme(Collective* collective) : collective_(collective) {}
   void on_gradient(Worker& worker, const at::Tensor& gradient) override;
   int gradient_buckets() const override;
+  bool takes_device_gradients() const override;
   void on_bucket(Worker& worker, int bucket, const at::Tensor& slice) override;
   void on_start(Worker& worker) override;
   /// The collective's fault handling (ring and PS have it); it reads a donor's parameters

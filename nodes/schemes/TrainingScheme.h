@@ -22,10 +22,16 @@ class TrainingScheme {
  public:
   virtual ~TrainingScheme() = default;
 
-  /// Worker `worker` has the gradient of its step `worker.steps_done()` (flat 1-D float32 CPU,
-  /// read during the call), at the current simulated instant. The scheme must eventually call
+  /// Worker `worker` has the gradient of its step `worker.steps_done()` (flat 1-D float32 on
+  /// the CPU, or on the worker's accelerator where takes_device_gradients(); read during the
+  /// call), at the current simulated instant. The scheme must eventually call
   /// worker.FinishStep() exactly once for this step.
   virtual void on_gradient(Worker& worker, const at::Tensor& gradient) = 0;
+
+  /// True when the scheme accepts gradients on an accelerator: it hands them to codecs through
+  /// codec_input (codecs/GradientChecks.h), so a codec that encodes on the device reads them
+  /// there and only payloads cross to the host. False: the worker copies them to the CPU.
+  virtual bool takes_device_gradients() const { return false; }
 
   /// Gradient buckets the scheme takes one by one while backward runs (1: the whole gradient,
   /// through on_gradient, when backward is over).

@@ -7,6 +7,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ns3/simulator.h>
+#include <torch/cuda.h>
 #include <torch/optim/sgd.h>
 #include <torch/utils.h>
 
@@ -78,6 +79,9 @@ void Worker::InstallReadyHooks() {
   ready_wall_.assign(params.size(), 0.0);
   for (std::size_t i = 0; i < params.size(); ++i) {
     params[i].register_hook([this, i](const at::Tensor&) {
+      // On a GPU the hook runs when the kernels are queued; the gradient is ready once they
+      // have run.
+      if (device_.is_cuda()) torch::cuda::synchronize();
       ready_wall_[i] = std::chrono::duration<double>(
                            std::chrono::steady_clock::now().time_since_epoch())
                            .count();
@@ -179,12 +183,15 @@ void Worker::Compute() {
     gradient_.bind(parameters);
     at::Tensor loss = softmax_cross_entropy(model_->forward(inputs), labels);
     loss.backward();
+    // Kernel time, not launch time: on a GPU, backward returns once its kernels are queued.
+    if (device_.is_cuda()) torch::cuda::synchronize();
     backward_end_ = std::chrono::duration<double>(
                         std::chrono::steady_clock::now().time_since_epoch())
                         .count();
     current_.loss = loss.item<double>();
-    // One flat CPU vector: the unit codecs and collectives work on.
-    step_gradient_ = gradient_.take(parameters);
+    // One flat vector: the unit codecs and collectives work on. It stays on the GPU where
+    // the scheme hands it to codecs that encode there.
+    step_gradient_ = gradient_.take(parameters, device_.is_cuda() && scheme_->takes_device_gradients());
   }
   wall_started_ = std::chrono::duration<double>(wall_start.time_since_epoch()).count();
   current_.compute_wall_s =

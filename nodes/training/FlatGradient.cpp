@@ -50,12 +50,13 @@ void FlatGradient::bind(const std::vector<at::Tensor>& parameters) {
   }
 }
 
-at::Tensor FlatGradient::take(const std::vector<at::Tensor>& parameters) const {
-  if (shared_) return flat_.to(at::kCPU).contiguous();
+at::Tensor FlatGradient::take(const std::vector<at::Tensor>& parameters, bool on_device) const {
+  if (shared_) return on_device ? flat_ : flat_.to(at::kCPU).contiguous();
   std::vector<at::Tensor> grads;
   grads.reserve(parameters.size());
   for (const auto& p : parameters) grads.push_back(p.grad().reshape({-1}));
-  return at::cat(grads).to(at::kCPU).contiguous();
+  const at::Tensor flat = at::cat(grads);
+  return on_device ? flat.contiguous() : flat.to(at::kCPU).contiguous();
 }
 
 void FlatGradient::release(const std::vector<at::Tensor>& parameters) {

@@ -22,9 +22,9 @@ class FlatGradient {
   /// non-contiguous ones, cannot share one vector: each then gets a zeroed gradient of its
   /// own, and take() concatenates them.
   void bind(const std::vector<at::Tensor>& parameters);
-  /// After backward: the flat gradient on the CPU; it shares memory with the parameters'
-  /// gradients until the next bind().
-  at::Tensor take(const std::vector<at::Tensor>& parameters) const;
+  /// After backward: the flat gradient, on the CPU or (`on_device`) where the parameters
+  /// live; it shares memory with the parameters' gradients until the next bind().
+  at::Tensor take(const std::vector<at::Tensor>& parameters, bool on_device = false) const;
   /// Points the parameters' gradients at slices of `update` (flat, on their device) for the
   /// optimizer to read: no copy. `update` is only read; release() lets it go.
   static void point_at(const std::vector<at::Tensor>& parameters, const at::Tensor& update);

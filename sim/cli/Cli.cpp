@@ -37,6 +37,20 @@ std::string param_type(const CodecParam& p) {
   return p.type == CodecParam::Type::kNested ? "codec object" : p.type_name();
 }
 
+/// Whether the codec, built with its defaults, encodes a GPU gradient where it lives
+/// (Codec::encodes_on_device) rather than reading a host copy.
+bool encodes_on_device(const CodecInfo& info) {
+  CodecContext context;
+  context.numel = 1024;
+  context.workers = 2;
+  try {
+    const nlohmann::json spec = CodecRegistry::builtin().resolve({{"kind", info.name}}, "codec");
+    return info.make(spec, context)->encodes_on_device();
+  } catch (const std::exception&) {
+    return false;  // a codec that cannot be built without a model's layout copies to the host
+  }
+}
+
 void list_codecs(std::ostream& out, bool as_json) {
   nlohmann::json all = nlohmann::json::array();
   for (const CodecInfo* info : CodecRegistry::builtin().list()) {
@@ -45,21 +59,28 @@ void list_codecs(std::ostream& out, bool as_json) {
       params.push_back({{"name", p.name}, {"type", param_type(p)},
                         {"default", p.default_value}, {"help", p.help}});
     }
-    all.push_back({{"kind", info->name}, {"summary", info->summary}, {"params", params}});
+    all.push_back({{"kind", info->name}, {"summary", info->summary}, {"params", params},
+                   {"encodes_on_device", encodes_on_device(*info)}});
   }
   if (as_json) {
     out << all.dump(2) << "\n";
     return;
   }
   for (const auto& c : all) {
-    out << c["kind"].get<std::string>() << "  -  " << c["summary"].get<std::string>() << "\n";
+    out << c["kind"].get<std::string>() << "  -  " << c["summary"].get<std::string>()
+        << (c["encodes_on_device"].get<bool>() ? " [GPU: encodes on the device]"
+                                               : " [GPU: encodes a host copy]")
+        << "\n";
     for (const auto& p : c["params"]) {
       out << "    " << p["name"].get<std::string>() << " (" << p["type"].get<std::string>()
           << ", default " << p["default"].dump() << "): " << p["help"].get<std::string>() << "\n";
     }
   }
   out << "Every codec also takes error_feedback (bool, default false): accumulate what was not "
-         "sent and add it to the next gradient.\n";
+         "sent and add it to the next gradient.\n"
+         "With compute.device cuda, a codec marked 'encodes on the device' reads the gradient "
+         "on the GPU and only its payload crosses to the host; the others read a host copy of "
+         "the gradient.\n";
 }
 
 /// A kind's keys, one per line, as every listing prints them.

@@ -3,11 +3,14 @@
 way a PyTorch user writes it (torchvision where it has the architecture), batch 32, forward,
 cross-entropy, backward, gradients concatenated into one vector.
 
-    step_bench.py [--threads N] [--steps N] [--models resnet20,lstm_lm,...]
+    step_bench.py [--threads N] [--steps N] [--models resnet20,lstm_lm,...] [--batch N]
+                  [--device cpu|cuda]
 
 prints one JSON object per model: {"model", "parameters", "step_ms"} (the median of N timed
-steps after 3 warm-up steps). Runs under Debian's /usr/bin/python3 (python3-torch,
-python3-torchvision), the PyTorch whose kernels gradwire's LibTorch shares.
+steps after 3 warm-up steps; on a GPU each step ends when its kernels have run). Runs under
+Debian's /usr/bin/python3 (python3-torch, python3-torchvision), the PyTorch whose kernels
+gradwire's LibTorch shares; on a GPU machine, under the Python whose PyTorch carries the
+LibTorch gradwire was built with.
 """
 import argparse
 import json
@@ -73,7 +76,7 @@ class TransformerLm(nn.Module):
         self.register_buffer("mask", torch.triu(torch.full((BPTT, BPTT), float("-inf")), 1))
 
     def forward(self, x):
-        h = self.tokens(x) + self.positions(torch.arange(x.size(1)))
+        h = self.tokens(x) + self.positions(torch.arange(x.size(1), device=x.device))
         return self.decoder(self.norm(self.encoder(h, mask=self.mask)))
 
 
@@ -88,17 +91,18 @@ MODELS = {
 }
 
 
-def time_step(name, steps):
+def time_step(name, steps, batch=BATCH, device="cpu"):
     build, tokens = MODELS[name]
     torch.manual_seed(1)
-    model = build()
+    model = build().to(device)
     model.train()
     if tokens:
-        x = torch.randint(VOCAB, (BATCH, BPTT))
-        y = torch.randint(VOCAB, (BATCH, BPTT))
+        x = torch.randint(VOCAB, (batch, BPTT))
+        y = torch.randint(VOCAB, (batch, BPTT))
     else:
-        x = torch.randn(BATCH, 3, 32, 32)
-        y = torch.randint(10, (BATCH,))
+        x = torch.randn(batch, 3, 32, 32)
+        y = torch.randint(10, (batch,))
+    x, y = x.to(device), y.to(device)
     times = []
     for i in range(steps + 3):
         start = time.perf_counter()
@@ -107,6 +111,8 @@ def time_step(name, steps):
         loss = F.cross_entropy(out.reshape(-1, out.size(-1)), y.reshape(-1))
         loss.backward()
         flat = torch.cat([p.grad.reshape(-1) for p in model.parameters()])
+        if device == "cuda":
+            torch.cuda.synchronize()
         del flat
         if i >= 3:
             times.append((time.perf_counter() - start) * 1000.0)
@@ -120,10 +126,15 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--batch", type=int, default=BATCH)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.device == "cuda":
+        # The fp32 arithmetic gradwire's LibTorch does by default (TF32 off for matrix products).
+        torch.backends.cuda.matmul.allow_tf32 = False
     for name in args.models.split(","):
-        print(json.dumps(time_step(name, args.steps)), flush=True)
+        print(json.dumps(time_step(name, args.steps, args.batch, args.device)), flush=True)
 
 
 if __name__ == "__main__":

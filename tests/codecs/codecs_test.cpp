@@ -24,6 +24,7 @@
 #include "codecs/ErrorFeedback.h"
 #include "codecs/ExactEncoding.h"
 #include "codecs/RatioCounts.h"
+#include "codecs/quantize/HalfPrecisionCodec.h"
 #include "codecs/sparsify/TopKCodec.h"
 #include "codecs/wire/WireFormat.h"
 #include "common/ConfigError.h"
@@ -753,6 +754,48 @@ TEST(CodecState, StepCountersBeyondInt64AreRejected) {
     state.put_u64("step", 3);
     EXPECT_NO_THROW(codec->load_state(ByteSpan(state.serialize()))) << kind;
     EXPECT_EQ(codec->decode(ByteSpan(codec->encode(random_gradient(40, 5)))).numel(), 40) << kind;
+  }
+}
+
+}  // namespace
+}  // namespace gradwire
+
+namespace gradwire {
+namespace {
+
+// The tensor-operation encoders run on a GPU (tests/gpu/gpu_test.cpp compares the devices);
+// here, on the CPU, they must write the host encoders' bytes for the same input.
+torch::Tensor awkward_gradient(std::int64_t n, bool with_nan) {
+  torch::manual_seed(11);
+  torch::Tensor g = torch::randn({n});
+  auto* v = g.data_ptr<float>();
+  for (std::int64_t i = 0; i < n; i += 97) v[i] = 0.75f;  // many ties at one magnitude
+  for (std::int64_t i = 5; i < n; i += 131) v[i] = -0.75f;
+  const std::vector<float> specials = {-0.0f, 70000.0f, 3e-6f, -INFINITY, 1.0f + 1.0f / 2048,
+                                       with_nan ? NAN : 0.5f};
+  for (std::size_t i = 0; i < specials.size() && static_cast<std::int64_t>(i + 1) < n; ++i) {
+    v[i + 1] = specials[i];
+  }
+  return g;
+}
+
+TEST(TensorOpsEncode, TopKWritesTheHostSelection) {
+  for (std::int64_t n : {1, 7, 1000, 100003}) {
+    const torch::Tensor g = awkward_gradient(n, /*with_nan=*/true);
+    for (double ratio : {0.001, 0.01, 0.3, 1.0}) {
+      TopKCodec codec(ratio);
+      const Bytes host = codec.encode(g);
+      const Bytes ops = TopKCodec::encode_with_tensor_ops(g, codec.k_for(n));
+      EXPECT_EQ(host, ops) << "n " << n << ", ratio " << ratio;
+    }
+  }
+}
+
+TEST(TensorOpsEncode, HalfPrecisionRoundsAsTheHostEncoder) {
+  const torch::Tensor g = awkward_gradient(100003, /*with_nan=*/false);
+  for (auto format : {HalfPrecisionCodec::Format::kFp16, HalfPrecisionCodec::Format::kBf16}) {
+    HalfPrecisionCodec codec(format);
+    EXPECT_EQ(codec.encode(g), codec.encode_with_tensor_ops(g)) << codec.name();
   }
 }
 

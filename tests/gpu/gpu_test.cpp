@@ -1,0 +1,240 @@
+// What only a GPU can check (ctest label `gpu`; scripts/gpu-check runs it on a GPU machine):
+// a training step on CUDA equals the CPU step, codecs that encode on the device write the
+// CPU path's bytes, and a whole simulated ring run with top-k learns on CUDA as on the CPU.
+// Without CUDA every test skips and says why.
+#include <cmath>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <ATen/Context.h>
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include "OneTorchThread.h"
+#include "codecs/CodecRegistry.h"
+#include "codecs/DenseCodec.h"
+#include "codecs/ErrorFeedback.h"
+#include "codecs/GradientChecks.h"
+#include "codecs/quantize/HalfPrecisionCodec.h"
+#include "codecs/sparsify/TopKCodec.h"
+#include "nodes/training/Loss.h"
+#include "nodes/training/Model.h"
+#include "sim/engine/Engine.h"
+#include "sim/engine/ScenarioLoader.h"
+
+namespace gradwire {
+namespace {
+
+#define SKIP_WITHOUT_CUDA()                                                                   \
+  do {                                                                                        \
+    if (!torch::cuda::is_available()) {                                                       \
+      GTEST_SKIP() << "no CUDA: the linked LibTorch " TORCH_VERSION " has no CUDA or no GPU " \
+                      "is visible (scripts/gpu-check runs these on a GPU machine)";           \
+    }                                                                                         \
+  } while (0)
+
+const torch::Device kCuda(torch::kCUDA);
+
+// Full fp32 on the GPU: TF32 matrix products would round differently from the CPU by design.
+void exact_fp32() {
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::globalContext().setAllowTF32CuDNN(false);
+}
+
+double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
+  const torch::Tensor ref = b.to(torch::kCPU).to(torch::kDouble);
+  const double denom = std::max(ref.norm().item<double>(), 1e-30);
+  return (a.to(torch::kCPU).to(torch::kDouble) - ref).norm().item<double>() / denom;
+}
+
+torch::Tensor flat_gradient(Model& model) {
+  std::vector<torch::Tensor> parts;
+  for (const auto& p : model.parameters()) parts.push_back(p.grad().reshape({-1}));
+  return torch::cat(parts);
+}
+
+torch::Tensor flat_parameters(Model& model) {
+  std::vector<torch::Tensor> parts;
+  for (const auto& p : model.parameters()) parts.push_back(p.detach().reshape({-1}));
+  return torch::cat(parts);
+}
+
+struct StepResult {
+  double loss;
+  torch::Tensor gradient;    // on the CPU
+  torch::Tensor parameters;  // after one SGD step, on the CPU
+};
+
+// One worker step: forward, cross-entropy, backward, SGD with momentum.
+StepResult one_step(const std::string& kind, const ModelInput& input, const torch::Device& device,
+                    const torch::Tensor& x, const torch::Tensor& y) {
+  torch::manual_seed(7);  // the same initial weights on both devices (drawn on the CPU)
+  ModelConfig config;
+  config.kind = kind;
+  auto model = make_model(config, input);
+  model->to(device);
+  // Dropout draws differ between devices; BatchNorm's batch statistics are what a step uses.
+  if (kind == "lstm_lm" || kind == "transformer") {
+    model->eval();
+  } else {
+    model->train();
+  }
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
+  sgd.zero_grad();
+  const torch::Tensor loss = softmax_cross_entropy(model->forward(x.to(device)), y.to(device));
+  loss.backward();
+  StepResult r{loss.item<double>(), flat_gradient(*model).to(torch::kCPU), {}};
+  sgd.step();
+  r.parameters = flat_parameters(*model).to(torch::kCPU);
+  return r;
+}
+
+class ZooStepOnCuda : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ZooStepOnCuda, EqualsTheCpuStep) {
+  SKIP_WITHOUT_CUDA();
+  exact_fp32();
+  const std::string kind = GetParam();
+  const bool text = kind == "lstm_lm" || kind == "transformer";
+  const ModelInput input = text ? ModelInput{{35}, 10000, true} : ModelInput{{3, 32, 32}, 10, false};
+  torch::manual_seed(3);
+  const std::int64_t batch = 8;
+  const torch::Tensor x = text ? torch::randint(10000, {batch, 35}, torch::kLong)
+                               : torch::randn({batch, 3, 32, 32});
+  const torch::Tensor y = text ? torch::randint(10000, {batch, 35}, torch::kLong)
+                               : torch::randint(10, {batch}, torch::kLong);
+  const StepResult cpu = one_step(kind, input, torch::kCPU, x, y);
+  const StepResult gpu = one_step(kind, input, kCuda, x, y);
+  // Float tolerance: the same fp32 arithmetic summed in other orders (cuDNN's convolution
+  // algorithms, cuBLAS's blocking) differs in the last bits, and deep nets carry that along.
+  EXPECT_NEAR(gpu.loss, cpu.loss, 1e-4 * std::abs(cpu.loss)) << kind;
+  EXPECT_LT(relative_error(gpu.gradient, cpu.gradient), 1e-3) << kind << ": gradient";
+  EXPECT_LT(relative_error(gpu.parameters, cpu.parameters), 1e-5) << kind << ": parameters";
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, ZooStepOnCuda,
+                         ::testing::Values("resnet20", "resnet56", "resnet18", "vgg16",
+                                           "mobilenetv2", "lstm_lm", "transformer"));
+
+// A gradient with what selection and rounding must get right: ties, signed zeros, values
+// that overflow fp16, fp16 subnormals, infinities and a NaN.
+torch::Tensor awkward_gradient(std::int64_t n) {
+  torch::manual_seed(11);
+  torch::Tensor g = torch::randn({n});
+  auto* v = g.data_ptr<float>();
+  for (std::int64_t i = 0; i < n; i += 97) v[i] = 0.75f;   // many ties at one magnitude
+  for (std::int64_t i = 5; i < n; i += 131) v[i] = -0.75f;
+  v[1] = -0.0f;
+  v[2] = 70000.0f;       // beyond fp16's range
+  v[3] = 3e-6f;          // an fp16 subnormal
+  v[4] = -INFINITY;
+  v[6] = NAN;
+  v[7] = 1.0f + 1.0f / 2048;  // halfway between two fp16 values: ties to even
+  return g;
+}
+
+std::vector<std::unique_ptr<Codec>> device_codecs() {
+  std::vector<std::unique_ptr<Codec>> out;
+  out.push_back(std::make_unique<DenseCodec>());
+  out.push_back(std::make_unique<HalfPrecisionCodec>(HalfPrecisionCodec::Format::kFp16));
+  out.push_back(std::make_unique<HalfPrecisionCodec>(HalfPrecisionCodec::Format::kBf16));
+  for (double ratio : {0.001, 0.01, 0.3, 1.0}) out.push_back(std::make_unique<TopKCodec>(ratio));
+  return out;
+}
+
+std::string hex_diff(const Bytes& a, const Bytes& b) {
+  if (a.size() != b.size()) {
+    return "sizes " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return "first difference at byte " + std::to_string(i);
+  }
+  return "equal";
+}
+
+TEST(DeviceCodecs, WriteTheCpuBytesAndDecodeToTheCpuValues) {
+  SKIP_WITHOUT_CUDA();
+  const torch::Tensor host = awkward_gradient(100003);
+  const torch::Tensor device = host.to(kCuda);
+  for (auto& codec : device_codecs()) {
+    ASSERT_TRUE(codec->encodes_on_device()) << codec->name();
+    const Bytes from_host = codec->encode(host);
+    const Bytes from_device = codec->encode(device);
+    EXPECT_EQ(from_host, from_device) << codec->name() << ": " << hex_diff(from_host, from_device);
+    const torch::Tensor on_host = codec->decode(ByteSpan(from_host));
+    const torch::Tensor on_device = codec->decode_to(ByteSpan(from_host), kCuda);
+    EXPECT_TRUE(on_device.is_cuda()) << codec->name();
+    EXPECT_TRUE(torch::equal(on_host.nan_to_num(), on_device.to(torch::kCPU).nan_to_num()))
+        << codec->name() << ": decode_to differs from decode";
+  }
+}
+
+TEST(DeviceCodecs, ErrorFeedbackKeepsTheCpuResidualStepAfterStep) {
+  SKIP_WITHOUT_CUDA();
+  ErrorFeedback on_host(std::make_unique<TopKCodec>(0.01));
+  ErrorFeedback on_device(std::make_unique<TopKCodec>(0.01));
+  ASSERT_TRUE(on_device.encodes_on_device());
+  torch::manual_seed(5);
+  for (int step = 0; step < 5; ++step) {
+    const torch::Tensor g = torch::randn({50000});
+    const Bytes a = on_host.encode(g);
+    const Bytes b = on_device.encode(g.to(kCuda));
+    ASSERT_EQ(a, b) << "step " << step << ": " << hex_diff(a, b);
+    EXPECT_TRUE(on_device.residual().is_cuda());
+    EXPECT_TRUE(torch::equal(on_host.residual(), on_device.residual().to(torch::kCPU)))
+        << "step " << step;
+  }
+}
+
+TEST(DeviceCodecs, OthersReadAHostCopy) {
+  SKIP_WITHOUT_CUDA();
+  const CodecRegistry& registry = CodecRegistry::builtin();
+  const nlohmann::json spec = registry.resolve({{"kind", "qsgd"}}, "codec");
+  CodecContext context;
+  context.numel = 4096;
+  auto a = registry.find("qsgd")->make(spec, context);
+  auto b = registry.find("qsgd")->make(spec, context);
+  EXPECT_FALSE(b->encodes_on_device());
+  const torch::Tensor g = torch::randn({4096});
+  const torch::Tensor input = codec_input(*b, g.to(kCuda));
+  EXPECT_TRUE(input.device().is_cpu());
+  EXPECT_EQ(a->encode(g), b->encode(input));
+}
+
+nlohmann::json ring_topk_run(const std::string& device) {
+  return {{"gradwire", 1},
+          {"name", "gpu-ring-topk-" + device},
+          {"seed", 3},
+          {"model", {{"kind", "cnn"}}},
+          {"dataset", {{"kind", "synthetic"}, {"shape", {1, 28, 28}}, {"separation", 1.0},
+                       {"train_samples", 4000}, {"test_samples", 1000}}},
+          {"training", {{"workers", 4}, {"steps", 60}, {"batch", 32}, {"eval_every", 30},
+                        {"optimizer", {{"lr", 0.05}, {"momentum", 0.9}}}}},
+          {"compute", {{"mode", "fixed"}, {"seconds", 0.002}, {"threads", 1}, {"device", device}}},
+          {"codec", {{"kind", "topk"}, {"ratio", 0.05}, {"error_feedback", true}}},
+          {"topology", {{"kind", "ring"}}},
+          {"network", {{"rate", "1Gbps"}}}};
+}
+
+TEST(RingOnCuda, TopKLearnsAsOnTheCpu) {
+  SKIP_WITHOUT_CUDA();
+  exact_fp32();
+  const RunResult cpu = Engine(load_scenario(ring_topk_run("cpu"))).run("", nullptr);
+  const RunResult gpu = Engine(load_scenario(ring_topk_run("cuda"))).run("", nullptr);
+  EXPECT_EQ(gpu.summary["device"], "cuda");
+  // Top-k payloads have a fixed size, so the network sees the same bytes at the same instants.
+  EXPECT_EQ(gpu.summary["bytes_on_wire"], cpu.summary["bytes_on_wire"]);
+  EXPECT_DOUBLE_EQ(gpu.summary["sim_time_s"].get<double>(),
+                   cpu.summary["sim_time_s"].get<double>());
+  const double cpu_accuracy = cpu.summary["final_accuracy"].get<double>();
+  const double gpu_accuracy = gpu.summary["final_accuracy"].get<double>();
+  EXPECT_GT(gpu_accuracy, 0.7);
+  EXPECT_NEAR(gpu_accuracy, cpu_accuracy, 0.05);
+}
+
+}  // namespace
+}  // namespace gradwire
