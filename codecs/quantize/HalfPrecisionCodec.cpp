@@ -69,9 +69,17 @@ Bytes HalfPrecisionCodec::encode_with_tensor_ops(const torch::Tensor& grad) cons
   const auto n = static_cast<std::uint64_t>(grad.numel());
   ByteWriter writer(payload_size(n));
   write_header(writer, id(), kFormatVersion, n);
-  // LibTorch rounds to nearest, ties to even, as to_half does.
-  const torch::Tensor half = grad.to(torch_type()).to(torch::kCPU).contiguous();
-  copy_half_words(half, n, writer.extend(2 * n));
+  // LibTorch rounds to nearest, ties to even, as to_half does. NaN is the one value whose
+  // bits it writes otherwise (CUDA gives 0x7fff): the host's quiet NaN replaces it, with the
+  // sign for fp16 (0x7e00 | sign, as the F16C instruction) and without for bf16 (0x7fc0).
+  torch::Tensor words = grad.to(torch_type()).view(torch::kShort);
+  const torch::Tensor nan = grad.isnan();
+  torch::Tensor quiet = torch::full_like(words, format_ == Format::kFp16 ? 0x7e00 : 0x7fc0);
+  if (format_ == Format::kFp16) {
+    quiet.masked_fill_(grad.view(torch::kInt) < 0, static_cast<std::int16_t>(0xfe00 - 0x10000));
+  }
+  words = torch::where(nan, quiet, words).to(torch::kCPU).contiguous();
+  copy_half_words(words, n, writer.extend(2 * n));
   return writer.take();
 }
 

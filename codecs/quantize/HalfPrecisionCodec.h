@@ -29,7 +29,8 @@ class HalfPrecisionCodec : public Codec {
   torch::Tensor decode(ByteSpan payload) const override;
   bool encodes_on_device() const override { return true; }
   /// encode()'s payload, rounded with tensor operations wherever grad lives (encode() uses it
-  /// for a gradient on an accelerator), so only the 16-bit values cross to the host.
+  /// for a gradient on an accelerator), so only the 16-bit values cross to the host. NaN
+  /// becomes the host encoder's quiet NaN (its payload bits are not kept).
   Bytes encode_with_tensor_ops(const torch::Tensor& grad) const;
   torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// Encode and decode: one conversion pass (1 operation per element). Accumulate: two

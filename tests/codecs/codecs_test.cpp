@@ -772,7 +772,7 @@ torch::Tensor awkward_gradient(std::int64_t n, bool with_nan) {
   for (std::int64_t i = 0; i < n; i += 97) v[i] = 0.75f;  // many ties at one magnitude
   for (std::int64_t i = 5; i < n; i += 131) v[i] = -0.75f;
   const std::vector<float> specials = {-0.0f, 70000.0f, 3e-6f, -INFINITY, 1.0f + 1.0f / 2048,
-                                       with_nan ? NAN : 0.5f};
+                                       with_nan ? NAN : 0.5f, with_nan ? -NAN : 0.25f};
   for (std::size_t i = 0; i < specials.size() && static_cast<std::int64_t>(i + 1) < n; ++i) {
     v[i + 1] = specials[i];
   }
@@ -792,7 +792,7 @@ TEST(TensorOpsEncode, TopKWritesTheHostSelection) {
 }
 
 TEST(TensorOpsEncode, HalfPrecisionRoundsAsTheHostEncoder) {
-  const torch::Tensor g = awkward_gradient(100003, /*with_nan=*/false);
+  const torch::Tensor g = awkward_gradient(100003, /*with_nan=*/true);
   for (auto format : {HalfPrecisionCodec::Format::kFp16, HalfPrecisionCodec::Format::kBf16}) {
     HalfPrecisionCodec codec(format);
     EXPECT_EQ(codec.encode(g), codec.encode_with_tensor_ops(g)) << codec.name();
