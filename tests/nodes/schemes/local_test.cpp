@@ -3,11 +3,14 @@
 // Whole runs of a small MLP on synthetic data with equal shards.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <numeric>
 
 #include <gtest/gtest.h>
 
 #include "MetricsLines.h"
+#include "RunGradwire.h"
 #include "common/ConfigError.h"
 #include "nodes/schemes/LocalSgd.h"
 #include "sim/engine/Engine.h"
@@ -182,6 +185,15 @@ TEST(LocalSgd, BadKeysNameTheirPath) {
   doc = run_doc({{"kind", "local"}});
   doc["training"]["buckets"] = {{"size_mb", 1}};
   EXPECT_THROW(load_scenario(doc), ConfigError);
+}
+
+TEST(LocalSgd, TheCliRefusesABadKeyWithExitTwo) {
+  const std::string file = ::testing::TempDir() + "local_bad_outer_lr.json";
+  std::ofstream(file) << run_doc({{"kind", "local"}, {"outer_lr", 0}}).dump();
+  const auto r = testing::run_gradwire("validate " + file);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("topology.outer_lr"), std::string::npos) << r.output;
+  std::remove(file.c_str());
 }
 
 }  // namespace
