@@ -1,6 +1,7 @@
 #include "nodes/schemes/LocalSgd.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <stdexcept>
 
@@ -47,6 +48,19 @@ std::vector<GradientBucket> plan_fragments(const std::vector<std::int64_t>& para
   return out;
 }
 
+std::vector<double> sample_weights(const std::vector<std::int64_t>& samples) {
+  std::vector<double> out(samples.size(), 1.0);
+  if (std::adjacent_find(samples.begin(), samples.end(), std::not_equal_to<>()) == samples.end()) {
+    return out;
+  }
+  const double total =
+      static_cast<double>(std::accumulate(samples.begin(), samples.end(), std::int64_t{0}));
+  for (std::size_t k = 0; k < samples.size(); ++k) {
+    out[k] = static_cast<double>(samples[k]) * static_cast<double>(samples.size()) / total;
+  }
+  return out;
+}
+
 struct LocalSgd::Node {
   Worker* worker = nullptr;
   std::vector<at::Tensor> start;      // per fragment: the global parameters the round began at
@@ -67,7 +81,7 @@ LocalSgd::LocalSgd(std::vector<GradientBucket> fragments,
     : fragments_(std::move(fragments)),
       channels_(std::move(channels)),
       collectives_(std::move(collectives)),
-      samples_(std::move(samples)),
+      weights_(sample_weights(samples)),
       options_(std::move(options)) {
   const std::int64_t P = static_cast<std::int64_t>(fragments_.size());
   if (options_.local_steps < 1 || P < 1 || P > options_.local_steps ||
@@ -76,7 +90,7 @@ LocalSgd::LocalSgd(std::vector<GradientBucket> fragments,
   }
   for (std::int64_t p = 0; p < P; ++p) offsets_.push_back(p * options_.local_steps / P);
   const int n = collectives_.front()->workers();
-  if (samples_.size() != static_cast<std::size_t>(n)) {
+  if (weights_.size() != static_cast<std::size_t>(n)) {
     throw std::invalid_argument("LocalSgd: one sample count per worker");
   }
   for (int r = 0; r < n; ++r) nodes_.push_back(std::make_unique<Node>());
@@ -87,17 +101,6 @@ LocalSgd::~LocalSgd() = default;
 bool LocalSgd::due(int fragment, std::int64_t steps) const {
   const std::int64_t offset = offsets_.at(static_cast<std::size_t>(fragment));
   return steps > 0 && steps >= offset && (steps - offset) % options_.local_steps == 0;
-}
-
-double LocalSgd::weight(int rank) const {
-  // Every worker takes part in every round: the participants are all of them.
-  const std::int64_t mine = samples_.at(static_cast<std::size_t>(rank));
-  if (std::all_of(samples_.begin(), samples_.end(), [&](std::int64_t s) { return s == mine; })) {
-    return 1.0;
-  }
-  const double total = static_cast<double>(
-      std::accumulate(samples_.begin(), samples_.end(), std::int64_t{0}));
-  return static_cast<double>(mine) * static_cast<double>(samples_.size()) / total;
 }
 
 void LocalSgd::on_start(Worker& worker) {
@@ -163,7 +166,8 @@ void LocalSgd::send(int rank, int p) {
     WallClockAccount::Charge charge(account_);
     at::Tensor x = node.worker->Parameters().slice(0, f.offset, f.offset + f.numel);
     delta = node.start[static_cast<std::size_t>(p)] - x;
-    const double w = weight(rank);
+    // Every worker takes part in every round: its weight is over all of them.
+    const double w = weights_[static_cast<std::size_t>(rank)];
     if (w != 1.0) delta.mul_(w);
     if (options_.overlap) node.at_send[static_cast<std::size_t>(p)] = x.clone();
   }

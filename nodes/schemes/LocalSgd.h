@@ -43,6 +43,11 @@ struct LocalOptions {
   bool overlap = false;           ///< keep computing while a fragment is in flight
 };
 
+/// Per participant: the factor its delta is scaled by before the collective averages, its
+/// samples over the participants' mean samples, so that the mean of the scaled deltas is
+/// FedAvg's sum_k n_k d_k / sum_k n_k. All 1 (exactly) when the samples are equal.
+std::vector<double> sample_weights(const std::vector<std::int64_t>& samples);
+
 /// The parameters cut into `fragments` contiguous groups of whole tensors (forward order) of
 /// about equal size. `parameter_numels` in forward order; needs 1 <= fragments <= tensors.
 std::vector<GradientBucket> plan_fragments(const std::vector<std::int64_t>& parameter_numels,
@@ -73,15 +78,12 @@ class LocalSgd : public TrainingScheme {
   void advance(int rank);
   void send(int rank, int fragment);
   void arrive(int rank, int fragment, const at::Tensor& aggregate);
-  /// The factor worker `rank`'s delta is scaled by (its samples over the participants' mean
-  /// samples); 1 when every participant has the same number.
-  double weight(int rank) const;
 
   std::vector<GradientBucket> fragments_;
   std::vector<std::int64_t> offsets_;  // per fragment: the schedule's shift in steps
   std::vector<std::unique_ptr<EndpointChannels>> channels_;  // outlive the collectives
   std::vector<std::unique_ptr<Collective>> collectives_;
-  std::vector<std::int64_t> samples_;
+  std::vector<double> weights_;  // per worker (sample_weights over the participants)
   LocalOptions options_;
   std::vector<std::unique_ptr<Node>> nodes_;
   bool accounts_set_ = false;

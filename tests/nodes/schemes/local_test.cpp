@@ -158,6 +158,48 @@ TEST(LocalSgd, FragmentsAreContiguousTensorGroupsOfAboutEqualSize) {
   EXPECT_THROW(plan_fragments(numels, 8), std::invalid_argument);
 }
 
+TEST(LocalSgd, SampleWeightsMakeTheMeanFedAvgsWeightedMean) {
+  EXPECT_EQ(sample_weights({250, 250, 250}), (std::vector<double>{1.0, 1.0, 1.0}));
+  const std::vector<std::int64_t> samples{100, 300, 600};
+  const auto w = sample_weights(samples);
+  const std::vector<double> deltas{1.0, -2.0, 0.5};
+  double mean_of_scaled = 0, weighted = 0;
+  for (std::size_t k = 0; k < samples.size(); ++k) {
+    mean_of_scaled += w[k] * deltas[k] / 3.0;
+    weighted += static_cast<double>(samples[k]) * deltas[k] / 1000.0;
+  }
+  EXPECT_NEAR(mean_of_scaled, weighted, 1e-12);
+  // Unequal shards (Dirichlet labels) in a run: FedAvg weights them and the global model
+  // learns (its local losses are each shard's own, so they say less).
+  auto doc = run_doc({{"kind", "local"}, {"local_steps", 4}});
+  doc["dataset"]["partition"] = {{"kind", "dirichlet"}, {"alpha", 0.5}};
+  const RunResult r = run(doc);
+  EXPECT_GT(r.summary["final_accuracy"].get<double>(), 0.2);  // 10 classes: chance is 0.1
+}
+
+TEST(LocalSgd, PseudoGradientsGoThroughTheScenariosCodec) {
+  // Each fragment has its own codec state (error feedback, PowerSGD's factors) sized to it.
+  auto topology = kDiLoCo;
+  topology["local_steps"] = 4;
+  topology["fragments"] = 2;
+  const RunResult dense = run(run_doc(topology));
+  const nlohmann::json codecs[] = {{{"kind", "topk"}, {"ratio", 0.1}, {"error_feedback", true}},
+                                   {{"kind", "qsgd"}, {"levels", 7}, {"bucket", 512}},
+                                   {{"kind", "powersgd"}, {"rank", 2}}};
+  for (const auto& codec : codecs) {
+    for (const std::string aggregation : {"ps", "ring"}) {
+      auto doc = run_doc(topology);
+      doc["topology"]["aggregation"] = aggregation;
+      doc["codec"] = codec;
+      const RunResult r = run(doc);
+      EXPECT_LT(r.summary["bytes_on_wire"].get<double>(),
+                0.6 * dense.summary["bytes_on_wire"].get<double>())
+          << codec.dump() << " " << aggregation;
+      EXPECT_LT(last_loss(r), 0.8 * first_loss(r)) << codec.dump() << " " << aggregation;
+    }
+  }
+}
+
 void expect_config_error(const nlohmann::json& topology, const std::string& path) {
   try {
     run(run_doc(topology));
