@@ -11,5 +11,6 @@ SchemeInfo ring_scheme();
 SchemeInfo parameter_server_scheme();
 SchemeInfo gossip_scheme();
 SchemeInfo leader_scheme();
+SchemeInfo local_scheme();
 
 }  // namespace gradwire

@@ -41,6 +41,7 @@ struct SchemeParts {
   std::function<std::vector<Codec*>(std::size_t bucket)> codecs;
   std::function<Codec*(std::size_t bucket)> server_codec;
   OptimizerSettings optimizer;
+  std::vector<std::int64_t> samples;  ///< per worker: its shard's training samples
   /// Asynchronous schemes report each applied update (staleness metrics).
   std::function<void(const StalenessEvent&)> on_update;
 };

@@ -11,6 +11,10 @@ bool SchemeInfo::has_mode(SyncMode mode) const {
   return std::find(modes.begin(), modes.end(), mode) != modes.end();
 }
 
+bool SchemeInfo::with_server(const std::any& settings) const {
+  return server_host || (server_host_if && server_host_if(settings));
+}
+
 bool SchemeInfo::collective_in(SyncMode mode) const {
   return std::find(collective_modes.begin(), collective_modes.end(), mode) !=
          collective_modes.end();
@@ -21,6 +25,7 @@ SchemeRegistry::SchemeRegistry() {
   add(parameter_server_scheme());
   add(gossip_scheme());
   add(leader_scheme());
+  add(local_scheme());
 }
 
 const SchemeRegistry& SchemeRegistry::builtin() { return extend(); }
@@ -81,7 +86,8 @@ std::string scheme_reference_markdown() {
   out += "\n### Schemes\n\n| kind | modes | server host | codecs | faults | `--processes` |\n"
          "|---|---|---|---|---|---|\n";
   for (const auto& s : r.list()) {
-    out += "| `" + s.name + "` | " + modes_text(s) + " | " + yes_no(s.server_host) + " | " +
+    out += "| `" + s.name + "` | " + modes_text(s) + " | " +
+           (s.server_host_when.empty() ? yes_no(s.server_host) : s.server_host_when) + " | " +
            (s.sends_gradients ? "any" : "`none` only") + " | " +
            (s.faults_sync ? "yes (sync)" : "no") + " | " + yes_no(s.processes) + " |\n";
   }
@@ -106,6 +112,7 @@ nlohmann::json scheme_reference_json() {
                        {"faults", s.faults_sync},
                        {"processes", s.processes},
                        {"params", params_json(s.params)}});
+    if (!s.server_host_when.empty()) schemes.back()["server_host_when"] = s.server_host_when;
   }
   return {{"common", params_json(r.common_params())}, {"schemes", schemes}};
 }

@@ -27,6 +27,10 @@ class TrainingScheme;
 struct SchemeInfo : KindDeclaration {
   std::vector<SyncMode> modes;
   bool server_host = false;      ///< needs a host of its own for the server
+  /// When the server host depends on the scheme's keys (server_host false): whether these
+  /// settings need it, and in words when (for the listings).
+  std::function<bool(const std::any& settings)> server_host_if;
+  std::string server_host_when;
   bool sends_gradients = true;   ///< false: exchanges parameters, so codecs must be `none`
   bool gradient_buckets = false; ///< takes `training.buckets` (reduces buckets while backward runs)
   bool faults_sync = false;      ///< handles workers leaving and rejoining (sync mode)
@@ -38,6 +42,12 @@ struct SchemeInfo : KindDeclaration {
   std::function<void(const std::any& settings, nlohmann::json& topology)> write;
   /// With `faults`: ConfigError for settings that cannot be replayed when a worker leaves.
   std::function<void(const std::any& settings)> check_with_faults;
+  /// A scheme that exchanges parts of the model on schedules of its own: the parts (contiguous
+  /// groups of parameter tensors, forward order), which the run gives codecs each as it does
+  /// gradient buckets; ConfigError naming topology.<key> when the model cannot be cut so.
+  std::function<std::vector<GradientBucket>(const std::any& settings,
+                                            const std::vector<std::int64_t>& parameter_numels)>
+      model_parts;
   /// Synchronous schemes in `collective_modes`: one collective over the parts' endpoints and
   /// codecs. A run with gradient buckets gets one per bucket (TrainingSetup).
   std::vector<SyncMode> collective_modes;
@@ -48,6 +58,8 @@ struct SchemeInfo : KindDeclaration {
       scheme;
 
   bool has_mode(SyncMode mode) const;
+  /// Whether a run with `settings` has a server host.
+  bool with_server(const std::any& settings) const;
   bool collective_in(SyncMode mode) const;
 
   /// Declares `fields` as the scheme's keys: params, read (then `check`) and write.

@@ -23,6 +23,8 @@ struct TopologyConfig {
   const SchemeInfo& scheme() const { return SchemeRegistry::builtin().at(kind); }
   const std::string& name() const { return kind; }
   bool async() const { return mode == SyncMode::kAsync; }
+  /// Whether the scheme, with these settings, has a server host.
+  bool with_server() const { return scheme().with_server(settings); }
   template <typename Settings>
   const Settings& settings_as() const {
     return std::any_cast<const Settings&>(settings);

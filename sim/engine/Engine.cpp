@@ -151,6 +151,8 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   std::uint64_t bytes_on_wire = 0;
   for (const auto& m : messengers) bytes_on_wire += m->bytes_sent();
   const bool complete = finished + departed == n;
+  std::vector<float> final_parameters;
+  if (complete) final_parameters = setup.model_parameters();
   ns3::Simulator::Destroy();
   if (!complete) {
     throw std::runtime_error("simulation ended before every worker finished (" +
@@ -174,6 +176,7 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
                                           {"batches", setup.parallel_batches()}};
   }
   result.metrics_jsonl = recorder.jsonl();
+  result.final_parameters = std::move(final_parameters);
   if (dir) {
     write_file_atomically(dir->staging() + "/scenario.json", sc.resolved.dump(2) + "\n");
     write_file_atomically(dir->staging() + "/metrics.jsonl", result.metrics_jsonl);

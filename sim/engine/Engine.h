@@ -5,6 +5,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,9 @@ struct RunResult {
   nlohmann::json summary;
   std::string metrics_jsonl;  ///< the metrics lines, as written
   std::string directory;      ///< where outputs went ("" when none were written)
+  /// The evaluated model's parameters when the run ended, flat in forward order (the scheme's
+  /// model, or worker 0's where the replicas agree): what tests compare runs by.
+  std::vector<float> final_parameters;
 };
 
 class Engine {

@@ -203,7 +203,7 @@ void check_scenario_rules(const Scenario& s, std::int64_t train_samples) {
   }
   check_faults(s);
   const TopologyConfig& tp = s.topology;
-  const std::int64_t hosts = s.training.workers + (tp.scheme().server_host ? 1 : 0);
+  const std::int64_t hosts = s.training.workers + (tp.with_server() ? 1 : 0);
   check_impairment_hosts(s.network.to_json(), "network", hosts, hosts);
   if (!tp.scheme().sends_gradients && s.codec.at("kind") != "none") {
     throw ConfigError("codec.kind", "expected \"none\" with topology " + tp.name() +

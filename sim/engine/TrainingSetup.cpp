@@ -113,7 +113,7 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
   Impl& s = *impl_;
   const Scenario& sc = scenario;
   s.n = sc.training.workers;
-  s.with_server = sc.topology.scheme().server_host;
+  s.with_server = sc.topology.with_server();
   s.device = pick_device(sc.compute.device);
   s.data = load_dataset(sc.dataset, sc.seed);
   s.shards = sc.dataset.partition == "dirichlet"
@@ -142,7 +142,11 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
   }
   const BucketCaps caps{static_cast<std::int64_t>(sc.training.first_bucket_mb * (1 << 20)),
                         static_cast<std::int64_t>(sc.training.bucket_mb * (1 << 20))};
-  s.buckets = sc.training.buckets ? plan_buckets(numels, caps) : single_bucket(numels);
+  const SchemeInfo& scheme = sc.topology.scheme();
+  // A scheme that exchanges parts of the model gets codecs per part, as buckets have them.
+  s.buckets = scheme.model_parts       ? scheme.model_parts(sc.topology.settings, numels)
+              : sc.training.buckets ? plan_buckets(numels, caps)
+                                    : single_bucket(numels);
   if (sc.compute.mode != "measured") s.ready_fractions = gradient_ready_fractions(*s.eval_model);
   s.eval_model->to(s.device);
   const std::int64_t shard = static_cast<std::int64_t>(s.shards[0].size());
@@ -256,6 +260,7 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
     parts.optimizer.nesterov = sc.training.nesterov;
     parts.optimizer.lr = sc.training.lr;
     parts.on_update = std::move(on_update);
+    for (const auto& shard : s.shards) parts.samples.push_back(static_cast<std::int64_t>(shard.size()));
     s.scheme = info.scheme(parts, topo.settings);
   }
   if (s.collective) {
@@ -345,6 +350,20 @@ EvalResult TrainingSetup::evaluate() {
   // Running statistics (batch normalisation) are no scheme's to send: see RunningStatistics.h.
   load_mean_buffers(*s.eval_model, s.models);
   return s.evaluator->evaluate(*s.eval_model);
+}
+
+std::vector<float> TrainingSetup::model_parameters() {
+  Impl& s = *impl_;
+  await_compute();
+  at::Tensor params = s.scheme->evaluation_parameters();
+  if (!params.defined()) {
+    if (!s.models[0]) throw std::logic_error("TrainingSetup: rank 0's model is not built here");
+    std::vector<at::Tensor> flat;
+    for (const auto& p : s.models[0]->parameters()) flat.push_back(p.detach().reshape(-1).cpu());
+    params = at::cat(flat);
+  }
+  params = params.to(torch::kFloat32).contiguous();
+  return std::vector<float>(params.data_ptr<float>(), params.data_ptr<float>() + params.numel());
 }
 
 double TrainingSetup::consensus_distance() const {

@@ -70,6 +70,8 @@ class TrainingSetup {
   /// Evaluates the parameters the scheme names, or rank 0's model when the scheme names none
   /// (std::logic_error if rank 0's model was not built here).
   EvalResult evaluate();
+  /// The parameters evaluate() evaluates, flat (forward order).
+  std::vector<float> model_parameters();
   double consensus_distance() const;
   double mean_staleness() const;
 

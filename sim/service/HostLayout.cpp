@@ -7,7 +7,7 @@ namespace gradwire {
 HostLayout HostLayout::of(const Scenario& scenario) {
   HostLayout layout;
   layout.workers = scenario.training.workers;
-  layout.with_server = scenario.topology.scheme().server_host;
+  layout.with_server = scenario.topology.with_server();
   layout.hosts = static_cast<std::uint32_t>(layout.workers) + (layout.with_server ? 1 : 0);
   return layout;
 }

@@ -105,7 +105,7 @@ RunResult run_with_processes(const Scenario& sc, const std::string& out_dir,
                                            "transport's loss is recorded in-process (gradwire run)");
   }
   const int n = sc.training.workers;
-  const bool with_server = sc.topology.scheme().server_host;
+  const bool with_server = sc.topology.with_server();
   const int processes = n + (with_server ? 1 : 0);
   // Workers share this machine's cores unless the scenario pins a thread count.
   const int threads =

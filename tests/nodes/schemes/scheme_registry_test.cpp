@@ -17,7 +17,7 @@ TEST(SchemeRegistry, DocsPageEqualsTheDeclaration) {
 
 TEST(SchemeRegistry, ListsEverySchemeOnceByName) {
   const SchemeRegistry& r = SchemeRegistry::builtin();
-  EXPECT_EQ(r.names(), (std::vector<std::string>{"ring", "ps", "gossip", "leader"}));
+  EXPECT_EQ(r.names(), (std::vector<std::string>{"ring", "ps", "gossip", "leader", "local"}));
   for (const auto& info : r.list()) {
     EXPECT_EQ(r.find(info.name), &r.at(info.name)) << info.name;
     EXPECT_TRUE(info.has_mode(SyncMode::kSync)) << info.name;
@@ -36,6 +36,12 @@ TEST(SchemeRegistry, OnlyTheParameterServerHasAServerHostAndAnAsyncMode) {
     EXPECT_EQ(info.server_host, ps) << info.name;
     EXPECT_EQ(info.has_mode(SyncMode::kAsync), ps) << info.name;
   }
+  // Local-update training has one where its pseudo-gradients go through a parameter server.
+  const SchemeInfo& local = SchemeRegistry::builtin().at("local");
+  const nlohmann::json ring_keys{{"aggregation", "ring"}}, ps_keys = nlohmann::json::object();
+  const JsonFields ring(ring_keys, "topology"), ps(ps_keys, "topology");
+  EXPECT_FALSE(local.with_server(local.read(ring, SyncMode::kSync)));
+  EXPECT_TRUE(local.with_server(local.read(ps, SyncMode::kSync)));
   EXPECT_EQ(schemes_with_processes(), "\"ring\" and \"ps\"");
 }
 
