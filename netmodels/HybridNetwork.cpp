@@ -217,6 +217,7 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
           wifi->ap_position ? "gradwire-" + std::to_string(g) : std::string("gradwire");
       const WifiCell cell = build_wifi_cell(*wifi, group.workers, subnet.str(),
                                             channels.channel_for(*wifi), ssid, streams_);
+      wifi_cells_.push_back(cell);
       for (std::uint32_t i = 0; i < cell.stations.GetN(); ++i) {
         if (i < group.workers) {
           const auto energy = cell.station_energy[i];

@@ -81,6 +81,7 @@ class HybridNetwork : public Network {
   std::vector<std::string> families_;
   std::vector<ns3::Ptr<NetemQueueDisc>> netems_;
   std::vector<LteCell> lte_cells_;  // kept alive with the network (at most one)
+  std::vector<WifiCell> wifi_cells_;  // kept alive with the network: the PHYs hold their energy listeners
   std::map<std::size_t, std::function<double()>> radios_;  // host -> its radio's joules so far
 };
 

@@ -269,17 +269,17 @@ const std::vector<ParamSpec>& wifi_radio_energy_params() {
   // antenna draws 1.14 W transmitting, 0.94 W receiving, 0.82 W idle and 0.10 W asleep; at
   // 3 V those are the currents below. CCA busy and switching draw what idle does.
   static const std::vector<ParamSpec> kParams = {
-      number("supply_voltage", 3.0, 0.0, 1000.0,
+      number("supply_voltage", 3.0, 0.0, 100.0,
              "volts of every radio's supply (ns-3's BasicEnergySource); energy = voltage x "
              "current x time in each PHY state",
              true),
-      number("tx_current_a", 0.380, 0.0, 100.0, "amperes while transmitting"),
-      number("rx_current_a", 0.313, 0.0, 100.0, "amperes while receiving a frame"),
-      number("idle_current_a", 0.273, 0.0, 100.0, "amperes while idle, listening"),
-      number("cca_busy_current_a", 0.273, 0.0, 100.0,
-             "amperes while the channel is sensed busy (another station's frame)"),
-      number("switching_current_a", 0.273, 0.0, 100.0, "amperes while switching channel"),
-      number("sleep_current_a", 0.033, 0.0, 100.0, "amperes while asleep (power save)"),
+      number("tx_current_a", 0.380, 0.001, 10.0, "amperes while transmitting"),
+      number("rx_current_a", 0.313, 0.001, 10.0, "amperes while receiving a frame"),
+      number("idle_current_a", 0.273, 0.0, 10.0, "amperes while idle, listening"),
+      number("cca_busy_current_a", 0.273, 0.0, 10.0,
+             "amperes while the channel is sensed busy (a frame it does not receive)"),
+      number("switching_current_a", 0.273, 0.0, 10.0, "amperes while switching channel"),
+      number("sleep_current_a", 0.033, 0.0, 10.0, "amperes while asleep (power save)"),
   };
   return kParams;
 }

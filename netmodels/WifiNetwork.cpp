@@ -250,9 +250,9 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
   all_devices.Add(cell.ap_device);
   wait_for_addba_responses(all_devices);
   // Energy only listens to the PHYs' states: no random draws, no change to what they do.
-  cell.station_energy = install_wifi_radio_energy(config.radio_energy, cell.station_devices);
-  cell.ap_energy =
-      install_wifi_radio_energy(config.radio_energy, ns3::NetDeviceContainer(cell.ap_device))[0];
+  cell.energy = install_wifi_radio_energy(config.radio_energy, all_devices);
+  cell.station_energy.assign(cell.energy.models.begin(), cell.energy.models.end() - 1);
+  cell.ap_energy = cell.energy.models.back();
   wifi.AssignStreams(all_devices, streams.reserve(64 * static_cast<std::int64_t>(all_devices.GetN())));
 
   // Positions: the AP at its position, workers around it by placement (and mobility),

@@ -86,6 +86,7 @@ struct WifiCell {
   /// ns-3's WifiRadioEnergyModel of each station (in `stations` order) and of the AP.
   std::vector<ns3::Ptr<ns3::DeviceEnergyModel>> station_energy;
   ns3::Ptr<ns3::DeviceEnergyModel> ap_energy;
+  WifiRadioEnergy energy;  ///< every radio's, station's then the AP's (their listeners)
 
   /// Joules each of the first `hosts` stations' radios used so far, by station index.
   std::map<std::size_t, double> station_joules(std::size_t hosts) const;

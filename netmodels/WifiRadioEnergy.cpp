@@ -1,16 +1,20 @@
 #include "netmodels/WifiRadioEnergy.h"
 
+#include <algorithm>
+#include <memory>
 #include <stdexcept>
 
 #include <ns3/basic-energy-source-helper.h>
 #include <ns3/double.h>
 #include <ns3/nstime.h>
 #include <ns3/wifi-net-device.h>
-#include <ns3/wifi-radio-energy-model-helper.h>
+#include <ns3/wifi-radio-energy-model.h>
+#include <ns3/wifi-phy.h>
 
 #include "common/DeclaredFields.h"
 #include "common/JsonFields.h"
 #include "netmodels/NetworkParams.h"
+#include "netmodels/WifiEnergyPhyListener.h"
 
 namespace gradwire {
 
@@ -36,9 +40,14 @@ const std::vector<Key>& keys() {
   return kKeys;
 }
 
-// More than any simulated run draws (a 3 W radio for a simulated century is 1e10 J), so that
-// the source never reaches its low-battery threshold and never turns the PHY off.
-constexpr double kInitialEnergyJ = 1e15;
+// The source must never run dry: the model would turn the PHY off, and before that ns-3's PHY
+// drops any frame it could not finish receiving or sending with the energy left
+// (WifiRadioEnergyModel::GetMaximumTimeInState). That same check converts the energy left to
+// a Time, which overflows (and drops every frame) beyond ~9.2e9 s; so the source holds what
+// the cheaper of TX and RX would draw in 1e9 s: at most 1e9 s in either, and at least 1e5
+// simulated seconds (28 h) even at the widest ratio the declared ranges allow (10 A to 1 mA),
+// about 1e9 s for real radios.
+constexpr double kSecondsInCheaperState = 1e9;
 
 }  // namespace
 
@@ -59,26 +68,39 @@ nlohmann::json WifiRadioEnergyConfig::to_json() const {
   return j;
 }
 
-std::vector<ns3::Ptr<ns3::DeviceEnergyModel>> install_wifi_radio_energy(
-    const WifiRadioEnergyConfig& config, const ns3::NetDeviceContainer& devices) {
+WifiRadioEnergy install_wifi_radio_energy(const WifiRadioEnergyConfig& config,
+                                          const ns3::NetDeviceContainer& devices) {
   ns3::BasicEnergySourceHelper sources;
-  sources.Set("BasicEnergySourceInitialEnergyJ", ns3::DoubleValue(kInitialEnergyJ));
+  sources.Set("BasicEnergySourceInitialEnergyJ",
+              ns3::DoubleValue(kSecondsInCheaperState * config.supply_voltage_v *
+                               std::min(config.tx_current_a, config.rx_current_a)));
   sources.Set("BasicEnergySupplyVoltageV", ns3::DoubleValue(config.supply_voltage_v));
+  sources.Set("BasicEnergyLowBatteryThreshold", ns3::DoubleValue(0.0));
   // The source's periodic update only checks for depletion, which cannot happen; a rare one
   // keeps the event list short.
   sources.Set("PeriodicEnergyUpdateInterval", ns3::TimeValue(ns3::Seconds(3600)));
-  ns3::WifiRadioEnergyModelHelper radios;
-  for (const Key& k : keys()) {
-    if (*k.attribute) radios.Set(k.attribute, ns3::DoubleValue(config.*k.member));
-  }
-  std::vector<ns3::Ptr<ns3::DeviceEnergyModel>> models;
+  WifiRadioEnergy out;
+  out.listeners = std::make_shared<std::vector<std::unique_ptr<ns3::WifiPhyListener>>>();
   for (auto it = devices.Begin(); it != devices.End(); ++it) {
     auto device = ns3::DynamicCast<ns3::WifiNetDevice>(*it);
     if (device == nullptr) throw std::logic_error("radio energy on a device that is not Wi-Fi");
-    ns3::EnergySourceContainer source = sources.Install(device->GetNode());
-    models.push_back(radios.Install(device, source.Get(0)).Get(0));
+    const ns3::Ptr<ns3::EnergySource> source = sources.Install(device->GetNode()).Get(0);
+    // What WifiRadioEnergyModelHelper does, but for two things: the PHY's notifications reach
+    // the model through WifiEnergyPhyListener, and the PHY is not given the model (with it,
+    // ns-3 drops frames the source could not power, which must never change a run).
+    auto model = ns3::CreateObject<ns3::WifiRadioEnergyModel>();
+    for (const Key& k : keys()) {
+      if (*k.attribute) model->SetAttribute(k.attribute, ns3::DoubleValue(config.*k.member));
+    }
+    model->SetEnergySource(source);
+    source->AppendDeviceEnergyModel(model);
+    auto listener = std::make_unique<WifiEnergyPhyListener>(model->GetPhyListener(),
+                                                            device->GetPhy()->GetState());
+    device->GetPhy()->RegisterListener(listener.get());
+    out.listeners->push_back(std::move(listener));
+    out.models.push_back(model);
   }
-  return models;
+  return out;
 }
 
 }  // namespace gradwire
