@@ -275,11 +275,11 @@ const std::vector<ParamSpec>& wifi_radio_energy_params() {
              true),
       number("tx_current_a", 0.380, 0.001, 10.0, "amperes while transmitting"),
       number("rx_current_a", 0.313, 0.001, 10.0, "amperes while receiving a frame"),
-      number("idle_current_a", 0.273, 0.0, 10.0, "amperes while idle, listening"),
-      number("cca_busy_current_a", 0.273, 0.0, 10.0,
+      number("idle_current_a", 0.273, 0.001, 10.0, "amperes while idle, listening"),
+      number("cca_busy_current_a", 0.273, 0.001, 10.0,
              "amperes while the channel is sensed busy (a frame it does not receive)"),
-      number("switching_current_a", 0.273, 0.0, 10.0, "amperes while switching channel"),
-      number("sleep_current_a", 0.033, 0.0, 10.0, "amperes while asleep (power save)"),
+      number("switching_current_a", 0.273, 0.001, 10.0, "amperes while switching channel"),
+      number("sleep_current_a", 0.033, 0.001, 10.0, "amperes while asleep (power save)"),
   };
   return kParams;
 }

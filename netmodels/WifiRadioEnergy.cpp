@@ -40,14 +40,20 @@ const std::vector<Key>& keys() {
   return kKeys;
 }
 
-// The source must never run dry: the model would turn the PHY off, and before that ns-3's PHY
-// drops any frame it could not finish receiving or sending with the energy left
-// (WifiRadioEnergyModel::GetMaximumTimeInState). That same check converts the energy left to
-// a Time, which overflows (and drops every frame) beyond ~9.2e9 s; so the source holds what
-// the cheaper of TX and RX would draw in 1e9 s: at most 1e9 s in either, and at least 1e5
-// simulated seconds (28 h) even at the widest ratio the declared ranges allow (10 A to 1 mA),
-// about 1e9 s for real radios.
-constexpr double kSecondsInCheaperState = 1e9;
+// The source must never run dry, or the model would stop counting (and, wired as ns-3's helper
+// wires it, turn the PHY off). But on every state change the model schedules its own switch to
+// OFF at the time the energy left lasts in the new state
+// (WifiRadioEnergyModel::GetMaximumTimeInState), a Time that overflows beyond ~9.2e9 s (ns-3's
+// PHY, given the model, even dropped every frame). So the source holds what the cheapest state
+// draws in 1e9 s: no state lasts longer than that, and the source lasts at least 1e5 simulated
+// seconds (28 h) at the widest ratio the declared currents allow (10 A to 1 mA), about 1e9 s
+// for real radios.
+constexpr double kSecondsInCheapestState = 1e9;
+
+double cheapest_current_a(const WifiRadioEnergyConfig& c) {
+  return std::min({c.tx_current_a, c.rx_current_a, c.idle_current_a, c.cca_busy_current_a,
+                   c.switching_current_a, c.sleep_current_a});
+}
 
 }  // namespace
 
@@ -72,8 +78,8 @@ WifiRadioEnergy install_wifi_radio_energy(const WifiRadioEnergyConfig& config,
                                           const ns3::NetDeviceContainer& devices) {
   ns3::BasicEnergySourceHelper sources;
   sources.Set("BasicEnergySourceInitialEnergyJ",
-              ns3::DoubleValue(kSecondsInCheaperState * config.supply_voltage_v *
-                               std::min(config.tx_current_a, config.rx_current_a)));
+              ns3::DoubleValue(kSecondsInCheapestState * config.supply_voltage_v *
+                               cheapest_current_a(config)));
   sources.Set("BasicEnergySupplyVoltageV", ns3::DoubleValue(config.supply_voltage_v));
   sources.Set("BasicEnergyLowBatteryThreshold", ns3::DoubleValue(0.0));
   // The source's periodic update only checks for depletion, which cannot happen; a rare one
