@@ -217,8 +217,11 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
           wifi->ap_position ? "gradwire-" + std::to_string(g) : std::string("gradwire");
       const WifiCell cell = build_wifi_cell(*wifi, group.workers, subnet.str(),
                                             channels.channel_for(*wifi), ssid, streams_);
+      wifi_cells_.push_back(cell);
       for (std::uint32_t i = 0; i < cell.stations.GetN(); ++i) {
         if (i < group.workers) {
+          const auto energy = cell.station_energy[i];
+          radios_[hosts_.size()] = [energy] { return energy->GetTotalEnergyConsumption(); };
           hosts_.push_back(cell.stations.Get(i));
           addresses_.push_back(cell.station_addresses[i]);
           families_.push_back(group.family());
@@ -242,6 +245,8 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
       lte_cells_.push_back(cell);
       for (std::uint32_t i = 0; i < cell.ues.GetN(); ++i) {
         if (i < group.workers) {
+          const auto energy = cell.ue_energy[i];
+          radios_[hosts_.size()] = [energy] { return energy->joules(); };
           hosts_.push_back(cell.ues.Get(i));
           addresses_.push_back(cell.ue_addresses[i]);
           families_.push_back(group.family());
@@ -299,6 +304,12 @@ std::map<std::string, std::uint64_t> HybridNetwork::event_counts() const {
   for (const LteCell& cell : lte_cells_) {
     for (const auto& [name, count] : cell.event_counts()) out[name] += count;
   }
+  return out;
+}
+
+std::map<std::size_t, double> HybridNetwork::radio_joules() const {
+  std::map<std::size_t, double> out;
+  for (const auto& [host, joules] : radios_) out[host] = joules();
   return out;
 }
 

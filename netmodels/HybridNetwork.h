@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <variant>
@@ -66,6 +67,8 @@ class HybridNetwork : public Network {
 
   /// The LTE group's (handover on: its handovers, as LteNetwork reports them).
   std::map<std::string, std::uint64_t> event_counts() const override;
+  /// The Wi-Fi stations' and LTE UEs' radios (Ethernet hosts and the server have none).
+  std::map<std::size_t, double> radio_joules() const override;
 
   /// Family of the group host `index` belongs to ("server" for the server host).
   const std::string& host_family(std::size_t index) const { return families_.at(index); }
@@ -78,6 +81,8 @@ class HybridNetwork : public Network {
   std::vector<std::string> families_;
   std::vector<ns3::Ptr<NetemQueueDisc>> netems_;
   std::vector<LteCell> lte_cells_;  // kept alive with the network (at most one)
+  std::vector<WifiCell> wifi_cells_;  // kept alive with the network: the PHYs hold their energy listeners
+  std::map<std::size_t, std::function<double()>> radios_;  // host -> its radio's joules so far
 };
 
 }  // namespace gradwire

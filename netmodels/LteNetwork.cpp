@@ -96,6 +96,8 @@ LteConfig LteConfig::from_json(const nlohmann::json& object, const std::string& 
       declared_duration(f, spec("backhaul_delay"), c.server == "edge" ? 100e-6 : 10e-3);
   c.impairments =
       ImpairmentsConfig::from_json(f.object_at("impairments"), f.path_of("impairments"), true);
+  c.radio_energy = LteRadioEnergyConfig::from_json(f.object_at("radio_energy"),
+                                                   f.path_of("radio_energy"));
   return c;
 }
 
@@ -119,7 +121,8 @@ nlohmann::json LteConfig::to_json(bool group) const {
                       {"time_to_trigger", format_duration(time_to_trigger_s)},
                       {"backhaul_rate", format_bps(backhaul_rate_bps)},
                       {"backhaul_delay", format_duration(backhaul_delay_s)},
-                      {"impairments", impairments.to_json(true)}};
+                      {"impairments", impairments.to_json(true)},
+                      {"radio_energy", radio_energy.to_json()}};
   if (!group) {
     j["server"] = server;
     j["tcp_buffer"] = tcp_buffer_bytes;
@@ -202,6 +205,11 @@ LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues,
   cell.enb_devices = lte->InstallEnbDevice(enbs);
   const ns3::NetDeviceContainer& enb_devices = cell.enb_devices;
   cell.ue_devices = lte->InstallUeDevice(cell.ues);
+  // Energy only reads the UEs' PHY traces: no random draws, no change to what they do.
+  for (std::uint32_t i = 0; i < cell.ue_devices.GetN(); ++i) {
+    cell.ue_energy.push_back(
+        std::make_shared<LteUeEnergyModel>(config.radio_energy, cell.ue_devices.Get(i)));
+  }
   if (config.fading == "nakagami") {
     // The channels exist once the first device is installed. Each gets its own model: a new
     // draw per transmission and receiver, on top of the path loss. The same m at every
@@ -270,6 +278,16 @@ std::map<std::string, std::uint64_t> LteCell::event_counts() const {
   return {{"handovers", events->handovers},
           {"handover_failures", events->handover_failures},
           {"radio_link_failures", events->radio_link_failures}};
+}
+
+std::map<std::size_t, double> LteCell::ue_joules(std::size_t hosts) const {
+  std::map<std::size_t, double> out;
+  for (std::size_t i = 0; i < hosts && i < ue_energy.size(); ++i) out[i] = ue_energy[i]->joules();
+  return out;
+}
+
+std::map<std::size_t, double> LteNetwork::radio_joules() const {
+  return cell_.ue_joules(hosts_.size() - (config_.server != "ue" ? 1 : 0));
 }
 
 LteNetwork::LteNetwork(const LteConfig& config, std::size_t hosts) : config_(config) {

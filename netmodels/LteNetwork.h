@@ -22,6 +22,7 @@
 #include <ns3/propagation-loss-model.h>
 
 #include "netmodels/Impairments.h"
+#include "netmodels/LteUeEnergyModel.h"
 #include "netmodels/Network.h"
 #include "netmodels/NetworkParts.h"
 #include "netmodels/StreamAllocator.h"
@@ -50,6 +51,7 @@ struct LteConfig {
   double backhaul_delay_s = 10e-3; ///< default 10 ms for remote, 100 us for edge
   std::uint32_t tcp_buffer_bytes = 4 << 20;
   ImpairmentsConfig impairments;
+  LteRadioEnergyConfig radio_energy;  ///< the UEs' power model (energy only, no timing)
 
   static LteConfig from_json(const nlohmann::json& object, const std::string& path,
                              bool group = false);
@@ -80,9 +82,13 @@ struct LteCell {
   std::shared_ptr<LteEventCounts> events = std::make_shared<LteEventCounts>();
   /// Whether the network reports `events` (with `handover` on).
   bool reports_events = false;
+  /// Each UE's energy (in `ues` order), from its PHY's traces.
+  std::vector<std::shared_ptr<LteUeEnergyModel>> ue_energy;
 
   /// `events` by name, as Network::event_counts() reports them (empty unless reports_events).
   std::map<std::string, std::uint64_t> event_counts() const;
+  /// Joules each of the first `hosts` UEs' radios used so far, by UE index.
+  std::map<std::size_t, double> ue_joules(std::size_t hosts) const;
 };
 
 /// Its random parts (placement, mobility, the eNodeBs' and UEs' devices) draw from streams
@@ -112,6 +118,8 @@ class LteNetwork : public Network {
   std::map<std::string, std::uint64_t> event_counts() const override {
     return cell_.event_counts();
   }
+  /// Every UE host's radio (a server behind the PGW has none).
+  std::map<std::size_t, double> radio_joules() const override;
 
   const std::vector<ns3::Ptr<NetemQueueDisc>>& netems() const { return netems_; }
   const LteCell& cell() const { return cell_; }

@@ -40,6 +40,12 @@ class Network {
   /// run's totals, which the engine writes to summary.json's `network_events`. Empty (the
   /// default): nothing to report, and summary.json has no `network_events`.
   virtual std::map<std::string, std::uint64_t> event_counts() const { return {}; }
+
+  /// Joules each host's radio has used since the simulation started, by host index, for the
+  /// hosts that have a radio (Wi-Fi stations, an AP host, LTE UEs); a wired host has no entry,
+  /// and a network without radios (the default, Ethernet) reports none. Read it while the
+  /// simulation still holds the run (before Simulator::Destroy): it integrates up to now.
+  virtual std::map<std::size_t, double> radio_joules() const { return {}; }
 };
 
 }  // namespace gradwire

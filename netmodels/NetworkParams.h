@@ -47,6 +47,10 @@ const std::vector<ParamSpec>& loss_params();
 const std::vector<ParamSpec>& outage_params();
 const std::vector<ParamSpec>& background_params(bool wireless);
 const std::vector<ParamSpec>& mobility_params();
+/// `radio_energy` of a Wi-Fi network or group (netmodels/WifiRadioEnergy.h) and of an LTE one
+/// (netmodels/LteUeEnergyModel.h).
+const std::vector<ParamSpec>& wifi_radio_energy_params();
+const std::vector<ParamSpec>& lte_radio_energy_params();
 
 /// The declared keys an object takes for each value of its selector: placement's `kind`,
 /// loss's and mobility's `model` (each includes the selector itself). std::logic_error for a

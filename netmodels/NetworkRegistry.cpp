@@ -149,6 +149,18 @@ std::string network_reference_markdown() {
          param_table_markdown(background_params(true));
   out += "\n### `mobility`\n\n" + param_table_markdown(mobility_params()) + "\n" +
          keys_by(param_named(mobility_params(), "model"), mobility_keys);
+  out += "\n## `radio_energy`\n\nThe radios' power draw (" + families_with("radio_energy") +
+         ", and their `hybrid` groups), for the joules each host's radio used: summary.json's "
+         "`energy` (netmodels/README.md, \"Radio energy\"). It only measures: no key changes "
+         "what the network does.\n\n### In `wifi`\n\nns-3's WifiRadioEnergyModel on every "
+         "station's and the AP's radio: voltage x the current of each PHY state x the time in "
+         "it. Defaults: ns-3's, from Halperin et al., \"Demystifying 802.11n Power "
+         "Consumption\", HotPower 2010 (Intel Wi-Fi Link 5300, one antenna).\n\n" +
+         param_table_markdown(wifi_radio_energy_params()) +
+         "\n### In `lte`\n\nThe LTE UE power model of Huang et al., \"A Close Examination "
+         "of Performance and Power Characteristics of 4G LTE Networks\", MobiSys 2012, applied "
+         "to each UE's subframes as ns-3's PHY traces them.\n\n" +
+         param_table_markdown(lte_radio_energy_params());
   return out;
 }
 
@@ -178,7 +190,9 @@ json network_reference_json() {
             {"outages", {{"params", params_json(outage_params())}}},
             {"background", {{"params", params_json(background_params(true))},
                             {"wired_params", params_json(background_params(false))}}},
-            {"mobility", mobility}}}};
+            {"mobility", mobility},
+            {"radio_energy", {{"wifi_params", params_json(wifi_radio_energy_params())},
+                              {"lte_params", params_json(lte_radio_energy_params())}}}}}};
 }
 
 }  // namespace gradwire

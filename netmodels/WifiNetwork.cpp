@@ -109,6 +109,8 @@ WifiConfig WifiConfig::from_json(const nlohmann::json& object, const std::string
   c.backhaul_delay_s = declared_duration(f, spec("backhaul_delay"));
   c.impairments =
       ImpairmentsConfig::from_json(f.object_at("impairments"), f.path_of("impairments"), true);
+  c.radio_energy = WifiRadioEnergyConfig::from_json(f.object_at("radio_energy"),
+                                                    f.path_of("radio_energy"));
   return c;
 }
 
@@ -132,7 +134,8 @@ nlohmann::json WifiConfig::to_json(bool group) const {
                       {"placement", placement.to_json()},
                       {"backhaul_rate", format_bps(backhaul_rate_bps)},
                       {"backhaul_delay", format_duration(backhaul_delay_s)},
-                      {"impairments", impairments.to_json(true)}};
+                      {"impairments", impairments.to_json(true)},
+                      {"radio_energy", radio_energy.to_json()}};
   if (!group) {
     j["server"] = server;
     j["tcp_buffer"] = tcp_buffer_bytes;
@@ -246,6 +249,10 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
   ns3::NetDeviceContainer all_devices(cell.station_devices);
   all_devices.Add(cell.ap_device);
   wait_for_addba_responses(all_devices);
+  // Energy only listens to the PHYs' states: no random draws, no change to what they do.
+  cell.energy = install_wifi_radio_energy(config.radio_energy, all_devices);
+  cell.station_energy.assign(cell.energy.models.begin(), cell.energy.models.end() - 1);
+  cell.ap_energy = cell.energy.models.back();
   wifi.AssignStreams(all_devices, streams.reserve(64 * static_cast<std::int64_t>(all_devices.GetN())));
 
   // Positions: the AP at its position, workers around it by placement (and mobility),
@@ -289,6 +296,14 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
   ns3::NeighborCacheHelper neighbours;
   neighbours.PopulateNeighborCache(all_ifaces);
   return cell;
+}
+
+std::map<std::size_t, double> WifiCell::station_joules(std::size_t hosts) const {
+  std::map<std::size_t, double> out;
+  for (std::size_t i = 0; i < hosts && i < station_energy.size(); ++i) {
+    out[i] = station_energy[i]->GetTotalEnergyConsumption();
+  }
+  return out;
 }
 
 WifiNetwork::WifiNetwork(const WifiConfig& config, std::size_t hosts) : config_(config) {
@@ -343,6 +358,14 @@ WifiNetwork::WifiNetwork(const WifiConfig& config, std::size_t hosts) : config_(
     }
   }
   channels.assign_streams(streams_);  // last: fading leaves every other draw as it was
+}
+
+std::map<std::size_t, double> WifiNetwork::radio_joules() const {
+  const bool server_apart = config_.server != "station";
+  std::map<std::size_t, double> out =
+      cell_.station_joules(hosts_.size() - (server_apart ? 1 : 0));
+  if (config_.server == "ap") out[hosts_.size() - 1] = cell_.ap_energy->GetTotalEnergyConsumption();
+  return out;
 }
 
 std::string WifiNetwork::describe() const {

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "netmodels/Network.h"
 #include "netmodels/NetworkParts.h"
 #include "netmodels/StreamAllocator.h"
+#include "netmodels/WifiRadioEnergy.h"
 
 namespace gradwire {
 
@@ -51,6 +53,7 @@ struct WifiConfig {
   double backhaul_delay_s = 500e-6;
   std::uint32_t tcp_buffer_bytes = 4 << 20;
   ImpairmentsConfig impairments;
+  WifiRadioEnergyConfig radio_energy;  ///< the radios' currents (energy only, no timing)
 
   /// `group`: true inside a hybrid `groups` entry (no `server`, `workers` read by the caller).
   static WifiConfig from_json(const nlohmann::json& object, const std::string& path,
@@ -80,6 +83,13 @@ struct WifiCell {
   std::vector<ns3::Ipv4Address> station_addresses;
   ns3::Ipv4Address ap_address;
   std::uint32_t ap_interface = 0;
+  /// ns-3's WifiRadioEnergyModel of each station (in `stations` order) and of the AP.
+  std::vector<ns3::Ptr<ns3::DeviceEnergyModel>> station_energy;
+  ns3::Ptr<ns3::DeviceEnergyModel> ap_energy;
+  WifiRadioEnergy energy;  ///< every radio's, station's then the AP's (their listeners)
+
+  /// Joules each of the first `hosts` stations' radios used so far, by station index.
+  std::map<std::size_t, double> station_joules(std::size_t hosts) const;
 };
 
 /// Builds the cell on `channel` (WifiChannels::channel_for) with the network name `ssid` (cells
@@ -102,6 +112,10 @@ class WifiNetwork : public Network {
   /// Association / attach completes within ~0.1 s in ns-3.37 at these scales; 0.25 s leaves
   /// margin for many stations.
   double ready_time_s() const override { return 0.25; }
+
+  /// Every station host's radio, and the AP's when it is the server host (`server` `ap`); a
+  /// wired server has none.
+  std::map<std::size_t, double> radio_joules() const override;
 
   const WifiCell& cell() const { return cell_; }
   /// Impairment queue discs installed (for counters in tests).

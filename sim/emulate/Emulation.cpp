@@ -25,6 +25,7 @@
 #include "common/ConfigError.h"
 #include "common/InterruptCleanup.h"
 #include "netmodels/Network.h"
+#include "netmodels/RadioEnergySummary.h"
 #include "sim/emulate/CommandRunner.h"
 #include "sim/emulate/IpCommand.h"
 #include "sim/emulate/NetworkNamespace.h"
@@ -416,6 +417,8 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
       {"hosts", host_entries}};
   const auto network_events = network->event_counts();
   if (!network_events.empty()) summary["network_events"] = network_events;
+  // Every emulated host is a worker (emulate has no server host).
+  add_radio_energy(summary, network->radio_joules(), hosts);
   write_file_atomically(directory.staging() + "/scenario.json", scenario.resolved.dump(2) + "\n");
   write_file_atomically(directory.staging() + "/summary.json", summary.dump(2) + "\n");
   directory.commit();

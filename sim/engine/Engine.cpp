@@ -13,6 +13,7 @@
 
 #include "common/AtomicOutput.h"
 #include "netmodels/NetworkFactory.h"
+#include "netmodels/RadioEnergySummary.h"
 #include "nodes/schemes/AsyncParameterServer.h"
 #include "nodes/schemes/Faults.h"
 #include "nodes/schemes/TrainingScheme.h"
@@ -147,6 +148,7 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   ns3::Simulator::Run();
   const double run_wall = seconds_since(run_start);
   const double sim_end = ns3::Simulator::Now().GetSeconds();
+  const auto radio_joules = network.radio_joules();  // integrates up to now: before Destroy
 
   std::uint64_t bytes_on_wire = 0;
   for (const auto& m : messengers) bytes_on_wire += m->bytes_sent();
@@ -168,6 +170,7 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   result.summary["network_description"] = network.describe();
   const auto network_events = network.event_counts();
   if (!network_events.empty()) result.summary["network_events"] = network_events;
+  add_radio_energy(result.summary, radio_joules, n);
   result.summary["device"] = setup.device_name();
   const double staleness = setup.mean_staleness();
   result.summary["mean_staleness"] = std::isnan(staleness) ? nlohmann::json() : nlohmann::json(staleness);

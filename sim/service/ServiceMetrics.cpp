@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "netmodels/Network.h"
+#include "netmodels/RadioEnergySummary.h"
 #include "nodes/transport/Messenger.h"
 #include "sim/engine/MetricsRecorder.h"
 #include "sim/engine/Scenario.h"
@@ -65,6 +66,8 @@ nlohmann::json ServiceMetrics::summary(const SimulatedWorld& world, double sim_t
   summary["network_description"] = world.network().describe();
   const auto network_events = world.network().event_counts();
   if (!network_events.empty()) summary["network_events"] = network_events;
+  add_radio_energy(summary, world.network().radio_joules(),
+                   static_cast<std::size_t>(layout_.workers));
   summary["device"] = device.empty() ? nlohmann::json() : nlohmann::json(device);
   summary["mean_staleness"] =
       layout_.with_server && scenario_.topology.async()

@@ -153,5 +153,36 @@ TEST(Engine, SummaryCarriesTheNetworksEventCounts) {
   EXPECT_EQ(events["handover_failures"], 0) << events.dump();
 }
 
+// The radios' joules reach summary.json's `energy`: every Wi-Fi worker's and the AP server's,
+// and their sum; on Ethernet no worker has a radio.
+TEST(Engine, SummaryCarriesTheRadiosJoules) {
+  auto doc = synthetic_run("ps", "none");
+  doc["codec"] = {{"kind", "none"}};
+  doc["training"]["workers"] = 2;
+  doc["training"]["steps"] = 5;
+  doc["training"]["eval_every"] = 5;
+  doc["network"] = {{"family", "wifi"}, {"server", "ap"}};
+  const RunResult r = Engine(load_scenario(doc)).run("", nullptr);
+  ASSERT_TRUE(r.summary.contains("energy")) << r.summary.dump();
+  const auto& energy = r.summary["energy"];
+  ASSERT_EQ(energy["workers"].size(), 2u) << energy.dump();
+  double total = 0;
+  for (const auto& w : energy["workers"]) {
+    // At least the idle draw of ns-3's default radio (0.82 W) over the run.
+    EXPECT_GT(w["radio_j"].get<double>(), 0.8 * r.summary["sim_time_s"].get<double>()) << w.dump();
+    total += w["radio_j"].get<double>();
+  }
+  total += energy["server"]["radio_j"].get<double>();
+  EXPECT_DOUBLE_EQ(energy["radio_total_j"].get<double>(), total);
+
+  doc["network"] = {{"family", "ethernet"}};
+  const RunResult wired = Engine(load_scenario(doc)).run("", nullptr);
+  if (wired.summary.contains("energy")) {
+    for (const auto& w : wired.summary["energy"]["workers"]) {
+      EXPECT_FALSE(w.contains("radio_j") && w["radio_j"].is_number()) << w.dump();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gradwire
