@@ -1,5 +1,7 @@
 #include "sim/engine/ComputeSection.h"
 
+#include <algorithm>
+
 #include "common/ConfigError.h"
 #include "sim/engine/ComputeTime.h"
 
@@ -48,8 +50,12 @@ void read_profile_list(const JsonFields& f, ComputeSpec& c) {
     const std::string at = path + "[" + std::to_string(i) + "]";
     ComputeSpec::ProfileEntry entry;
     if (list[i].is_string()) {
-      nlohmann::json wrapped = {{"profile", list[i]}};
-      entry.name = JsonFields(wrapped, at).string("profile", "", names);
+      entry.name = list[i].get<std::string>();
+      if (std::find(names.begin(), names.end(), entry.name) == names.end()) {
+        std::string known;
+        for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+        throw ConfigError(at, "expected a device profile (" + known + "), got \"" + entry.name + "\"");
+      }
       entry.count = 1;
     } else if (list[i].is_object()) {
       JsonFields e(list[i], at);

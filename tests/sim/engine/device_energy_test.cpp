@@ -116,10 +116,12 @@ TEST(DeviceEnergy, MixedDevicesComputeAtTheirOwnSpeed) {
   const RunResult pi = Engine(load_scenario(run_on("raspberry-pi-5"))).run("", nullptr);
 
   for (const auto& s : lines_of(r.metrics_jsonl, "step")) {
+    // Same device, same compute and optimizer; the codec's work on what a worker receives
+    // differs by its place in the ring (nanoseconds here).
     const auto& busy = s["worker_busy_s"];
-    EXPECT_EQ(busy[0], busy[1]);
-    EXPECT_EQ(busy[2], busy[3]);
-    EXPECT_GT(busy[2].get<double>(), busy[0].get<double>());
+    EXPECT_NEAR(busy[0].get<double>(), busy[1].get<double>(), 1e-8);
+    EXPECT_NEAR(busy[2].get<double>(), busy[3].get<double>(), 1e-8);
+    EXPECT_GT(busy[2].get<double>(), busy[0].get<double>() + 5e-4);
   }
   const auto& profiles = r.summary["energy"]["profiles"];
   const double orin_step = profiles["jetson-orin-nano"]["mean_step_compute_s"].get<double>();
