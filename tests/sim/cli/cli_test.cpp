@@ -223,4 +223,17 @@ TEST_F(Cli, ADeviceListOfTheWrongLengthExitsTwoNamingThePath) {
   EXPECT_FALSE(fs::exists(dir_ / "runs" / "cli"));
 }
 
+// Ranking by energy needs energy: fixed compute names no device, so advise refuses before it
+// screens anything.
+TEST_F(Cli, AdviseByEnergyNeedsNamedDevices) {
+  std::string fixed = kGood;
+  fixed.replace(fixed.find("\"eval_every\": 5"), 15, "\"eval_every\": 5, \"target_accuracy\": 0.5");
+  const Result r = run("advise --rank-by energy --out " + (dir_ / "advice").string() + " " +
+                       write("fixed.json", fixed));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--rank-by"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "advice" / "advise-cli"));
+  EXPECT_EQ(run("advise --rank-by watts " + write("fixed2.json", fixed)).code, 2);
+}
+
 }  // namespace
