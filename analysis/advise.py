@@ -331,12 +331,23 @@ def close_calls(ranked, best):
             "measures more of the curves.")
 
 
-def markdown(plan, ranked, text, target, elapsed, by="time"):
+def devices_text(devices):
+    """The line naming the workers' devices and their compute per step (empty without any)."""
+    if not devices:
+        return ""
+    parts = [f"{workers} x {name} ({1e3 * step_s:.3g} ms of compute per step)"
+             for name, workers, step_s, _, _ in devices if step_s is not None]
+    return "Workers: " + ", ".join(parts) + "." if parts else ""
+
+
+def markdown(plan, ranked, text, target, elapsed, by="time", devices=()):
     lines = [f"# Advice for {plan['name']}", "",
              f"Target: {target.text}. Screened {len(ranked)} codecs for {plan['screening_steps']} of "
              f"{plan['full_steps']} steps each (evaluating every {plan['screening_eval_every']});"
              " times are simulated seconds as the scenario's run would report them (at its "
              f"evaluation interval of {plan['eval_every']} steps).", ""]
+    if devices_text(devices):
+        lines += [devices_text(devices), ""]
     if plan.get("fixed_compute_s") is not None:
         lines += [f"The scenario measures compute; the screening fixed it at the pilot's "
                   f"{1e3 * plan['fixed_compute_s']:.3g} ms per step (measured alone), so that "
@@ -404,7 +415,7 @@ def main(argv):
     # what it is (rank() lists the others).
     folders = [os.path.join(plan["screening"], c["run"]) for c in plan["candidates"]]
     finished = [f for f in folders if run_folders.is_run(f)]
-    target, errors = None, []
+    target, errors, devices = None, [], []
     for folder in finished:
         try:
             run = run_folders.load(folder)
@@ -412,6 +423,7 @@ def main(argv):
             errors.append(str(e))
             continue
         target = target_of(run.training)
+        devices = run.device_compute
         if target is None:
             errors.append(f"{os.path.join(folder, run_folders.SCENARIO_FILE)}: training: expected "
                           "target_accuracy or target_perplexity (gradwire advise needs a target)")
@@ -432,10 +444,12 @@ def main(argv):
         {"name": plan["name"], "target": {"accuracy": target.accuracy, "perplexity": target.perplexity},
          "screening_steps": plan["screening_steps"], "full_steps": plan["full_steps"],
          "answer": text, "ranking": ranked, "rank_by": args.rank_by, "elapsed_s": args.elapsed_s,
+         "devices": [{"profile": name, "workers": workers, "mean_step_compute_s": step_s}
+                     for name, workers, step_s, _, _ in devices],
          "budget_s": plan["budget_s"]},
         indent=2) + "\n")
     write_atomically(os.path.join(folder, "advice.md"),
-                     markdown(plan, ranked, text, target, args.elapsed_s, args.rank_by))
+                     markdown(plan, ranked, text, target, args.elapsed_s, args.rank_by, devices))
     return 0
 
 

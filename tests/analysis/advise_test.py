@@ -26,7 +26,7 @@ def k_reaching(step, alpha=0.5):
     return (1 - TARGET) * step ** alpha
 
 
-def write_run(screening, name, *, pace, accuracy, payload=1000, joules_per_step=None):
+def write_run(screening, name, *, pace, accuracy, payload=1000, joules_per_step=None, devices=None):
     """A screening run: steps 1..SCREENED at `pace` simulated s each, evaluations every
     SCREEN_EVERY steps with accuracy(step); with joules_per_step, its lines carry the energy
     so far (energy_j) as a run on named devices writes it."""
@@ -34,9 +34,13 @@ def write_run(screening, name, *, pace, accuracy, payload=1000, joules_per_step=
     os.makedirs(path)
     with open(os.path.join(path, "scenario.json"), "w") as f:
         json.dump({"training": {"target_accuracy": TARGET, "steps": SCREENED}}, f)
+    summary = {"steps": SCREENED, "workers": 2, "payload_bytes": payload * SCREENED * 2,
+               "final_accuracy": accuracy(SCREENED), "sim_time_s": SCREENED * pace}
+    if devices:
+        summary["energy"] = {"profiles": {name: {"workers": n, "mean_step_compute_s": step_s}
+                                          for name, (n, step_s) in devices.items()}}
     with open(os.path.join(path, "summary.json"), "w") as f:
-        json.dump({"steps": SCREENED, "workers": 2, "payload_bytes": payload * SCREENED * 2,
-                   "final_accuracy": accuracy(SCREENED), "sim_time_s": SCREENED * pace}, f)
+        json.dump(summary, f)
     with open(os.path.join(path, "metrics.jsonl"), "w") as f:
         for step in range(1, SCREENED + 1):
             energy = {} if joules_per_step is None else {"energy_j": step * joules_per_step}
@@ -204,7 +208,7 @@ class Advise(unittest.TestCase):
         # Dense is slower per step but draws less: 0.1 J a step against top-k's 0.4 J.
         k_dense, k_topk = k_reaching(150), k_reaching(350)
         write_run(self.screening, "dense", pace=0.01, accuracy=lambda s: 1 - k_dense / math.sqrt(s),
-                  joules_per_step=0.1)
+                  joules_per_step=0.1, devices={"jetson-orin-nano": (1, 0.003), "raspberry-pi-5": (1, 0.0067)})
         write_run(self.screening, "topk", pace=0.004, accuracy=lambda s: 1 - k_topk / math.sqrt(s),
                   joules_per_step=0.4)
         cands = [self.cand("dense", "none", "dense SGD"), self.cand("topk", "topk", "top-k")]
@@ -224,6 +228,11 @@ class Advise(unittest.TestCase):
             md = f.read()
         self.assertIn("energy to target", md)
         self.assertIn("| 160 J | 8.00x |", md)
+        # The workers' devices and their compute per step, from the screening's runs.
+        self.assertIn("Workers: 1 x jetson-orin-nano (3 ms of compute per step), "
+                      "1 x raspberry-pi-5 (6.7 ms of compute per step).", md)
+        self.assertEqual(by_energy["devices"][1], {"profile": "raspberry-pi-5", "workers": 1,
+                                                   "mean_step_compute_s": 0.0067})
 
     def test_ranking_by_energy_without_devices_is_an_error(self):
         write_run(self.screening, "dense", pace=0.01, accuracy=lambda s: 1 - k_reaching(150) / math.sqrt(s))
