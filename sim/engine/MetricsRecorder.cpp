@@ -368,6 +368,24 @@ void MetricsRecorder::print_final(std::ostream& out, const nlohmann::json& s) co
                 ttt.c_str(), s["compression_ratio"].get<double>(), s["wall_time_s"].get<double>(),
                 s["ns3_wall_time_s"].get<double>());
   out << buf;
+  if (!s.contains("energy")) return;
+  const nlohmann::json& e = s["energy"];
+  std::string line = "[" + scenario_.name + "] energy: ";
+  char piece[160];
+  std::snprintf(piece, sizeof piece, "%.4g J over the run", e["total_j"].get<double>());
+  line += piece;
+  if (!e["energy_to_target_j"].is_null()) {
+    std::snprintf(piece, sizeof piece, ", %.4g J to target", e["energy_to_target_j"].get<double>());
+    line += piece;
+  }
+  std::string per_device;
+  for (const auto& [name, p] : e["profiles"].items()) {
+    std::snprintf(piece, sizeof piece, "%s%d x %s %.4g J (%.4g ms compute per step)",
+                  per_device.empty() ? "" : ", ", p["workers"].get<int>(), name.c_str(),
+                  p["total_j"].get<double>(), 1e3 * p["mean_step_compute_s"].get<double>());
+    per_device += piece;
+  }
+  out << line << "; " << per_device << "\n";
 }
 
 }  // namespace gradwire
