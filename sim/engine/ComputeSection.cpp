@@ -117,6 +117,12 @@ void resolve_worker_profiles(ComputeSpec& c, int workers, const NetworkSettings&
       const auto n = groups[g].at("workers").get<std::int64_t>();
       per_worker.insert(per_worker.end(), static_cast<std::size_t>(n), of_group[g]);
     }
+    // The network says so too, but only once it is built: every worker needs its device first.
+    if (per_worker.size() != static_cast<std::size_t>(workers)) {
+      throw ConfigError("network.groups", "the groups hold " + std::to_string(per_worker.size()) +
+                                              " workers, but training.workers is " +
+                                              std::to_string(workers));
+    }
   } else {
     std::int64_t total = 0;
     for (const auto& e : c.profile_entries) total += e.count;

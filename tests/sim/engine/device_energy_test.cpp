@@ -180,8 +180,13 @@ TEST(DeviceEnergy, HybridGroupsNameTheirDevice) {
             (std::vector<std::string>{"jetson-orin-nano", "jetson-orin-nano", "jetson-orin-nano",
                                       "raspberry-pi-5"}));
   EXPECT_EQ(load_scenario(s.resolved).compute.worker_profiles, s.compute.worker_profiles);
+  doc["network"]["groups"][1]["workers"] = 2;  // 5 workers in the groups, 4 in training
+  EXPECT_EQ(config_error_path(doc), "network.groups");
+  doc["network"]["groups"][1]["workers"] = 1;
   doc["compute"]["profile"][0]["group"] = 2;
   EXPECT_EQ(config_error_path(doc), "compute.profile[0].group");
+  doc["compute"]["profile"][0]["group"] = 0;  // group 0 named twice
+  EXPECT_EQ(config_error_path(doc), "compute.profile[1].group");
 }
 
 // Measured compute on named devices: this machine's wall time stands for `measured_on`, and
