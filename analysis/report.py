@@ -330,6 +330,15 @@ def compute_label(run):
     c = run.scenario.get("compute", {})
     mode = c.get("mode", "?")
     detail = c.get("profile") or c.get("seconds_per_sample") or c.get("seconds") or c.get("scale")
+    if isinstance(detail, list):
+        # One device per worker: counted runs of the same device, in rank order.
+        runs_of = []
+        for name in detail:
+            if runs_of and runs_of[-1][0] == name:
+                runs_of[-1][1] += 1
+            else:
+                runs_of.append([name, 1])
+        detail = " + ".join(f"{n} x {name}" for name, n in runs_of)
     return f"{mode} {detail}" if detail is not None else mode
 
 

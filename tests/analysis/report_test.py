@@ -479,6 +479,12 @@ class EnergyReportTest(unittest.TestCase):
         self.assertEqual(pi["busy (s)"], "4.5")
         self.assertEqual(pi["compute energy (J)"], "50")
 
+    def test_a_device_list_is_named_by_its_runs_of_devices(self):
+        run = type("Run", (), {"scenario": {"compute": {"mode": "profile", "profile": [
+            "jetson-orin-nano", "jetson-orin-nano", "raspberry-pi-5", "jetson-orin-nano"]}}})()
+        self.assertEqual(report.compute_label(run),
+                         "profile 2 x jetson-orin-nano + 1 x raspberry-pi-5 + 1 x jetson-orin-nano")
+
     def test_runs_without_devices_have_neither(self):
         tmp = tempfile.mkdtemp(prefix="gradwire-report-noenergy-")
         try:
