@@ -3,7 +3,10 @@
 for a prefix of the scenario's steps), the time each would take to reach the scenario's target,
 ranked, with its accuracy cost. Writes advice.json and advice.md beside the plan.
 
-Usage: analysis/advise.py --plan ADVISE_DIR/plan.json [--elapsed-s SECONDS]
+Usage: analysis/advise.py --plan ADVISE_DIR/plan.json [--elapsed-s SECONDS] [--rank-by time|energy]
+
+--rank-by energy ranks by the projected energy to target (every worker's joules, summary.json's
+energy; runs whose workers run on named device profiles) instead of the time.
 
 plan.json is written by `gradwire advise`: the scenario's steps and evaluation interval, the
 screening's steps and folder, and one entry per screened codec (its run name). Standard library
@@ -58,8 +61,11 @@ def load_run(folder):
                for name in (run_folders.SUMMARY_FILE, run_folders.SCENARIO_FILE)):
         return None
     run = run_folders.load(folder)
+    # Cumulative joules at each step, where the run's devices are named (else empty).
+    energy = {rec["step"]: rec["energy_j"] for rec in run.steps
+              if isinstance(rec.get("energy_j"), (int, float))}
     return {"steps": {rec["step"]: rec["sim_time_s"] for rec in run.steps}, "evals": run.evals,
-            "bytes_per_step": run.bytes_per_step}
+            "bytes_per_step": run.bytes_per_step, "energy": energy}
 
 
 def target_of(training):
@@ -114,10 +120,10 @@ def fit_power_law(points):
     return math.exp(my - slope * mx), -slope
 
 
-def pace(run, screening_steps, settled_after=0):
-    """Simulated seconds per step over the screening's second half, or from the end of the
-    codec's warm-up when that is later (a warm-up sends more per step)."""
-    steps = run["steps"]
+def pace(run, screening_steps, settled_after=0, series="steps"):
+    """Simulated seconds (series "energy": joules) per step over the screening's second half,
+    or from the end of the codec's warm-up when that is later (a warm-up sends more per step)."""
+    steps = run[series]
     last = max(steps)
     start = max(screening_steps // 2, settled_after)
     half = max((s for s in steps if s <= start), default=min(steps))
@@ -130,11 +136,14 @@ def assess(run, plan, target, settled_after=0):
     """Time to target as the scenario's own run would report it (at its evaluation interval)."""
     every, screened, full = plan["eval_every"], plan["screening_steps"], plan["full_steps"]
     out = {"how": "not projected", "time_to_target_s": None, "steps_to_target": None,
-           "within_scenario_steps": None, "fit": None}
+           "within_scenario_steps": None, "fit": None, "energy_to_target_j": None}
     for ev in run["evals"]:
         if ev["step"] % every == 0 and target.reached(ev):
             out.update(how="measured", time_to_target_s=ev["sim_time_s"], steps_to_target=ev["step"],
                        within_scenario_steps=True, time_range_s=[ev["sim_time_s"], ev["sim_time_s"]])
+            joules = ev.get("energy_j")
+            if isinstance(joules, (int, float)):
+                out.update(energy_to_target_j=joules, energy_range_j=[joules, joules])
             return out
     # A curve just out of a warm-up is still recovering from it: less than half a screening
     # after the warm-up, its slope says little about where it is heading.
@@ -184,11 +193,23 @@ def assess(run, plan, target, settled_after=0):
                time_to_target_s=time_at(step),
                time_range_s=[time_at(crossing(target.error + spread)),
                              time_at(crossing(target.error - spread))])
+    energy = run.get("energy") or {}
+    if energy and max(energy) == last:
+        # Energy grows per step as time does: at the late pace of joules per step.
+        joules_per_step = pace(run, screened, settled_after, "energy")
+
+        def energy_at(s):
+            return None if s is None or s > MAX_REACH * full else energy[last] + (s - last) * joules_per_step
+
+        out.update(energy_to_target_j=energy_at(step),
+                   energy_range_j=[energy_at(crossing(target.error + spread)),
+                                   energy_at(crossing(target.error - spread))])
     return out
 
 
-def rank(plan, target):
-    """One entry per candidate, fastest first; those that do not reach the target last."""
+def rank(plan, target, by="time"):
+    """One entry per candidate, fastest first (by "energy": least energy to target first);
+    those that do not reach the target last."""
     entries = []
     for cand in plan["candidates"]:
         entry = {"run": cand["run"], "family": cand["family"], "label": cand["label"],
@@ -206,6 +227,7 @@ def rank(plan, target):
             entries.append(entry)
             continue
         entry.update(assess(run, plan, target, cand.get("settled_after", 0)))
+        entry["energy_known"] = bool(run["energy"])
         final = run["evals"][-1]
         entry["screening_quality"] = target.quality(final)
         entry["screening_quality_step"] = final["step"]
@@ -222,9 +244,15 @@ def rank(plan, target):
         if dense and e.get("screening_quality") is not None and dense.get("screening_quality") is not None:
             e["quality_vs_dense"] = e["screening_quality"] - dense["screening_quality"]
 
+    measure = "energy_to_target_j" if by == "energy" else "time_to_target_s"
+    for e in entries:
+        e["energy_vs_dense"] = (e["energy_to_target_j"] / dense["energy_to_target_j"]
+                                if dense and dense.get("energy_to_target_j") and e.get("energy_to_target_j")
+                                else None)
+
     def key(e):
-        if e.get("time_to_target_s") is not None:
-            return (0, e["time_to_target_s"])
+        if e.get(measure) is not None:
+            return (0, e[measure])
         quality = e.get("screening_quality")
         if quality is None:
             return (2, 0)
@@ -237,8 +265,30 @@ def seconds(value):
     return "-" if value is None else ("%.3g s" % value)
 
 
-def answer(ranked, dense, target):
+def joules(value):
+    return "-" if value is None else ("%.3g J" % value)
+
+
+def answer_by_energy(ranked, dense, target):
+    """The advice when ranked by energy to target."""
+    best = ranked[0] if ranked and ranked[0].get("energy_to_target_j") is not None else None
+    if best is None:
+        return (f"No screened method is projected to reach {target.text} with its energy known: the "
+                "screening's curves do not get there, or its runs name no device profile.")
+    how = "measured" if best["how"] == "measured" else "projected"
+    text = (f"Least energy: {best['label']} reaches {target.text} with {joules(best['energy_to_target_j'])} "
+            f"over every worker ({how}, at {seconds(best['time_to_target_s'])})")
+    if dense is not None and not best["dense"] and dense.get("energy_to_target_j") is not None:
+        text += f", {best['energy_vs_dense']:.2f}x dense SGD's {joules(dense['energy_to_target_j'])}"
+    elif best["dense"]:
+        text += "; no codec uses less than dense SGD"
+    return text + "."
+
+
+def answer(ranked, dense, target, by="time"):
     """The advice in two or three sentences."""
+    if by == "energy":
+        return answer_by_energy(ranked, dense, target)
     best = ranked[0] if ranked and ranked[0].get("time_to_target_s") is not None else None
     if best is None:
         return (f"No screened method is projected to reach {target.text}: the screening's curves "
@@ -281,21 +331,37 @@ def close_calls(ranked, best):
             "measures more of the curves.")
 
 
-def markdown(plan, ranked, text, target, elapsed):
+def devices_text(devices):
+    """The line naming the workers' devices and their compute per step (empty without any)."""
+    if not devices:
+        return ""
+    parts = [f"{workers} x {name} ({1e3 * step_s:.3g} ms of compute per step)"
+             for name, workers, step_s, _, _ in devices if step_s is not None]
+    return "Workers: " + ", ".join(parts) + "." if parts else ""
+
+
+def markdown(plan, ranked, text, target, elapsed, by="time", devices=()):
     lines = [f"# Advice for {plan['name']}", "",
              f"Target: {target.text}. Screened {len(ranked)} codecs for {plan['screening_steps']} of "
              f"{plan['full_steps']} steps each (evaluating every {plan['screening_eval_every']});"
              " times are simulated seconds as the scenario's run would report them (at its "
              f"evaluation interval of {plan['eval_every']} steps).", ""]
+    if devices_text(devices):
+        lines += [devices_text(devices), ""]
     if plan.get("fixed_compute_s") is not None:
         lines += [f"The scenario measures compute; the screening fixed it at the pilot's "
                   f"{1e3 * plan['fixed_compute_s']:.3g} ms per step (measured alone), so that "
                   "parallel runs do not time each other's load.", ""]
     lines += [text, ""]
+    if by == "energy":
+        lines += ["Ranked by energy to target: every worker's joules (compute, and radio where the "
+                  "network reports it) until the target, from summary.json's energy.", ""]
+    with_energy = any(e.get("energy_to_target_j") is not None for e in ranked)
     quality = "accuracy" if target.accuracy else "perplexity"
     lines.append(f"| rank | method | family | time to target | how | vs dense | {quality} at the "
-                 f"screening's end | vs dense | bytes per step |")
-    lines.append("|---|---|---|---|---|---|---|---|---|")
+                 f"screening's end | vs dense | bytes per step |"
+                 + (" energy to target | energy vs dense |" if with_energy else ""))
+    lines.append("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if with_energy else ""))
     for i, e in enumerate(ranked, 1):
         when = seconds(e.get("time_to_target_s"))
         low, high = (e.get("time_range_s") or [None, None])
@@ -312,7 +378,10 @@ def markdown(plan, ranked, text, target, elapsed):
             "-" if e.get("speedup_vs_dense") is None else f"{e['speedup_vs_dense']:.2f}x",
             "-" if e.get("screening_quality") is None else f"{e['screening_quality']:.4g}",
             delta_text,
-            "-" if e.get("bytes_per_step") is None else f"{e['bytes_per_step']:.0f}"]) + " |")
+            "-" if e.get("bytes_per_step") is None else f"{e['bytes_per_step']:.0f}"]
+            + ([joules(e.get("energy_to_target_j")),
+                "-" if e.get("energy_vs_dense") is None else f"{e['energy_vs_dense']:.2f}x"]
+               if with_energy else [])) + " |")
     lines += ["", "measured: the screening run reached the target at one of the scenario's "
               "evaluations. projected: a power law fitted to the screening's later evaluations, "
               "extrapolated to the target at the run's late pace per step (docs/advise.md says how "
@@ -334,6 +403,8 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plan", required=True)
     parser.add_argument("--elapsed-s", type=float, default=None)
+    parser.add_argument("--rank-by", choices=("time", "energy"), default="time",
+                        help="rank by time to target (default) or by energy to target")
     args = parser.parse_args(argv)
     try:
         plan = read_plan(args.plan)
@@ -344,7 +415,7 @@ def main(argv):
     # what it is (rank() lists the others).
     folders = [os.path.join(plan["screening"], c["run"]) for c in plan["candidates"]]
     finished = [f for f in folders if run_folders.is_run(f)]
-    target, errors = None, []
+    target, errors, devices = None, [], []
     for folder in finished:
         try:
             run = run_folders.load(folder)
@@ -352,6 +423,7 @@ def main(argv):
             errors.append(str(e))
             continue
         target = target_of(run.training)
+        devices = run.device_compute
         if target is None:
             errors.append(f"{os.path.join(folder, run_folders.SCENARIO_FILE)}: training: expected "
                           "target_accuracy or target_perplexity (gradwire advise needs a target)")
@@ -361,15 +433,23 @@ def main(argv):
         print(f"error: no screened codec left a finished run in {plan['screening']}"
               + (" that can be read: " + "; ".join(errors) if errors else ""), file=sys.stderr)
         return 2
-    ranked, dense = rank(plan, target)
-    text = answer(ranked, dense, target)
+    ranked, dense = rank(plan, target, args.rank_by)
+    if args.rank_by == "energy" and not any(e.get("energy_known") for e in ranked):
+        print("error: --rank-by energy: no screened run carries energy (its workers need named "
+              "device profiles: compute.profile)", file=sys.stderr)
+        return 2
+    text = answer(ranked, dense, target, args.rank_by)
     folder = os.path.dirname(os.path.abspath(args.plan))
     write_atomically(os.path.join(folder, "advice.json"), json.dumps(
         {"name": plan["name"], "target": {"accuracy": target.accuracy, "perplexity": target.perplexity},
          "screening_steps": plan["screening_steps"], "full_steps": plan["full_steps"],
-         "answer": text, "ranking": ranked, "elapsed_s": args.elapsed_s, "budget_s": plan["budget_s"]},
+         "answer": text, "ranking": ranked, "rank_by": args.rank_by, "elapsed_s": args.elapsed_s,
+         "devices": [{"profile": name, "workers": workers, "mean_step_compute_s": step_s}
+                     for name, workers, step_s, _, _ in devices],
+         "budget_s": plan["budget_s"]},
         indent=2) + "\n")
-    write_atomically(os.path.join(folder, "advice.md"), markdown(plan, ranked, text, target, args.elapsed_s))
+    write_atomically(os.path.join(folder, "advice.md"),
+                     markdown(plan, ranked, text, target, args.elapsed_s, args.rank_by, devices))
     return 0
 
 

@@ -38,7 +38,7 @@ SUMMARY_COLUMNS = [
     "final_accuracy", "time_to_target_s", "sim_time_s", "mean_step_compute_s",
     "mean_step_comm_s", "mean_step_codec_s", "bytes_on_wire", "payload_bytes",
     "compression_ratio", "wall_time_s", "ns3_wall_time_s", "lost_gradient_fraction",
-    "final_top5_accuracy", "final_perplexity",
+    "final_top5_accuracy", "final_perplexity", "energy_j", "energy_to_target_j",
 ]
 
 # Codecs that send the whole gradient, only in another number format: the candidates for the
@@ -81,6 +81,10 @@ DEFINITIONS = [
     ("Bytes per step", "size of the gradient one worker's codec produced per step "
      "(payload_bytes / steps / workers); bytes on the wire also count forwarding and framing."),
     ("Compression ratio", "dense fp32 gradient bytes divided by the bytes the codecs produced."),
+    ("Energy to target", "joules every worker's device used until the time to target: its busy "
+     "seconds (compute, codec and optimizer work) at the profile's busy watts, the rest of the "
+     "time at its idle watts, plus its radio's joules where the network reports them; only for "
+     "runs whose workers run on named device profiles (compute.profile)."),
 ]
 
 
@@ -326,6 +330,15 @@ def compute_label(run):
     c = run.scenario.get("compute", {})
     mode = c.get("mode", "?")
     detail = c.get("profile") or c.get("seconds_per_sample") or c.get("seconds") or c.get("scale")
+    if isinstance(detail, list):
+        # One device per worker: counted runs of the same device, in rank order.
+        runs_of = []
+        for name in detail:
+            if runs_of and runs_of[-1][0] == name:
+                runs_of[-1][1] += 1
+            else:
+                runs_of.append([name, 1])
+        detail = " + ".join(f"{n} x {name}" for name, n in runs_of)
     return f"{mode} {detail}" if detail is not None else mode
 
 
@@ -625,6 +638,20 @@ def plot_bytes(runs, out_dir):
     return save(fig, out_dir, "bytes_vs_accuracy")
 
 
+DEVICE_HEADER = ["run", "device", "workers", "mean step compute (ms)", "busy (s)",
+                 "compute energy (J)"]
+
+
+def device_compute_rows(runs):
+    """Rows of the per-device compute table: one per run and device profile it used."""
+    rows = []
+    for r in sorted(runs, key=lambda r: r.name):
+        for name, workers, step_s, busy_s, joules in r.device_compute:
+            rows.append([r.name, name, fmt(workers), ms(1e3 * step_s if step_s is not None else None),
+                         fmt(busy_s), fmt(joules)])
+    return rows
+
+
 def breakdown(runs):
     """Per run with step times: (name, compute ms, codec ms or None, exposed comm ms, step ms)."""
     rows = []
@@ -679,6 +706,10 @@ def headline_measures(runs, table):
     if any(r.summary.get("lost_gradient_fraction") is not None for r in runs):
         measures.append(("lost_gradient_fraction", "lost gradient (fraction, UDP)",
                          lambda r: r.summary.get("lost_gradient_fraction"), fmt))
+    # Runs whose workers run on named devices carry their energy (summary.json's energy).
+    if any(r.summary.get("energy_j") is not None for r in runs):
+        measures.insert(1, ("energy_to_target_j", "energy to target (J)",
+                            lambda r: r.energy_to_target_j, fmt))
     return measures
 
 
@@ -1084,6 +1115,14 @@ def main(argv):
         body = [[row[0], ms(row[1])] + ([ms(row[2])] if has_codec else []) + [ms(row[3]), ms(row[4])]
                 for row in steps]
         parts.append(table_html(head, body, "breakdown"))
+    device_rows = device_compute_rows(runs)
+    if device_rows:
+        parts.append("<h2>Compute per device</h2><p>Per run and device profile (compute.profile): "
+                     "its workers, their mean compute per step, the seconds their devices "
+                     "worked (compute, codec and optimizer) and the joules that took at the "
+                     "devices' busy watts, with the rest of the run at their idle watts "
+                     "(summary.json's energy).</p>")
+        parts.append(table_html(DEVICE_HEADER, device_rows, "devices"))
     parts.append("<h2>Results (results.csv)</h2>")
     parts.append(table_html(header, rows, "results"))
     parts.append("</body></html>")

@@ -286,7 +286,7 @@ SUMMARY_NUMBERS = (
     "final_accuracy", "final_top5_accuracy", "final_perplexity", "target_accuracy",
     "target_perplexity", "time_to_target_s", "sim_time_s", "mean_step_compute_s", "mean_step_comm_s", "mean_step_codec_s",
     "bytes_on_wire", "payload_bytes", "dense_bytes", "compression_ratio", "wall_time_s",
-    "ns3_wall_time_s", "lost_gradient_fraction", "mean_staleness")
+    "ns3_wall_time_s", "lost_gradient_fraction", "mean_staleness", "energy_j", "energy_to_target_j")
 SUMMARY_INTEGERS = ("steps", "workers", "parameters", "steps_to_target")
 # Written by every training run, so a summary without them is not one (a hand-edited or a
 # truncated file, or an emulation's summary, which the report does not tabulate).
@@ -500,6 +500,26 @@ class Run:
     @property
     def time_to_target_s(self):
         return self.summary.get("time_to_target_s")
+
+    @property
+    def energy_to_target_j(self):
+        """Every worker's joules until the target was first reached (None without devices or
+        when not reached)."""
+        return self.summary.get("energy_to_target_j")
+
+    @property
+    def device_compute(self):
+        """Per device profile: (name, workers, mean step compute s, busy s, compute J), from
+        summary.json's energy object; [] when the run's workers have no named devices."""
+        energy = self.summary.get("energy")
+        if not isinstance(energy, dict) or not isinstance(energy.get("profiles"), dict):
+            return []
+        out = []
+        for name, p in sorted(energy["profiles"].items()):
+            if isinstance(p, dict):
+                out.append((name, p.get("workers"), p.get("mean_step_compute_s"),
+                            p.get("busy_s"), p.get("compute_j")))
+        return out
 
     @property
     def step_time_s(self):

@@ -293,7 +293,10 @@ void Worker::FinishStep() {
   // The optimizer step runs once the device has done its codec work, then takes its own time.
   double delay = 0;
   if (options_.device) delay = options_.device->idle_at() - ns3::Simulator::Now().GetSeconds();
-  if (options_.optimizer_time) delay += options_.optimizer_time(optimizer_wall_s_);
+  if (options_.optimizer_time) {
+    current_.optimizer_s = options_.optimizer_time(optimizer_wall_s_);
+    delay += current_.optimizer_s;
+  }
   if (delay > 0) {
     ns3::Simulator::Schedule(ns3::Seconds(delay), &Worker::CompleteStep, this, generation_);
     return;

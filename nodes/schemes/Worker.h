@@ -78,6 +78,7 @@ struct StepRecord {
   double comm_s = 0;     ///< exposed: step time beyond compute_s (communication, codec and
                          ///< optimizer work that backward did not hide)
   double codec_s = 0;    ///< simulated codec work on this worker's device in the step
+  double optimizer_s = 0;  ///< simulated optimizer step on this worker's device
   double end_s = 0;
   std::uint64_t bytes_sent = 0;  ///< application bytes this worker's host sent in the step
   std::uint64_t payload_bytes = 0;  ///< size of the encoded gradient (before forwarding)

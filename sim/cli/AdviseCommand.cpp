@@ -16,6 +16,7 @@
 #include "common/SelfExecutable.h"
 #include "sim/cli/AnalysisScripts.h"
 #include "sim/cli/Cli.h"
+#include "sim/engine/ComputeTime.h"
 #include "sim/engine/ScenarioLoader.h"
 #include "sim/study/CodecScreening.h"
 #include "sim/study/SweepRunner.h"
@@ -77,6 +78,10 @@ CLI::App* add_advise_command(CLI::App& app, AdviseCommandOptions& o) {
   cmd->add_option("--out", o.out_dir, "parent of the advise-<name> folder (default: output.dir)");
   cmd->add_option("--set", o.overrides, "override a scenario value: path.to.key=value (repeatable)");
   cmd->add_flag("--quiet,-q", o.quiet, "no progress lines");
+  cmd->add_option("--rank-by", o.rank_by,
+                  "rank by time to target (default) or energy to target (workers on named "
+                  "device profiles)")
+      ->check(CLI::IsMember({"time", "energy"}));
   return cmd;
 }
 
@@ -96,6 +101,13 @@ int run_advise_command(const AdviseCommandOptions& o, std::ostream& out, std::os
     document["compute"]["threads"] = std::max(1, cores / jobs);
   }
   const Scenario scenario = load_scenario(document);
+  // Energy is charged on named devices; the screening fixes measured compute, so only profile
+  // compute keeps them.
+  if (o.rank_by == "energy" &&
+      (scenario.compute.mode != "profile" || worker_device(scenario.compute, 0) == nullptr)) {
+    throw ConfigError("--rank-by", "energy needs the workers on named devices (compute.mode "
+                                   "\"profile\" with compute.profile)");
+  }
   CodecScreening screening(document, scenario);
 
   const std::string parent = o.out_dir.empty() ? scenario.output_dir : o.out_dir;
@@ -190,7 +202,7 @@ int run_advise_command(const AdviseCommandOptions& o, std::ostream& out, std::os
   err.flush();
   const int code = run_child_process(
       {python, analysis_dir() + "/advise.py", "--plan", folder + "/plan.json", "--elapsed-s",
-       std::to_string(seconds_since(start))},
+       std::to_string(seconds_since(start)), "--rank-by", o.rank_by},
       false);
   if (code != 0) {
     err << "error: the projection failed (analysis/advise.py exit " << code << ")\n";

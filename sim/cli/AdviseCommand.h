@@ -20,6 +20,7 @@ struct AdviseCommandOptions {
   std::string out_dir;  ///< parent of advise-<name>/ (default: the scenario's output.dir)
   std::vector<std::string> overrides;
   bool quiet = false;
+  std::string rank_by = "time";  ///< "time" or "energy" (to target)
 };
 
 CLI::App* add_advise_command(CLI::App& app, AdviseCommandOptions& options);

@@ -18,6 +18,7 @@
 #include "sim/cli/ServiceCommands.h"
 #include "sim/cli/AdviseCommand.h"
 #include "sim/cli/StudyCommands.h"
+#include "sim/engine/ComputeTime.h"
 #include "sim/engine/Engine.h"
 #include "sim/engine/ScenarioLoader.h"
 #include "sim/service/ProcessRun.h"
@@ -122,6 +123,32 @@ void list_datasets(std::ostream& out) {
   }
 }
 
+/// The device profiles `compute.profile` names: speed, power and where the numbers come from.
+void list_devices(std::ostream& out, bool json) {
+  if (json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& p : device_profiles()) {
+      list.push_back({{"name", p.name},
+                      {"sustained_flops", p.sustained_flops},
+                      {"step_overhead_s", p.step_overhead_s},
+                      {"memory_bandwidth", p.memory_bandwidth},
+                      {"source", p.source},
+                      {"busy_watts", p.busy_watts},
+                      {"idle_watts", p.idle_watts},
+                      {"power_source", p.power_source}});
+    }
+    out << list.dump(2) << "\n";
+    return;
+  }
+  for (const auto& p : device_profiles()) {
+    out << p.name << "  -  " << p.source << "\n"
+        << "    sustained " << p.sustained_flops << " FLOP/s, " << p.step_overhead_s * 1e3
+        << " ms per step, memory " << p.memory_bandwidth << " B/s\n"
+        << "    power: busy " << p.busy_watts << " W, idle " << p.idle_watts << " W ("
+        << p.power_source << ")\n";
+  }
+}
+
 /// A `--json` / `--markdown` pair of flags on a listing command.
 struct ListingFormat {
   bool json = false;
@@ -193,6 +220,11 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   CLI::App* schemes = app.add_subcommand(
       "schemes", "List training schemes and their keys (scenario `topology`)");
   schemes_format.add_to(schemes, "docs/schemes.md");
+
+  bool devices_json = false;
+  CLI::App* devices = app.add_subcommand(
+      "devices", "List device profiles (scenario `compute.profile`): speed and power");
+  devices->add_flag("--json", devices_json, "machine-readable output");
 
   CodecCommandOptions codec_options;
   CLI::App* codec_command = add_codec_command(app, codec_options);
@@ -269,6 +301,10 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
     if (*advise_command) return run_advise_command(advise_options, out, err);
     if (*codecs) {
       list_codecs(out, codecs_json);
+      return kExitOk;
+    }
+    if (*devices) {
+      list_devices(out, devices_json);
       return kExitOk;
     }
     if (*networks) {

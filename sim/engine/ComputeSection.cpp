@@ -1,5 +1,7 @@
 #include "sim/engine/ComputeSection.h"
 
+#include <algorithm>
+
 #include "common/ConfigError.h"
 #include "sim/engine/ComputeTime.h"
 
@@ -12,8 +14,9 @@ namespace {
 /// free when compute is a fixed or per-sample figure (there is no device to time it on).
 void read_codec_time(const JsonFields& f, ComputeSpec& c) {
   const std::vector<std::string> names = device_profile_names();
+  const bool devices = !c.profile.empty() || !c.profile_entries.empty();
   const std::string fallback = c.mode == "measured" ? "measured"
-                               : !c.profile.empty() ? "profile"
+                               : devices            ? "profile"
                                                     : "free";
   c.codec_time = f.string("codec_time", fallback, {"free", "measured", "profile"});
   c.codec_scale = f.number("codec_scale", c.mode == "measured" ? c.scale : 1.0, 0, 1e6, true);
@@ -24,19 +27,120 @@ void read_codec_time(const JsonFields& f, ComputeSpec& c) {
   if (c.codec_time != "profile" && f.has("codec_device")) {
     throw ConfigError(f.path_of("codec_device"), "only valid with compute.codec_time \"profile\"");
   }
-  if (c.codec_time == "profile" && c.codec_device.empty()) {
+  // Without codec_device, a list of devices times each worker's codec work on its own.
+  if (c.codec_time == "profile" && c.codec_device.empty() && c.profile_entries.empty()) {
     throw ConfigError(f.path_of("codec_device"),
                       "missing; profile codec time needs a device: name one of the device "
                       "profiles (e.g. \"v100\"), or set compute.profile");
   }
 }
 
+/// `compute.profile` as a list: one device name per worker, or {"profile", "count"} runs of
+/// workers, or {"profile", "group"} for the workers of a hybrid network's group. Expanded to
+/// one name per worker by resolve_worker_profiles, once the workers and the network are known.
+void read_profile_list(const JsonFields& f, ComputeSpec& c) {
+  const std::vector<std::string> names = device_profile_names();
+  const nlohmann::json& list = f.object().at("profile");
+  const std::string path = f.path_of("profile");
+  if (list.empty()) {
+    throw ConfigError(path, "expected a device name or a non-empty list (one device per worker, "
+                            "or {\"profile\": name, \"count\": n} groups)");
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    ComputeSpec::ProfileEntry entry;
+    if (list[i].is_string()) {
+      entry.name = list[i].get<std::string>();
+      if (std::find(names.begin(), names.end(), entry.name) == names.end()) {
+        std::string known;
+        for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+        throw ConfigError(at, "expected a device profile (" + known + "), got \"" + entry.name + "\"");
+      }
+      entry.count = 1;
+    } else if (list[i].is_object()) {
+      JsonFields e(list[i], at);
+      e.allow({"profile", "count", "group"});
+      entry.name = e.required_string("profile", names);
+      if (e.has("count") == e.has("group")) {
+        throw ConfigError(at, "expected exactly one of count (workers on this device) or "
+                              "group (a hybrid network group's index)");
+      }
+      entry.count = e.has("count") ? e.integer("count", 1, 1, 100000) : -1;
+      entry.group = e.has("group") ? e.integer("group", 0, 0, 100000) : -1;
+    } else {
+      throw ConfigError(at, "expected a device name or {\"profile\": name, \"count\": n}, got " +
+                                json_brief(list[i]));
+    }
+    c.profile_entries.push_back(entry);
+  }
+  const bool groups = c.profile_entries.front().group >= 0;
+  for (std::size_t i = 0; i < c.profile_entries.size(); ++i) {
+    if ((c.profile_entries[i].group >= 0) != groups) {
+      throw ConfigError(path + "[" + std::to_string(i) + "]",
+                        "expected every entry to name a hybrid group, or none (a list is either "
+                        "per worker or per group)");
+    }
+  }
+}
+
 }  // namespace
+
+void resolve_worker_profiles(ComputeSpec& c, int workers, const NetworkSettings& network) {
+  if (c.profile_entries.empty()) return;
+  const std::string path = "compute.profile";
+  std::vector<std::string> per_worker;
+  if (c.profile_entries.front().group >= 0) {
+    const nlohmann::json net = network.to_json();
+    if (network.family() != "hybrid") {
+      throw ConfigError(path + "[0].group", "expected a hybrid network (network.family "
+                                            "\"hybrid\"), got \"" + network.family() + "\"");
+    }
+    const nlohmann::json& groups = net.at("groups");
+    std::vector<std::string> of_group(groups.size());
+    for (std::size_t i = 0; i < c.profile_entries.size(); ++i) {
+      const auto& e = c.profile_entries[i];
+      const std::string at = path + "[" + std::to_string(i) + "].group";
+      if (static_cast<std::size_t>(e.group) >= groups.size()) {
+        throw ConfigError(at, "expected a group index below " + std::to_string(groups.size()) +
+                                  " (network.groups), got " + std::to_string(e.group));
+      }
+      if (!of_group[static_cast<std::size_t>(e.group)].empty()) {
+        throw ConfigError(at, "group " + std::to_string(e.group) + " is named twice");
+      }
+      of_group[static_cast<std::size_t>(e.group)] = e.name;
+    }
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      if (of_group[g].empty()) {
+        throw ConfigError(path, "expected a device for every hybrid group; group " +
+                                    std::to_string(g) + " has none");
+      }
+      const auto n = groups[g].at("workers").get<std::int64_t>();
+      per_worker.insert(per_worker.end(), static_cast<std::size_t>(n), of_group[g]);
+    }
+    // The network says so too, but only once it is built: every worker needs its device first.
+    if (per_worker.size() != static_cast<std::size_t>(workers)) {
+      throw ConfigError("network.groups", "the groups hold " + std::to_string(per_worker.size()) +
+                                              " workers, but training.workers is " +
+                                              std::to_string(workers));
+    }
+  } else {
+    std::int64_t total = 0;
+    for (const auto& e : c.profile_entries) total += e.count;
+    if (total != workers) {
+      throw ConfigError(path, "expected a device for each of the " + std::to_string(workers) +
+                                  " workers (training.workers), got " + std::to_string(total));
+    }
+    for (const auto& e : c.profile_entries) {
+      per_worker.insert(per_worker.end(), static_cast<std::size_t>(e.count), e.name);
+    }
+  }
+  c.worker_profiles = std::move(per_worker);
+}
 
 ComputeSpec read_compute(const JsonFields& f) {
   f.allow({"mode", "scale", "seconds", "profile", "seconds_per_sample", "flops_per_sample",
            "device", "threads", "parallel_workers", "slow_workers", "stragglers", "codec_time",
-           "codec_scale", "codec_device"});
+           "codec_scale", "codec_device", "measured_on"});
   ComputeSpec c;
   c.mode = f.string("mode", c.mode, {"measured", "fixed", "profile"});
   c.scale = f.number("scale", 1.0, 0, 1e6, true);
@@ -59,17 +163,48 @@ ComputeSpec read_compute(const JsonFields& f) {
                         "expected exactly one of profile (a device name) or seconds_per_sample "
                         "with compute.mode \"profile\"");
     }
-    c.profile = f.string("profile", "", names);
+    if (f.has("profile") && f.object().at("profile").is_array()) {
+      read_profile_list(f, c);
+    } else {
+      c.profile = f.string("profile", "", names);
+    }
     c.seconds_per_sample = f.number("seconds_per_sample", 0, 0, 1e6, true);
     c.flops_per_sample = f.integer("flops_per_sample", 0, 1, std::int64_t{1} << 50);
-    if (f.has("flops_per_sample") && c.profile.empty()) {
+    if (f.has("flops_per_sample") && c.profile.empty() && c.profile_entries.empty()) {
       throw ConfigError(f.path_of("flops_per_sample"),
                         "expected only with compute.profile (a device), not seconds_per_sample");
+    }
+  } else if (c.mode == "measured" && (f.has("profile") || f.has("measured_on"))) {
+    // Measured steps on named devices: this machine's wall time stands for `measured_on`, and
+    // each worker's device is that much slower or faster.
+    const std::vector<std::string> names = device_profile_names();
+    if (!f.has("measured_on")) {
+      throw ConfigError(f.path_of("measured_on"),
+                        "missing; measured compute on named devices needs the device this "
+                        "machine's steps stand for (e.g. \"cpu-core\")");
+    }
+    if (!f.has("profile")) {
+      throw ConfigError(f.path_of("profile"), "missing; compute.measured_on needs the workers' "
+                                              "devices (a name, or a list)");
+    }
+    c.measured_on = f.string("measured_on", "", names);
+    if (f.object().at("profile").is_array()) {
+      read_profile_list(f, c);  // same forms as in profile mode
+    } else {
+      c.profile = f.string("profile", "", names);
     }
   } else {
     for (const char* key : {"profile", "seconds_per_sample", "flops_per_sample"}) {
       if (f.has(key)) throw ConfigError(f.path_of(key), "only valid with compute.mode \"profile\"");
     }
+  }
+  for (const char* key : {"seconds_per_sample", "flops_per_sample"}) {
+    if (c.mode != "profile" && f.has(key)) {
+      throw ConfigError(f.path_of(key), "only valid with compute.mode \"profile\"");
+    }
+  }
+  if (c.mode != "measured" && f.has("measured_on")) {
+    throw ConfigError(f.path_of("measured_on"), "only valid with compute.mode \"measured\"");
   }
   if (c.mode != "fixed" && f.has("seconds")) {
     throw ConfigError(f.path_of("seconds"), "only valid with compute.mode \"fixed\"");
@@ -107,13 +242,20 @@ nlohmann::json compute_json(const ComputeSpec& c) {
                             {"parallel_workers", c.parallel_workers}};
   if (c.mode == "measured") compute["scale"] = c.scale;
   if (c.mode == "fixed") compute["seconds"] = c.seconds;
+  // A list resolves to one name per worker, which reads back to the same devices.
+  const nlohmann::json profile = c.worker_profiles.empty() ? nlohmann::json(c.profile)
+                                                           : nlohmann::json(c.worker_profiles);
   if (c.mode == "profile") {
-    if (c.profile.empty()) {
+    if (c.profile.empty() && c.worker_profiles.empty()) {
       compute["seconds_per_sample"] = c.seconds_per_sample;
     } else {
-      compute["profile"] = c.profile;
+      compute["profile"] = profile;
       if (c.flops_per_sample > 0) compute["flops_per_sample"] = c.flops_per_sample;
     }
+  }
+  if (c.mode == "measured" && !c.measured_on.empty()) {
+    compute["profile"] = profile;
+    compute["measured_on"] = c.measured_on;
   }
   // Only the workers that are slow: a scale of 1 is the default, and an empty list would read
   // back as no list at all, so the resolved form would not resolve to itself.
@@ -126,7 +268,7 @@ nlohmann::json compute_json(const ComputeSpec& c) {
   if (!slow.empty()) compute["slow_workers"] = slow;
   compute["codec_time"] = c.codec_time;
   if (c.codec_time == "measured") compute["codec_scale"] = c.codec_scale;
-  if (c.codec_time == "profile") compute["codec_device"] = c.codec_device;
+  if (c.codec_time == "profile" && !c.codec_device.empty()) compute["codec_device"] = c.codec_device;
   if (c.straggler_probability > 0) {
     compute["stragglers"] = {{"probability", c.straggler_probability},
                              {"slowdown", c.straggler_slowdown}};

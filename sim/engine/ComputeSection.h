@@ -10,6 +10,9 @@
 namespace gradwire {
 
 ComputeSpec read_compute(const JsonFields& compute);
+/// Expands a `compute.profile` list to one device per worker (ConfigError naming the path
+/// when its workers do not add up to `workers`, or a group is not one of `network`'s).
+void resolve_worker_profiles(ComputeSpec& compute, int workers, const NetworkSettings& network);
 nlohmann::json compute_json(const ComputeSpec& compute);
 
 }  // namespace gradwire

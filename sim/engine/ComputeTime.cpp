@@ -10,28 +10,49 @@ const std::vector<DeviceProfile>& device_profiles() {
   // Sustained rates assume ~40-50% of the vendor's fp32 peak, typical of data-parallel CNN
   // training (peaks: NVIDIA data sheets). Overheads are order-of-magnitude figures for a
   // framework step on each class of device.
+  // Power: busy watts are the device's power budget (the vendor's TDP or the board's power
+  // mode), an upper bound for a training step; idle watts what it draws doing nothing. Boards
+  // are measured at the supply, GPUs are the card alone (the host around them is not counted).
   static const std::vector<DeviceProfile> kProfiles = {
-      {"raspberry-pi-4", 6e9, 5e-3, "Cortex-A72 x4, ~13.5 GFLOP/s fp32 peak (NEON)", 4e9},
-      {"jetson-nano", 1.2e11, 4e-3, "Maxwell 128 cores, 236 GFLOP/s fp32 peak", 1.5e10},
-      {"cpu-core", 2.0e10, 1e-3, "one modern x86 core with AVX2, ~50 GFLOP/s fp32 peak", 1.2e10},
-      {"gtx-1080ti", 5.0e12, 2e-3, "Pascal, 11.3 TFLOP/s fp32 peak (the DGC paper's era)", 3.6e11},
-      {"titan-xp", 5.5e12, 2e-3, "Pascal, 12.1 TFLOP/s fp32 peak", 4.1e11},
-      {"v100", 7.0e12, 1.5e-3, "Volta, 15.7 TFLOP/s fp32 peak", 7.5e11},
-      {"a100", 9.0e12, 1e-3, "Ampere, 19.5 TFLOP/s fp32 peak (no TF32)", 1.3e12},
+      {"raspberry-pi-4", 6e9, 5e-3, "Cortex-A72 x4, ~13.5 GFLOP/s fp32 peak (NEON)", 4e9, 6.4, 2.7,
+       "measured at the supply: idle 2.7 W, 4-core stress 6.4 W (J. Geerling, Raspberry Pi 4 "
+       "power consumption benchmarks, Pi Dramble, 2019)"},
+      {"jetson-nano", 1.2e11, 4e-3, "Maxwell 128 cores, 236 GFLOP/s fp32 peak", 1.5e10, 10.0, 2.0,
+       "busy: the 10 W power mode (NVIDIA Jetson Nano data sheet); idle: estimate"},
+      {"cpu-core", 2.0e10, 1e-3, "one modern x86 core with AVX2, ~50 GFLOP/s fp32 peak", 1.2e10,
+       10.0, 1.0, "estimate: one core's share of a 65 W 6-8-core desktop part"},
+      {"gtx-1080ti", 5.0e12, 2e-3, "Pascal, 11.3 TFLOP/s fp32 peak (the DGC paper's era)", 3.6e11,
+       250.0, 15.0, "busy: 250 W board power (NVIDIA GeForce GTX 1080 Ti specifications); idle: estimate"},
+      {"titan-xp", 5.5e12, 2e-3, "Pascal, 12.1 TFLOP/s fp32 peak", 4.1e11, 250.0, 15.0,
+       "busy: 250 W board power (NVIDIA TITAN Xp specifications); idle: estimate"},
+      {"v100", 7.0e12, 1.5e-3, "Volta, 15.7 TFLOP/s fp32 peak", 7.5e11, 300.0, 40.0,
+       "busy: 300 W TDP, SXM2 (NVIDIA Tesla V100 data sheet); idle: estimate"},
+      {"a100", 9.0e12, 1e-3, "Ampere, 19.5 TFLOP/s fp32 peak (no TF32)", 1.3e12, 400.0, 50.0,
+       "busy: 400 W TDP, SXM4 (NVIDIA A100 Tensor Core GPU data sheet); idle: estimate"},
       // Memory bandwidths: ~75% of the data sheet's peak for GPUs (what STREAM-like kernels
       // reach), ~35-60% for the boards' shared LPDDR and one x86 core's share of DDR4.
       // Current devices. Peaks from the vendors' data sheets (dense, no sparsity); the same
       // ~40-45% sustained share for GPUs, ~20% for CPUs, whose framework kernels reach less.
       {"raspberry-pi-5", 3.0e10, 4e-3,
-       "Cortex-A76 x4 at 2.4 GHz, ~154 GFLOP/s fp32 peak (2 x 128-bit NEON FMA per core)", 1.0e10},
+       "Cortex-A76 x4 at 2.4 GHz, ~154 GFLOP/s fp32 peak (2 x 128-bit NEON FMA per core)", 1.0e10,
+       7.0, 2.7,
+       "measured at the supply: idle 2.7 W, 4-core stress ~7 W (J. Geerling, Raspberry Pi 5 "
+       "power consumption benchmarks, 2023)"},
       {"jetson-orin-nano", 5.5e11, 3e-3,
-       "Orin Nano 8GB, Ampere 1024 cores at 625 MHz, 1.28 TFLOP/s fp32 peak", 5.0e10},
+       "Orin Nano 8GB, Ampere 1024 cores at 625 MHz, 1.28 TFLOP/s fp32 peak", 5.0e10, 15.0, 4.0,
+       "busy: the 15 W power mode, whose GPU clock is 625 MHz (7 W mode: 408 MHz; NVIDIA Jetson "
+       "Orin Nano Series data sheet); idle: estimate"},
       {"jetson-agx-orin", 2.3e12, 2.5e-3,
-       "AGX Orin 64GB, Ampere 2048 cores at 1.3 GHz, 5.3 TFLOP/s fp32 peak", 1.5e11},
-      {"rtx-4090", 3.5e13, 1e-3, "Ada, 82.6 TFLOP/s fp32 peak", 8.0e11},
-      {"a100-tf32", 6.5e13, 1e-3, "Ampere, 156 TFLOP/s TF32 tensor-core peak", 1.3e12},
-      {"a100-bf16", 1.3e14, 1e-3, "Ampere, 312 TFLOP/s BF16 tensor-core peak", 1.3e12},
-      {"h100-bf16", 4.0e14, 7e-4, "H100 SXM, Hopper, 989 TFLOP/s BF16 tensor-core peak", 2.6e12},
+       "AGX Orin 64GB, Ampere 2048 cores at 1.3 GHz, 5.3 TFLOP/s fp32 peak", 1.5e11, 60.0, 10.0,
+       "busy: the 60 W MAXN power mode (NVIDIA Jetson AGX Orin Series data sheet); idle: estimate"},
+      {"rtx-4090", 3.5e13, 1e-3, "Ada, 82.6 TFLOP/s fp32 peak", 8.0e11, 450.0, 20.0,
+       "busy: 450 W total graphics power (NVIDIA GeForce RTX 4090 specifications); idle: estimate"},
+      {"a100-tf32", 6.5e13, 1e-3, "Ampere, 156 TFLOP/s TF32 tensor-core peak", 1.3e12, 400.0, 50.0,
+       "busy: 400 W TDP, SXM4 (NVIDIA A100 Tensor Core GPU data sheet); idle: estimate"},
+      {"a100-bf16", 1.3e14, 1e-3, "Ampere, 312 TFLOP/s BF16 tensor-core peak", 1.3e12, 400.0, 50.0,
+       "busy: 400 W TDP, SXM4 (NVIDIA A100 Tensor Core GPU data sheet); idle: estimate"},
+      {"h100-bf16", 4.0e14, 7e-4, "H100 SXM, Hopper, 989 TFLOP/s BF16 tensor-core peak", 2.6e12,
+       700.0, 70.0, "busy: 700 W TDP, SXM5 (NVIDIA H100 Tensor Core GPU data sheet); idle: estimate"},
   };
   return kProfiles;
 }
@@ -56,15 +77,29 @@ double optimizer_step_seconds(const DeviceProfile& device, std::int64_t paramete
   return passes * 4.0 * static_cast<double>(parameters) / device.memory_bandwidth;
 }
 
+const DeviceProfile* worker_device(const ComputeSpec& spec, int rank) {
+  if (spec.mode == "fixed") return nullptr;
+  if (spec.mode == "measured" && spec.measured_on.empty()) return nullptr;
+  const std::string& name = spec.profile_of(rank);
+  return name.empty() ? nullptr : &device_profile(name);
+}
+
+double measured_device_factor(const ComputeSpec& spec, int rank) {
+  if (spec.measured_on.empty()) return 1.0;
+  return device_profile(spec.measured_on).sustained_flops /
+         device_profile(spec.profile_of(rank)).sustained_flops;
+}
+
 std::function<double(double)> optimizer_time_model(const ComputeSpec& spec,
-                                                   std::int64_t parameters, bool momentum) {
+                                                   std::int64_t parameters, bool momentum,
+                                                   int rank) {
   if (spec.mode == "measured") {
-    const double scale = spec.scale;
+    const double scale = spec.scale * measured_device_factor(spec, rank);
     return [scale](double wall) { return wall * scale; };
   }
-  if (spec.mode == "profile" && !spec.profile.empty()) {
+  if (spec.mode == "profile" && !spec.profile_of(rank).empty()) {
     const double seconds =
-        optimizer_step_seconds(device_profile(spec.profile), parameters, momentum);
+        optimizer_step_seconds(device_profile(spec.profile_of(rank)), parameters, momentum);
     return [seconds](double) { return seconds; };
   }
   return nullptr;
@@ -85,9 +120,11 @@ double uniform_draw(std::uint64_t seed, int rank, std::int64_t step) {
 
 ComputeTimeModel base_compute_time_model(const ComputeSpec& spec,
                                          std::int64_t forward_flops_per_sample,
-                                         std::int64_t batch) {
+                                         std::int64_t batch, int rank) {
   if (spec.mode == "measured") {
-    const double scale = spec.scale;
+    // The step this machine ran, on the worker's device: slower or faster by the ratio of
+    // their sustained throughputs (1 when no devices are named).
+    const double scale = spec.scale * measured_device_factor(spec, rank);
     return [scale](double wall, std::int64_t) { return wall * scale; };
   }
   if (spec.mode == "fixed") {
@@ -101,7 +138,7 @@ ComputeTimeModel base_compute_time_model(const ComputeSpec& spec,
     }
     const std::int64_t flops =
         spec.flops_per_sample > 0 ? spec.flops_per_sample : forward_flops_per_sample;
-    const DeviceProfile& p = device_profile(spec.profile);
+    const DeviceProfile& p = device_profile(spec.profile_of(rank));
     const double seconds = p.step_overhead_s + 3.0 * static_cast<double>(flops) *
                                                    static_cast<double>(batch) / p.sustained_flops;
     return [seconds](double, std::int64_t) { return seconds; };
@@ -114,7 +151,7 @@ ComputeTimeModel base_compute_time_model(const ComputeSpec& spec,
 ComputeTimeModel make_compute_time_model(const ComputeSpec& spec,
                                          std::int64_t forward_flops_per_sample,
                                          std::int64_t batch, int rank, std::uint64_t seed) {
-  ComputeTimeModel base = base_compute_time_model(spec, forward_flops_per_sample, batch);
+  ComputeTimeModel base = base_compute_time_model(spec, forward_flops_per_sample, batch, rank);
   const double scale = static_cast<std::size_t>(rank) < spec.worker_scale.size()
                            ? spec.worker_scale[static_cast<std::size_t>(rank)]
                            : 1.0;

@@ -22,6 +22,11 @@ struct DeviceProfile {
   double step_overhead_s;   ///< per-step fixed cost: kernel launches, optimizer, data loading
   std::string source;       ///< where the numbers come from
   double memory_bandwidth;  ///< sustained bytes/s: the rate of codec passes and the optimizer
+  /// Power while the device works (a step's compute, codec work, the optimizer) and while it
+  /// waits (for the network, for other workers), watts: what compute energy is charged at.
+  double busy_watts;
+  double idle_watts;
+  std::string power_source;  ///< where the watts come from
 };
 
 /// The profiles' names, in table order (what validation offers).
@@ -43,7 +48,15 @@ const std::vector<DeviceProfile>& device_profiles();
 /// compute already cover it (empty function).
 std::function<double(double wall_seconds)> optimizer_time_model(const ComputeSpec& spec,
                                                                 std::int64_t parameters,
-                                                                bool momentum);
+                                                                bool momentum, int rank = 0);
+
+/// Worker `rank`'s device profile, or null when its compute has none (fixed compute, an
+/// explicit seconds_per_sample, measured compute without `measured_on`).
+const DeviceProfile* worker_device(const ComputeSpec& spec, int rank);
+
+/// How much longer a step measured on this machine takes on worker `rank`'s device: the
+/// `measured_on` device's sustained FLOP/s over the worker's (1 without per-device profiles).
+double measured_device_factor(const ComputeSpec& spec, int rank);
 
 /// Builds the model for worker `rank`. A training step costs ~3x the forward FLOPs (backward
 /// is about twice the forward; Kaplan et al. 2020, "Scaling Laws", sec. 2.1). The result is

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "nodes/transport/LossLedger.h"
+#include "sim/engine/ComputeTime.h"
 #include "sim/engine/Scenario.h"
 #include "sim/engine/TrainingDiverged.h"
 
@@ -17,7 +18,25 @@ namespace gradwire {
 MetricsRecorder::MetricsRecorder(const Scenario& scenario, std::int64_t parameters,
                                  std::ostream* progress,
                                  std::chrono::steady_clock::time_point wall_start)
-    : scenario_(scenario), parameters_(parameters), progress_(progress), wall_start_(wall_start) {}
+    : scenario_(scenario), parameters_(parameters), progress_(progress), wall_start_(wall_start) {
+  const int n = scenario.training.workers;
+  for (int r = 0; r < n; ++r) devices_.push_back(worker_device(scenario.compute, r));
+  if (std::find(devices_.begin(), devices_.end(), nullptr) != devices_.end()) devices_.clear();
+  busy_s_.assign(devices_.size(), 0.0);
+  worker_compute_s_.assign(devices_.size(), 0.0);
+  worker_steps_.assign(devices_.size(), 0);
+}
+
+double MetricsRecorder::energy_at(double sim_time_s) const {
+  double joules = 0;
+  for (std::size_t r = 0; r < devices_.size(); ++r) {
+    // A device's two streams can overlap codec work with compute: busy seconds count the work,
+    // so they can exceed the time passed, and the idle rest is then none.
+    joules += busy_s_[r] * devices_[r]->busy_watts +
+              std::max(0.0, sim_time_s - busy_s_[r]) * devices_[r]->idle_watts;
+  }
+  return joules;
+}
 
 double MetricsRecorder::wall_now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start_).count();
@@ -75,6 +94,8 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
   nlohmann::json bytes = nlohmann::json::array();
   nlohmann::json payload = nlohmann::json::array();
   double density = 0;
+  nlohmann::json busy = nlohmann::json::array();
+  for (std::size_t r = 0; r < devices_.size(); ++r) busy.push_back(0.0);
   const bool gaps = static_cast<int>(records.size()) != workers;
   if (gaps) {
     for (int r = 0; r < workers; ++r) {
@@ -97,6 +118,14 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
     codec += r.codec_s;
     comm_max = std::max(comm_max, r.comm_s);
     end = std::max(end, r.end_s);
+    if (!devices_.empty()) {
+      const auto rank = static_cast<std::size_t>(r.rank);
+      const double work = r.compute_s + r.codec_s + r.optimizer_s;
+      busy[rank] = work;
+      busy_s_[rank] += work;
+      worker_compute_s_[rank] += r.compute_s;
+      ++worker_steps_[rank];
+    }
     if (!gaps) bytes.push_back(r.bytes_sent);
   }
   const double w = static_cast<double>(records.size());
@@ -129,6 +158,10 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
                          {"wall_time_s", wall_now()}};
   // Only when codec work is timed: a "free" run's lines stay what they always were.
   if (scenario_.compute.codec_time != "free") line["codec_s"] = codec / w;
+  if (!devices_.empty()) {
+    line["worker_busy_s"] = busy;
+    line["energy_j"] = energy_at(end);
+  }
   if (ledger_ != nullptr) {
     const LossLedger::Entry lost = ledger_->at(static_cast<std::uint64_t>(record.step));
     line["lost_bytes"] = lost.lost_bytes;
@@ -163,6 +196,7 @@ void MetricsRecorder::evaluation(std::int64_t step, double sim_time_s, const Eva
                          {"wall_time_s", wall_now()}};
   if (result.top5_accuracy >= 0) line["top5_accuracy"] = result.top5_accuracy;
   if (result.perplexity >= 0) line["perplexity"] = result.perplexity;
+  if (!devices_.empty()) line["energy_j"] = energy_at(sim_time_s);
   lines_ += line.dump() + "\n";
   last_accuracy_ = result.accuracy;
   last_top5_accuracy_ = result.top5_accuracy;
@@ -175,6 +209,7 @@ void MetricsRecorder::evaluation(std::int64_t step, double sim_time_s, const Eva
   if (reached && !time_to_target_) {
     time_to_target_ = sim_time_s;
     steps_to_target_ = step;
+    if (!devices_.empty()) energy_to_target_ = energy_at(sim_time_s);
   }
   progress_line(step, sim_time_s, true);
 }
@@ -245,6 +280,12 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
       {"wall_time_s", wall_time_s},
       {"ns3_wall_time_s", std::max(0.0, ns3_wall_time_s)},
   };
+  if (!devices_.empty()) {
+    s["energy"] = energy_json(sim_time_s);
+    // Flat copies for results.csv and the reports' tables.
+    s["energy_j"] = s["energy"]["total_j"];
+    s["energy_to_target_j"] = s["energy"]["energy_to_target_j"];
+  }
   if (!scenario_.faults.empty()) {
     nlohmann::json counts = {{"leave", 0}, {"detected", 0}, {"rejoin", 0}, {"resume", 0}};
     for (const auto& [kind, count] : event_counts_) counts[kind] = count;
@@ -261,6 +302,51 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
     s["lost_gradient_fraction"] = t.loss_fraction();
   }
   return s;
+}
+
+nlohmann::json MetricsRecorder::energy_json(double sim_time_s) const {
+  // radio_j stays null until the network reports the radios' energy; totals count what is known.
+  nlohmann::json workers = nlohmann::json::array();
+  nlohmann::json profiles = nlohmann::json::object();
+  double compute_j = 0;
+  for (std::size_t r = 0; r < devices_.size(); ++r) {
+    const DeviceProfile& d = *devices_[r];
+    const double idle = std::max(0.0, sim_time_s - busy_s_[r]);
+    const double joules = busy_s_[r] * d.busy_watts + idle * d.idle_watts;
+    compute_j += joules;
+    workers.push_back({{"worker", r},
+                       {"profile", d.name},
+                       {"busy_s", busy_s_[r]},
+                       {"idle_s", idle},
+                       {"busy_w", d.busy_watts},
+                       {"idle_w", d.idle_watts},
+                       {"compute_j", joules},
+                       {"radio_j", nullptr},
+                       {"total_j", joules}});
+    nlohmann::json& p = profiles[d.name];
+    if (p.is_null()) {
+      p = {{"workers", 0}, {"busy_s", 0.0}, {"compute_s", 0.0}, {"steps", 0},
+           {"compute_j", 0.0}, {"radio_j", nullptr}, {"total_j", 0.0}};
+    }
+    p["workers"] = p["workers"].get<int>() + 1;
+    p["busy_s"] = p["busy_s"].get<double>() + busy_s_[r];
+    p["compute_s"] = p["compute_s"].get<double>() + worker_compute_s_[r];
+    p["steps"] = p["steps"].get<std::int64_t>() + worker_steps_[r];
+    p["compute_j"] = p["compute_j"].get<double>() + joules;
+    p["total_j"] = p["total_j"].get<double>() + joules;
+  }
+  for (auto& [name, p] : profiles.items()) {
+    const auto steps = p["steps"].get<std::int64_t>();
+    p["mean_step_compute_s"] = steps > 0 ? p["compute_s"].get<double>() / static_cast<double>(steps) : 0.0;
+  }
+  return {{"over_s", sim_time_s},
+          {"workers", workers},
+          {"profiles", profiles},
+          {"compute_j", compute_j},
+          {"radio_j", nullptr},
+          {"total_j", compute_j},
+          {"energy_to_target_j",
+           energy_to_target_ ? nlohmann::json(*energy_to_target_) : nlohmann::json()}};
 }
 
 void MetricsRecorder::print_final(std::ostream& out, const nlohmann::json& s) const {
@@ -282,6 +368,24 @@ void MetricsRecorder::print_final(std::ostream& out, const nlohmann::json& s) co
                 ttt.c_str(), s["compression_ratio"].get<double>(), s["wall_time_s"].get<double>(),
                 s["ns3_wall_time_s"].get<double>());
   out << buf;
+  if (!s.contains("energy")) return;
+  const nlohmann::json& e = s["energy"];
+  std::string line = "[" + scenario_.name + "] energy: ";
+  char piece[160];
+  std::snprintf(piece, sizeof piece, "%.4g J over the run", e["total_j"].get<double>());
+  line += piece;
+  if (!e["energy_to_target_j"].is_null()) {
+    std::snprintf(piece, sizeof piece, ", %.4g J to target", e["energy_to_target_j"].get<double>());
+    line += piece;
+  }
+  std::string per_device;
+  for (const auto& [name, p] : e["profiles"].items()) {
+    std::snprintf(piece, sizeof piece, "%s%d x %s %.4g J (%.4g ms compute per step)",
+                  per_device.empty() ? "" : ", ", p["workers"].get<int>(), name.c_str(),
+                  p["total_j"].get<double>(), 1e3 * p["mean_step_compute_s"].get<double>());
+    per_device += piece;
+  }
+  out << line << "; " << per_device << "\n";
 }
 
 }  // namespace gradwire

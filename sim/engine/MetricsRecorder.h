@@ -18,6 +18,11 @@
 // With network.transport "udp", step lines also carry "lost_bytes" (gradient bytes that never
 // arrived and were read as zeros, over every host) and "loss_fraction" (of the loss-tolerant
 // bytes delivered in that step), and summary.json a "udp" object with the run's totals.
+// When every worker runs on a named device (compute.profile, or measured_on), step lines also
+// carry "worker_busy_s" (per worker: the device's compute, codec and optimizer seconds in the
+// step) and step and eval lines "energy_j" (every worker's joules from time 0 to the line's
+// sim_time_s: busy seconds at the device's busy watts, the rest at its idle watts), and
+// summary.json an "energy" object (docs/outputs.md).
 // `step` counts completed steps (1-based). Fields ending in "wall_time_s" are wall-clock and
 // differ between runs; everything else is deterministic for fixed/profile compute.
 #pragma once
@@ -40,6 +45,7 @@
 namespace gradwire {
 
 class LossLedger;
+struct DeviceProfile;
 struct Scenario;
 
 class MetricsRecorder {
@@ -80,6 +86,9 @@ class MetricsRecorder {
   void progress_line(std::int64_t step, double sim_time, bool force);
   bool complete(std::int64_t step, int workers);
   void write_step(std::int64_t step, int workers);
+  /// Joules of every worker from time 0 to `sim_time_s` with the busy seconds so far.
+  double energy_at(double sim_time_s) const;
+  nlohmann::json energy_json(double sim_time_s) const;
 
   const Scenario& scenario_;
   std::int64_t parameters_;
@@ -102,6 +111,12 @@ class MetricsRecorder {
   std::vector<std::int64_t> member_from_;  // per rank: first step it reports (faults)
   std::map<std::string, int> event_counts_;
   const LossLedger* ledger_ = nullptr;
+  // Energy: each worker's device (empty when some worker has none), busy and compute seconds
+  // and steps it reported.
+  std::vector<const DeviceProfile*> devices_;
+  std::vector<double> busy_s_, worker_compute_s_;
+  std::vector<std::int64_t> worker_steps_;
+  std::optional<double> energy_to_target_;
 };
 
 }  // namespace gradwire

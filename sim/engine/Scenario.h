@@ -41,6 +41,20 @@ struct ComputeSpec {
   double scale = 1.0;             ///< measured: simulated = wall x scale
   double seconds = 0.01;          ///< fixed: seconds per step
   std::string profile;            ///< profile: a named device (see ComputeTime.h)
+  /// Per rank device names when `compute.profile` is a list (empty: every worker runs on
+  /// `profile`). Resolved against training.workers and the hybrid groups when loaded.
+  std::vector<std::string> worker_profiles;
+  /// `compute.profile` list entries as written (name; count, or hybrid group, or -1): kept
+  /// until the network is read, which a group entry needs.
+  struct ProfileEntry {
+    std::string name;
+    std::int64_t count = -1;
+    std::int64_t group = -1;
+  };
+  std::vector<ProfileEntry> profile_entries;
+  /// measured: the device this machine's measured steps stand for; each worker's step is
+  /// scaled by this device's sustained FLOP/s over its own (empty: no per-device scaling).
+  std::string measured_on;
   double seconds_per_sample = 0;  ///< profile: explicit cost instead of a named device
   std::int64_t flops_per_sample = 0;  ///< profile: forward FLOPs per sample (0: the model's count)
   std::string device = "auto";    ///< "auto" | "cpu" | "cuda"
@@ -56,6 +70,12 @@ struct ComputeSpec {
   std::string codec_time = "free";
   double codec_scale = 1.0;
   std::string codec_device;  ///< a device profile name (profile codec time)
+
+  /// Worker `rank`'s device name (empty when compute names none).
+  const std::string& profile_of(int rank) const {
+    const auto r = static_cast<std::size_t>(rank);
+    return r < worker_profiles.size() ? worker_profiles[r] : profile;
+  }
 };
 
 /// One worker leaving (and optionally rejoining) at a simulated time (`faults` in the JSON).

@@ -155,6 +155,7 @@ Scenario load_scenario(const nlohmann::json& document) {
   s.faults = read_faults(document, s.training.workers);
   read_buckets(training, s.topology, !s.faults.empty(), s.training);
   s.network = resolve_network(root.object_at("network"), "network");
+  resolve_worker_profiles(s.compute, s.training.workers, s.network);
 
   const JsonFields out = section(root, "output");
   out.allow({"dir"});

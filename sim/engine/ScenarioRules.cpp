@@ -148,7 +148,7 @@ void check_torchscript(const Scenario& s) {
                                         " classes (" + s.dataset.kind + "); " + s.model.path +
                                         " has " + std::to_string(info.classes));
   }
-  if (s.compute.mode == "profile" && !s.compute.profile.empty() &&
+  if (s.compute.mode == "profile" && !s.compute.profile_of(0).empty() &&
       s.compute.flops_per_sample <= 0 && info.forward_flops_per_sample <= 0) {
     throw ConfigError("compute.profile",
                       "expected a model whose file states its FLOPs per sample (export it with "

@@ -91,20 +91,33 @@ void TrainingSetup::Impl::time_codecs() {
     timing.mode = CodecTiming::Mode::kMeasured;
     timing.scale = c.codec_scale;
   } else {
-    const DeviceProfile& device = device_profile(c.codec_device);
     timing.mode = CodecTiming::Mode::kProfile;
-    timing.device = CodecDevice{device.memory_bandwidth, device.sustained_flops};
   }
+  // Host h's timing: codec_device for every host when named; otherwise (a list of devices)
+  // each worker's own device, and the server's is worker 0's.
+  auto timing_of = [&](std::size_t h) {
+    CodecTiming t = timing;
+    if (t.mode == CodecTiming::Mode::kProfile) {
+      const std::string& name = !c.codec_device.empty() ? c.codec_device
+                                : h < static_cast<std::size_t>(s.n)
+                                    ? c.profile_of(static_cast<int>(h))
+                                    : c.profile_of(0);
+      const DeviceProfile& device = device_profile(name);
+      t.device = CodecDevice{device.memory_bandwidth, device.sustained_flops};
+    }
+    return t;
+  };
   const std::size_t hosts = static_cast<std::size_t>(s.n) + (s.with_server ? 1 : 0);
   for (std::size_t h = 0; h < hosts; ++h) s.devices.push_back(std::make_unique<DeviceStreams>());
   for (std::size_t b = 0; b < s.codecs.size(); ++b) {
     s.timed_codecs.emplace_back();
     for (std::size_t r = 0; r < s.codecs[b].size(); ++r) {
-      s.timed_codecs[b].push_back(time_codec(*s.codecs[b][r], *s.devices[r], timing));
+      s.timed_codecs[b].push_back(time_codec(*s.codecs[b][r], *s.devices[r], timing_of(r)));
     }
     // The server's instance works on the server's device; without a server it is unused.
+    const std::size_t server = s.with_server ? hosts - 1 : 0;
     s.timed_server_codecs.push_back(
-        time_codec(*s.server_codecs[b], *s.devices[s.with_server ? hosts - 1 : 0], timing));
+        time_codec(*s.server_codecs[b], *s.devices[server], timing_of(server)));
   }
 }
 
@@ -291,7 +304,7 @@ ns3::Ptr<Worker> TrainingSetup::make_worker(int r, Endpoint* endpoint,
   options.buckets = s.buckets;
   options.ready_fractions = s.ready_fractions;
   if (!s.devices.empty()) options.device = s.devices[static_cast<std::size_t>(r)].get();
-  options.optimizer_time = optimizer_time_model(sc.compute, s.numel, options.momentum > 0);
+  options.optimizer_time = optimizer_time_model(sc.compute, s.numel, options.momentum > 0, r);
   options.dropout_seed = sc.seed * 0xBF58476D1CE4E5B9ull + static_cast<std::uint64_t>(r) + 1;
   options.batch = s.batch.get();
   auto loader = std::make_unique<ShardLoader>(s.data.train, s.shards[r], sc.training.batch,

@@ -29,6 +29,7 @@ StepRecord ReportParser::parse_step(const nlohmann::json& j, std::uint32_t h) co
   r.compute_s = get_number(j, "compute_s");
   r.comm_s = get_number(j, "comm_s");
   r.codec_s = j.contains("codec_s") ? get_number(j, "codec_s") : 0.0;
+  r.optimizer_s = j.contains("optimizer_s") ? get_number(j, "optimizer_s") : 0.0;
   r.end_s = get_number(j, "end_s");
   r.bytes_sent = get_uint(j, "bytes_sent", std::numeric_limits<std::uint64_t>::max());
   r.payload_bytes = get_uint(j, "payload_bytes", std::numeric_limits<std::uint64_t>::max());

@@ -34,6 +34,7 @@ nlohmann::json step_json(const StepRecord& r) {
   return {{"rank", r.rank},          {"step", r.step},
           {"start_s", r.start_s},    {"compute_s", r.compute_s},
           {"comm_s", r.comm_s},      {"codec_s", r.codec_s},    {"end_s", r.end_s},
+          {"optimizer_s", r.optimizer_s},
           {"bytes_sent", r.bytes_sent}, {"payload_bytes", r.payload_bytes},
           {"density", r.density},    {"loss", r.loss},
           {"compute_wall_s", r.compute_wall_s}};

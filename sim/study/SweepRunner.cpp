@@ -86,7 +86,7 @@ const std::vector<std::string>& SweepRunner::summary_columns() {
       "final_accuracy", "time_to_target_s", "sim_time_s",       "mean_step_compute_s",
       "mean_step_comm_s", "mean_step_codec_s", "bytes_on_wire",  "payload_bytes",    "compression_ratio",
       "wall_time_s",      "ns3_wall_time_s", "lost_gradient_fraction", "final_top5_accuracy",
-      "final_perplexity"};
+      "final_perplexity", "energy_j",         "energy_to_target_j"};
   return kColumns;
 }
 

@@ -26,24 +26,30 @@ def k_reaching(step, alpha=0.5):
     return (1 - TARGET) * step ** alpha
 
 
-def write_run(screening, name, *, pace, accuracy, payload=1000):
+def write_run(screening, name, *, pace, accuracy, payload=1000, joules_per_step=None, devices=None):
     """A screening run: steps 1..SCREENED at `pace` simulated s each, evaluations every
-    SCREEN_EVERY steps with accuracy(step)."""
+    SCREEN_EVERY steps with accuracy(step); with joules_per_step, its lines carry the energy
+    so far (energy_j) as a run on named devices writes it."""
     path = os.path.join(screening, name)
     os.makedirs(path)
     with open(os.path.join(path, "scenario.json"), "w") as f:
         json.dump({"training": {"target_accuracy": TARGET, "steps": SCREENED}}, f)
+    summary = {"steps": SCREENED, "workers": 2, "payload_bytes": payload * SCREENED * 2,
+               "final_accuracy": accuracy(SCREENED), "sim_time_s": SCREENED * pace}
+    if devices:
+        summary["energy"] = {"profiles": {name: {"workers": n, "mean_step_compute_s": step_s}
+                                          for name, (n, step_s) in devices.items()}}
     with open(os.path.join(path, "summary.json"), "w") as f:
-        json.dump({"steps": SCREENED, "workers": 2, "payload_bytes": payload * SCREENED * 2,
-                   "final_accuracy": accuracy(SCREENED), "sim_time_s": SCREENED * pace}, f)
+        json.dump(summary, f)
     with open(os.path.join(path, "metrics.jsonl"), "w") as f:
         for step in range(1, SCREENED + 1):
-            f.write(json.dumps({"type": "step", "step": step, "sim_time_s": step * pace}) + "\n")
+            energy = {} if joules_per_step is None else {"energy_j": step * joules_per_step}
+            f.write(json.dumps({"type": "step", "step": step, "sim_time_s": step * pace, **energy}) + "\n")
             if step % SCREEN_EVERY == 0:
                 # An accuracy is a fraction: where the power law dips below 0 (the first
                 # evaluations, before FIT_FROM), the run would have measured 0.
                 f.write(json.dumps({"type": "eval", "step": step, "sim_time_s": step * pace,
-                                    "accuracy": max(0.0, accuracy(step))}) + "\n")
+                                    "accuracy": max(0.0, accuracy(step)), **energy}) + "\n")
 
 
 class Advise(unittest.TestCase):
@@ -65,8 +71,8 @@ class Advise(unittest.TestCase):
             json.dump(plan, f)
         return path
 
-    def run_advise(self, candidates):
-        self.assertEqual(advise.main(["--plan", self.plan(candidates), "--elapsed-s", "12"]), 0)
+    def run_advise(self, candidates, extra=()):
+        self.assertEqual(advise.main(["--plan", self.plan(candidates), "--elapsed-s", "12", *extra]), 0)
         with open(os.path.join(self.dir, "advice.json")) as f:
             return json.load(f)
 
@@ -197,6 +203,41 @@ class Advise(unittest.TestCase):
         self.assertFalse(slow["within_scenario_steps"])
         with open(os.path.join(self.dir, "advice.md")) as f:
             self.assertIn("(step 900, after the scenario's 600)", f.read())
+
+    def test_ranks_by_energy_to_target_when_asked(self):
+        # Dense is slower per step but draws less: 0.1 J a step against top-k's 0.4 J.
+        k_dense, k_topk = k_reaching(150), k_reaching(350)
+        write_run(self.screening, "dense", pace=0.01, accuracy=lambda s: 1 - k_dense / math.sqrt(s),
+                  joules_per_step=0.1, devices={"jetson-orin-nano": (1, 0.003), "raspberry-pi-5": (1, 0.0067)})
+        write_run(self.screening, "topk", pace=0.004, accuracy=lambda s: 1 - k_topk / math.sqrt(s),
+                  joules_per_step=0.4)
+        cands = [self.cand("dense", "none", "dense SGD"), self.cand("topk", "topk", "top-k")]
+        by_time = self.run_advise(cands)
+        self.assertEqual([e["run"] for e in by_time["ranking"]], ["topk", "dense"])
+        by = {e["run"]: e for e in by_time["ranking"]}
+        # Measured at the evaluation that reached the target (step 200); projected to step 400
+        # at the late pace of joules per step.
+        self.assertAlmostEqual(by["dense"]["energy_to_target_j"], 200 * 0.1)
+        self.assertAlmostEqual(by["topk"]["energy_to_target_j"], 400 * 0.4)
+        self.assertAlmostEqual(by["topk"]["energy_vs_dense"], 8.0)
+        by_energy = self.run_advise(cands, ["--rank-by", "energy"])
+        self.assertEqual(by_energy["rank_by"], "energy")
+        self.assertEqual([e["run"] for e in by_energy["ranking"]], ["dense", "topk"])
+        self.assertIn("Least energy: dense SGD reaches 80% test accuracy with 20 J", by_energy["answer"])
+        with open(os.path.join(self.dir, "advice.md")) as f:
+            md = f.read()
+        self.assertIn("energy to target", md)
+        self.assertIn("| 160 J | 8.00x |", md)
+        # The workers' devices and their compute per step, from the screening's runs.
+        self.assertIn("Workers: 1 x jetson-orin-nano (3 ms of compute per step), "
+                      "1 x raspberry-pi-5 (6.7 ms of compute per step).", md)
+        self.assertEqual(by_energy["devices"][1], {"profile": "raspberry-pi-5", "workers": 1,
+                                                   "mean_step_compute_s": 0.0067})
+
+    def test_ranking_by_energy_without_devices_is_an_error(self):
+        write_run(self.screening, "dense", pace=0.01, accuracy=lambda s: 1 - k_reaching(150) / math.sqrt(s))
+        plan = self.plan([self.cand("dense", "none", "dense SGD")])
+        self.assertEqual(advise.main(["--plan", plan, "--rank-by", "energy"]), 2)
 
 
 if __name__ == "__main__":

@@ -44,10 +44,10 @@ POWERSGD_LABEL = "powersgd (rank 2), no buckets"
 
 def write_run(parent, name, *, rate, codec, workers=4, buckets="none", ttt=None,
               compute_s=0.01, comm_s=0.05, codec_s=None, target=0.5, evals=True, seed=1,
-              accuracy=0.5, lost=None, network=None):
+              accuracy=0.5, lost=None, network=None, energy=None):
     """A run folder. ttt None: the target was never reached. lost: the run used UDP and lost
     that fraction of its gradient bytes. network: the whole network object (else Ethernet at
-    `rate`)."""
+    `rate`). energy: summary.json's energy object (workers on named devices)."""
     path = os.path.join(parent, name)
     os.makedirs(path)
     scenario = {
@@ -92,6 +92,10 @@ def write_run(parent, name, *, rate, codec, workers=4, buckets="none", ttt=None,
         summary["mean_step_codec_s"] = codec_s
     if lost is not None:
         summary["lost_gradient_fraction"] = lost
+    if energy is not None:
+        summary["energy"] = energy
+        summary["energy_j"] = energy["total_j"]
+        summary["energy_to_target_j"] = energy["energy_to_target_j"]
     with open(os.path.join(path, "summary.json"), "w") as f:
         json.dump(summary, f)
     with open(os.path.join(path, "scenario.json"), "w") as f:
@@ -419,6 +423,80 @@ SEEDED_TTT = {"100Mbps": {"none": (100.0, 90.0, 120.0), "topk": (20.0, None, 30.
               "1Gbps": {"none": (30.0, 28.0, 33.0), "topk": (16.0, 18.0, 15.0)}}
 SEEDED_ACCURACY = {"none": (0.80, 0.82, 0.79), "topk": (0.75, 0.78, 0.70)}
 SEEDED_LOST = {"none": (0.001, 0.003, 0.002), "topk": (0.01, 0.02, 0.04)}
+
+
+def energy_of(profiles, to_target):
+    """summary.json's energy object of a run whose workers run on `profiles`
+    ({name: (workers, mean step compute s, busy s, compute J)})."""
+    out = {"profiles": {}, "radio_j": None, "energy_to_target_j": to_target, "workers": []}
+    for name, (workers, step_s, busy_s, joules) in profiles.items():
+        out["profiles"][name] = {"workers": workers, "mean_step_compute_s": step_s, "busy_s": busy_s,
+                                 "compute_j": joules, "radio_j": None, "total_j": joules}
+    out["compute_j"] = out["total_j"] = sum(p[3] for p in profiles.values())
+    return out
+
+
+class EnergyReportTest(unittest.TestCase):
+    """Runs on named devices: energy to target in the headline, compute per device below."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="gradwire-report-energy-")
+        runs = os.path.join(cls.tmp, "runs")
+        write_run(runs, "mixed-dense", rate="1Gbps", codec={"kind": "none"}, ttt=3.0,
+                  energy=energy_of({"jetson-orin-nano": (2, 0.004, 1.5, 40.0),
+                                    "raspberry-pi-5": (2, 0.012, 4.5, 50.0)}, 61.5))
+        write_run(runs, "mixed-topk", rate="1Gbps", codec={"kind": "topk", "ratio": 0.01}, ttt=2.0,
+                  energy=energy_of({"jetson-orin-nano": (2, 0.004, 1.6, 30.0),
+                                    "raspberry-pi-5": (2, 0.012, 4.6, 35.0)}, None))
+        write_run(runs, "fixed-dense", rate="10Gbps", codec={"kind": "none"}, ttt=1.0)
+        cls.out = os.path.join(cls.tmp, "report")
+        assert report.main(["--out", cls.out, runs]) == 0
+        with open(os.path.join(cls.out, "report.html")) as f:
+            cls.page = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def test_energy_to_target_is_a_headline_column(self):
+        head = Headline(self.page)
+        self.assertEqual(head.header.index("energy to target (J)"),
+                         head.header.index("time to target (s)") + 1)
+        by_run = {row["runs"][0]: row["cells"]["energy_to_target_j"]["text"] for row in head.rows}
+        self.assertEqual(by_run["mixed-dense"], "61.5")
+        self.assertEqual(by_run["mixed-topk"], "-")  # never reached its target with energy known
+        self.assertEqual(by_run["fixed-dense"], "-")  # fixed compute: no device, no energy
+
+    def test_compute_per_device_lists_each_profile_of_each_run(self):
+        rows = records(Tables(self.page).tables["devices"])
+        self.assertEqual([(r["run"], r["device"]) for r in rows],
+                         [("mixed-dense", "jetson-orin-nano"), ("mixed-dense", "raspberry-pi-5"),
+                          ("mixed-topk", "jetson-orin-nano"), ("mixed-topk", "raspberry-pi-5")])
+        pi = rows[1]
+        self.assertEqual(pi["workers"], "2")
+        self.assertEqual(pi["mean step compute (ms)"], "12")
+        self.assertEqual(pi["busy (s)"], "4.5")
+        self.assertEqual(pi["compute energy (J)"], "50")
+
+    def test_a_device_list_is_named_by_its_runs_of_devices(self):
+        run = type("Run", (), {"scenario": {"compute": {"mode": "profile", "profile": [
+            "jetson-orin-nano", "jetson-orin-nano", "raspberry-pi-5", "jetson-orin-nano"]}}})()
+        self.assertEqual(report.compute_label(run),
+                         "profile 2 x jetson-orin-nano + 1 x raspberry-pi-5 + 1 x jetson-orin-nano")
+
+    def test_runs_without_devices_have_neither(self):
+        tmp = tempfile.mkdtemp(prefix="gradwire-report-noenergy-")
+        try:
+            write_run(os.path.join(tmp, "runs"), "plain", rate="1Gbps", codec={"kind": "none"}, ttt=1.0)
+            out = os.path.join(tmp, "report")
+            self.assertEqual(report.main(["--out", out, os.path.join(tmp, "runs")]), 0)
+            with open(os.path.join(out, "report.html")) as f:
+                page = f.read()
+            self.assertNotIn("energy to target (J)", Headline(page).header)
+            self.assertNotIn("devices", Tables(page).tables)
+        finally:
+            shutil.rmtree(tmp)
 
 
 def seeded_name(rate, key, seed):

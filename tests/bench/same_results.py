@@ -56,6 +56,9 @@ values and JSON types exact. Ignored: fields whose name ends in "wall_time_s", t
 fields (MetricsRecorder.h, docs/outputs.md): "wall_time_s" on step and eval lines of
 metrics.jsonl and in summary.json (the run's wall time), and "ns3_wall_time_s" in summary.json
 (wall time in ns-3's event loop). Everything else is simulated or counted and must repeat.
+`--added NAME` (repeatable) also passes a field that only the after binary writes (a new
+output, e.g. `energy`, `energy_j`, `energy_to_target_j`, `worker_busy_s`); every field the
+before binary wrote is still compared.
 scenario.json (the resolved input) is not compared. Both binaries run with the before dir as
 their working folder.
 """
@@ -78,6 +81,11 @@ ROOT = Path(__file__).resolve().parents[2]
 MANIFEST_VERSION = 1
 MEASURED_STANDIN = {"mode": "profile", "profile": "gtx-1080ti"}
 EXIT_BAD_INPUT = 2  # gradwire's exit status for a ConfigError (docs/exit-codes.md)
+
+
+# Fields the after binary writes and the before binary did not (--added): new outputs, not
+# changed results. Anything the before binary wrote must still be there and equal.
+ADDED_FIELDS = set()
 
 
 def is_wall_clock(key):
@@ -421,6 +429,8 @@ def first_difference(a, b, where):
             if key not in b:
                 return "%s.%s: only before (%s)" % (where, key, json.dumps(a[key]))
             if key not in a:
+                if key in ADDED_FIELDS:
+                    continue
                 return "%s.%s: only after (%s)" % (where, key, json.dumps(b[key]))
             d = first_difference(a[key], b[key], "%s.%s" % (where, key))
             if d:
@@ -529,7 +539,11 @@ def main():
                     help="test samples per evaluation (default 64)")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="runs at a time (default 1)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per run (default 1800)")
+    ap.add_argument("--added", action="append", default=[],
+                    help="a field only the after binary writes, not compared (repeatable), "
+                         "e.g. --added energy --added energy_j")
     args = ap.parse_args()
+    ADDED_FIELDS.update(args.added)
     if not args.before and not args.after:
         ap.error("give --before, --after or both")
     if args.steps < 1 or args.jobs < 1 or args.eval_samples < 1:

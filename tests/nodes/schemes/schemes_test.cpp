@@ -98,8 +98,19 @@ TEST(ComputeTime, DocsTableListsEveryProfileWithItsNumbers) {
     EXPECT_DOUBLE_EQ(documented, p.sustained_flops) << p.name;
     const auto source = text.str().find(p.source, at);
     ASSERT_NE(source, std::string::npos) << p.name;
-    const double bandwidth = std::stod(text.str().substr(source + p.source.size() + 3));
+    const std::string rest = text.str().substr(source + p.source.size() + 3);
+    const double bandwidth = std::stod(rest);
     EXPECT_DOUBLE_EQ(bandwidth, p.memory_bandwidth) << p.name;
+    // Then the power: busy watts, idle watts and where they come from, on the same row.
+    const auto busy_at = rest.find(" | ");
+    ASSERT_NE(busy_at, std::string::npos) << p.name;
+    EXPECT_DOUBLE_EQ(std::stod(rest.substr(busy_at + 3)), p.busy_watts) << p.name;
+    const auto idle_at = rest.find(" | ", busy_at + 3);
+    ASSERT_NE(idle_at, std::string::npos) << p.name;
+    EXPECT_DOUBLE_EQ(std::stod(rest.substr(idle_at + 3)), p.idle_watts) << p.name;
+    const auto power_at = rest.find(" | ", idle_at + 3);
+    EXPECT_EQ(rest.substr(power_at + 3, p.power_source.size() + 2), p.power_source + " |") << p.name;
+    EXPECT_GT(p.busy_watts, p.idle_watts) << p.name;
   }
 }
 

@@ -195,4 +195,45 @@ TEST_F(Cli, ModelsListsTheZooWithItsKeys) {
   EXPECT_EQ(markdown.output.rfind("| kind | data |", 0), 0u) << markdown.output;
 }
 
+TEST_F(Cli, DevicesListsSpeedPowerAndSources) {
+  const Result plain = run("devices");
+  EXPECT_EQ(plain.code, 0) << plain.output;
+  EXPECT_NE(plain.output.find("raspberry-pi-5"), std::string::npos) << plain.output;
+  EXPECT_NE(plain.output.find("power: busy 7 W, idle 2.7 W"), std::string::npos) << plain.output;
+  const Result json = run("devices --json");
+  EXPECT_EQ(json.code, 0);
+  EXPECT_NE(json.output.find("\"busy_watts\": 15.0"), std::string::npos) << json.output;
+  EXPECT_NE(json.output.find("\"power_source\""), std::string::npos) << json.output;
+}
+
+// A device list that does not match the workers is bad input: exit 2 naming the list, for
+// validate and run alike, and nothing written.
+TEST_F(Cli, ADeviceListOfTheWrongLengthExitsTwoNamingThePath) {
+  std::string bad = kGood;
+  bad.replace(bad.find("\"mode\": \"fixed\", \"seconds\": 0.001"), 33,
+              "\"mode\": \"profile\", \"profile\": [\"jetson-orin-nano\"]");
+  const std::string file = write("short-list.json", bad);
+  for (const std::string& cmd :
+       std::vector<std::string>{"validate ", "run --out " + (dir_ / "runs").string() + " "}) {
+    const Result r = run(cmd + file);
+    EXPECT_EQ(r.code, 2) << r.output;
+    EXPECT_NE(r.output.find("compute.profile"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("2 workers"), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "runs" / "cli"));
+}
+
+// Ranking by energy needs energy: fixed compute names no device, so advise refuses before it
+// screens anything.
+TEST_F(Cli, AdviseByEnergyNeedsNamedDevices) {
+  std::string fixed = kGood;
+  fixed.replace(fixed.find("\"eval_every\": 5"), 15, "\"eval_every\": 5, \"target_accuracy\": 0.5");
+  const Result r = run("advise --rank-by energy --out " + (dir_ / "advice").string() + " " +
+                       write("fixed.json", fixed));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--rank-by"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "advice" / "advise-cli"));
+  EXPECT_EQ(run("advise --rank-by watts " + write("fixed2.json", fixed)).code, 2);
+}
+
 }  // namespace

@@ -104,6 +104,7 @@ void expect_processes_match(const nlohmann::json& doc) {
                           "mean_step_codec_s", "time_to_target_s", "mean_staleness", "steps"}) {
     EXPECT_EQ(sa[key], sb[key]) << key;
   }
+  EXPECT_EQ(sa.value("energy", nlohmann::json()), sb.value("energy", nlohmann::json()));
   EXPECT_GT(sb["service"]["deliveries"].get<int>(), 0);
 }
 
@@ -121,6 +122,17 @@ TEST_P(Processes, MatchWithBucketsAndCodecTime) {
   doc["training"]["buckets"] = {{"size_mb", 800.0 / (1 << 20)}, {"first_mb", 400.0 / (1 << 20)}};
   doc["compute"]["codec_time"] = "profile";
   doc["compute"]["codec_device"] = "raspberry-pi-4";
+  expect_processes_match(doc);
+}
+
+TEST_P(Processes, MatchOnMixedDevicesWithTheirEnergy) {
+  // Each process computes on its own device and reports its codec and optimizer seconds: the
+  // service's energy is the in-process run's.
+  nlohmann::json doc = small_scenario(3, "ring");
+  doc["topology"] = GetParam();
+  doc["compute"] = {{"mode", "profile"},
+                    {"profile", {"jetson-orin-nano", "raspberry-pi-5", "raspberry-pi-5"}},
+                    {"threads", 1}};
   expect_processes_match(doc);
 }
 
