@@ -22,6 +22,25 @@ void add_radio_energy(nlohmann::json& summary, const std::map<std::size_t, doubl
   const auto server = radio_joules.find(workers);
   if (server != radio_joules.end()) energy["server"]["radio_j"] = server->second;
   energy["radio_total_j"] = total;
+  // With the workers' compute energy already there, the workers' totals take their radios in
+  // (the server's radio is reported, but like its compute not counted in the workers' total).
+  if (!energy.contains("compute_j")) return;
+  double workers_radio = 0;
+  nlohmann::json* profiles = energy.contains("profiles") ? &energy["profiles"] : nullptr;
+  for (nlohmann::json& entry : entries) {
+    if (entry["radio_j"].is_null() || !entry.contains("compute_j")) continue;
+    const double radio = entry["radio_j"].get<double>();
+    workers_radio += radio;
+    entry["total_j"] = entry["compute_j"].get<double>() + radio;
+    if (profiles && entry.contains("profile")) {
+      nlohmann::json& p = (*profiles)[entry["profile"].get<std::string>()];
+      p["radio_j"] = (p["radio_j"].is_null() ? 0.0 : p["radio_j"].get<double>()) + radio;
+      p["total_j"] = p["total_j"].get<double>() + radio;
+    }
+  }
+  energy["radio_j"] = workers_radio;
+  energy["total_j"] = energy["compute_j"].get<double>() + workers_radio;
+  if (summary.contains("energy_j")) summary["energy_j"] = energy["total_j"];
 }
 
 }  // namespace gradwire

@@ -1,7 +1,9 @@
 // The radios' joules in a run's summary.json: each worker's `radio_j` in the `energy` object's
 // `workers` entries (the entry of worker i, created if the summary has none), the server
-// host's under `energy.server`, and their sum as `energy.radio_total_j`. Compute energy is
-// written into the same entries elsewhere; this adds only the radio's part.
+// host's under `energy.server`, and their sum as `energy.radio_total_j`. Where the summary
+// already holds the workers' compute energy (named devices), each worker's, each profile's and
+// the run's `total_j` (and the flat `energy_j`) then add the workers' radios; `energy.radio_j`
+// is the workers' radio joules. Energy to target is the metrics' own (sim/engine/MetricsRecorder).
 #pragma once
 
 #include <cstddef>

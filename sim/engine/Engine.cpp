@@ -67,6 +67,14 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   for (int r = 0; r < n; ++r) worker_messengers.push_back(ns3::PeekPointer(messengers[r]));
   Endpoint* server_messenger = setup.with_server() ? ns3::PeekPointer(messengers[n]) : nullptr;
   MetricsRecorder recorder(sc, setup.parameters(), progress, wall_start);
+  // The workers' radios (hosts 0..n-1) count in the energy of every line and to the target.
+  recorder.set_radio_meter([&network, n] {
+    double joules = 0;
+    for (const auto& [host, j] : network.radio_joules()) {
+      if (host < static_cast<std::size_t>(n)) joules += j;
+    }
+    return joules;
+  });
   recorder.set_loss_ledger(world.loss_ledger());
 
   setup.build_scheme(worker_messengers, server_messenger,
@@ -149,6 +157,7 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   const double run_wall = seconds_since(run_start);
   const double sim_end = ns3::Simulator::Now().GetSeconds();
   const auto radio_joules = network.radio_joules();  // integrates up to now: before Destroy
+  recorder.set_radio_meter(nullptr);
 
   std::uint64_t bytes_on_wire = 0;
   for (const auto& m : messengers) bytes_on_wire += m->bytes_sent();

@@ -35,6 +35,7 @@ double MetricsRecorder::energy_at(double sim_time_s) const {
     joules += busy_s_[r] * devices_[r]->busy_watts +
               std::max(0.0, sim_time_s - busy_s_[r]) * devices_[r]->idle_watts;
   }
+  if (radio_meter_) joules += radio_meter_();
   return joules;
 }
 

@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstdint>
 #include <iosfwd>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -79,6 +80,10 @@ class MetricsRecorder {
                          double ns3_wall_time_s) const;
 
   const std::string& jsonl() const { return lines_; }
+  /// The workers' radio joules from time 0 to now (the network's radio energy models), added
+  /// to the energy of step and eval lines and to energy to target. Unset (null) before the
+  /// network is destroyed.
+  void set_radio_meter(std::function<double()> meter) { radio_meter_ = std::move(meter); }
   void print_final(std::ostream& out, const nlohmann::json& summary) const;
 
  private:
@@ -86,7 +91,8 @@ class MetricsRecorder {
   void progress_line(std::int64_t step, double sim_time, bool force);
   bool complete(std::int64_t step, int workers);
   void write_step(std::int64_t step, int workers);
-  /// Joules of every worker from time 0 to `sim_time_s` with the busy seconds so far.
+  /// Joules of every worker from time 0 to `sim_time_s` with the busy seconds so far, and the
+  /// workers' radios' joules so far where a radio meter is set.
   double energy_at(double sim_time_s) const;
   nlohmann::json energy_json(double sim_time_s) const;
 
@@ -117,6 +123,7 @@ class MetricsRecorder {
   std::vector<double> busy_s_, worker_compute_s_;
   std::vector<std::int64_t> worker_steps_;
   std::optional<double> energy_to_target_;
+  std::function<double()> radio_meter_;
 };
 
 }  // namespace gradwire
