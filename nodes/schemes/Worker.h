@@ -84,6 +84,9 @@ struct StepRecord {
   double density = 1.0;             ///< fraction of gradient elements the codec sent
   double loss = 0;
   double compute_wall_s = 0;  ///< wall seconds the real forward/backward took
+  /// False when the worker sat the step out (partial participation: not sampled for the
+  /// round); it then computed nothing and only waited for the round's result.
+  bool participated = true;
 };
 
 /// Simulated seconds for `step`, given the wall seconds the real computation took.

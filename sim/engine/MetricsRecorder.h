@@ -15,6 +15,10 @@
 // With faults, a step line is written when every worker taking part in that step reported
 // (a departed worker is not waited for); means are over the reporting workers, and the
 // per-worker arrays hold 0 for workers that did not take part.
+// With `participation`, a step is a round: step lines also carry "sampled" (the ranks sampled
+// for the round) and "participants" (the ranks whose updates the round applied); loss,
+// compute_s, comm_s and density are means over the sampled workers that computed ("loss" is
+// null in a round where none did), and summary.json gets a "participation" object.
 // With network.transport "udp", step lines also carry "lost_bytes" (gradient bytes that never
 // arrived and were read as zeros, over every host) and "loss_fraction" (of the loss-tolerant
 // bytes delivered in that step), and summary.json a "udp" object with the run's totals.
@@ -40,6 +44,7 @@
 namespace gradwire {
 
 class LossLedger;
+class Participation;
 struct Scenario;
 
 class MetricsRecorder {
@@ -60,6 +65,8 @@ class MetricsRecorder {
 
   /// Where the UDP transport records lost gradient bytes (null: TCP, nothing is lost).
   void set_loss_ledger(const LossLedger* ledger) { ledger_ = ledger; }
+  /// Who took part in each round (null: every worker, every step).
+  void set_participation(const Participation* participation) { participation_ = participation; }
 
   /// A fault event (an "event" line; counted in summary.json's fault_events).
   void event(const FaultEvent& event);
@@ -102,6 +109,11 @@ class MetricsRecorder {
   std::vector<std::int64_t> member_from_;  // per rank: first step it reports (faults)
   std::map<std::string, int> event_counts_;
   const LossLedger* ledger_ = nullptr;
+  const Participation* participation_ = nullptr;
+  // Participation totals: applied updates, sampled clients, rounds that applied none.
+  std::int64_t applied_updates_ = 0;
+  std::int64_t sampled_clients_ = 0;
+  std::int64_t empty_rounds_ = 0;
 };
 
 }  // namespace gradwire
