@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "common/ConfigError.h"
 #include "common/DeclaredFields.h"
@@ -18,7 +19,7 @@ namespace {
 constexpr const char* kTracePath = "participation.availability.trace";
 constexpr const char* kHeader = "rank,start_s,end_s";
 // A trace is read whole at load time; a file past this is not a trace of a training run.
-constexpr std::size_t kMaxTraceBytes = std::size_t{64} << 20;
+constexpr std::size_t kMaxTraceBytes = std::size_t{16} << 20;
 
 std::string trim(const std::string& s) {
   const auto first = s.find_first_not_of(" \t\r");
@@ -98,7 +99,9 @@ std::vector<std::vector<AvailableInterval>> read_availability_trace(std::istream
     const auto fail = [&](const std::string& message) {
       throw ConfigError(kTracePath, file + ":" + std::to_string(number) + ": " + message);
     };
-    if (bytes > kMaxTraceBytes) fail("expected a trace of at most 64 MiB");
+    if (bytes > kMaxTraceBytes) {
+      fail("expected a trace of at most " + std::to_string(kMaxTraceBytes >> 20) + " MiB");
+    }
     const std::string text = trim(line.substr(0, line.find('#')));
     if (text.empty()) continue;
     const bool first = !content;
@@ -180,8 +183,19 @@ ParticipationSpec read_participation(const nlohmann::json& document, int workers
     p.trace = a.string("trace", "");
     if (p.trace.empty()) throw ConfigError(a.path_of("trace"), "expected a trace file's path");
     std::ifstream in(p.trace, std::ios::binary);
-    if (!in) throw ConfigError(a.path_of("trace"), "cannot read availability trace " + p.trace);
-    p.trace_intervals = read_availability_trace(in, p.trace, workers);
+    // Read at most one byte past the limit first: a device such as /dev/zero never ends.
+    std::string text(kMaxTraceBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    if (!in && !in.eof()) {
+      throw ConfigError(a.path_of("trace"), "cannot read availability trace " + p.trace);
+    }
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxTraceBytes) {
+      throw ConfigError(a.path_of("trace"), p.trace + ": expected a trace of at most " +
+                                                std::to_string(kMaxTraceBytes >> 20) + " MiB");
+    }
+    std::istringstream lines(text);
+    p.trace_intervals = read_availability_trace(lines, p.trace, workers);
   } else {
     p.availability = declared_string(a, param_named(availability_params(), "model"));
     p.mean_on_s = positive_duration(a, "mean_on");
