@@ -19,6 +19,7 @@ namespace {
 constexpr const char* kTracePath = "participation.availability.trace";
 constexpr const char* kHeader = "rank,start_s,end_s";
 // A trace is read whole at load time; a file past this is not a trace of a training run.
+constexpr double kMinMeanPeriodS = 1e-3;
 constexpr std::size_t kMaxTraceBytes = std::size_t{16} << 20;
 
 std::string trim(const std::string& s) {
@@ -78,8 +79,8 @@ std::vector<ParamSpec> availability_params() {
       choice("model", "on_off", {"on_off"},
              "alternating available/unavailable periods, exponential, drawn per worker from "
              "the scenario's seed"),
-      derived(duration("mean_on", "0s", "on_off: mean available period (> 0)"), "required"),
-      derived(duration("mean_off", "0s", "on_off: mean unavailable period (> 0)"), "required"),
+      derived(duration("mean_on", "0s", "on_off: mean available period (>= 1ms)"), "required"),
+      derived(duration("mean_off", "0s", "on_off: mean unavailable period (>= 1ms)"), "required"),
       derived(text("trace", "", "a trace file: rank,start_s,end_s per line (docs/scenarios.md)"),
               "none"),
   };
@@ -200,6 +201,15 @@ ParticipationSpec read_participation(const nlohmann::json& document, int workers
     p.availability = declared_string(a, param_named(availability_params(), "model"));
     p.mean_on_s = positive_duration(a, "mean_on");
     p.mean_off_s = positive_duration(a, "mean_off");
+    // Each period is an interval kept in memory: periods far shorter than any round would
+    // only cost memory, and no device changes its availability every microsecond.
+    for (const auto& [key, seconds] :
+         {std::pair{"mean_on", p.mean_on_s}, std::pair{"mean_off", p.mean_off_s}}) {
+      if (seconds < kMinMeanPeriodS) {
+        throw ConfigError(a.path_of(key), "expected a mean period of at least 1ms, got " +
+                                              format_duration(seconds));
+      }
+    }
   }
   if (p.deadline_s <= 0) {
     throw ConfigError(f.path_of("deadline"),

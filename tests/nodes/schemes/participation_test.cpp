@@ -315,6 +315,10 @@ TEST(ParticipationConfig, BadKeysNameTheirPath) {
   EXPECT_EQ(error_path(with({{"deadline", "1s"}, {"availability", bad}})),
             "participation.availability.mean_off");
   bad = on_off;
+  bad["mean_on"] = "500us";  // periods shorter than 1 ms are refused
+  EXPECT_EQ(error_path(with({{"deadline", "1s"}, {"availability", bad}})),
+            "participation.availability.mean_on");
+  bad = on_off;
   bad["model"] = "markov";
   EXPECT_EQ(error_path(with({{"deadline", "1s"}, {"availability", bad}})),
             "participation.availability.model");
