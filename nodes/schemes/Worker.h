@@ -3,7 +3,9 @@
 // what crosses the network and when the worker may continue:
 //
 //   StartStep (event) -> forward/backward now, in wall time (or, with a ComputeBatch, on a
-//                        thread pool with the other workers' passes, when first needed)
+//                        thread pool with the other workers' passes, when first needed); a
+//                        worker the scheme leaves out of this round (partial participation)
+//                        computes nothing and waits for the round's result (on_sit_out)
 //     -> ComputeDone scheduled at now + compute time (measured x scale, fixed, or profile)
 //     -> scheme.on_gradient(gradient)     (e.g. a collective; codecs encode real bytes, ns-3
 //                                          carries them)
