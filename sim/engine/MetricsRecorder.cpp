@@ -101,6 +101,7 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
     if (!gaps) bytes.push_back(r.bytes_sent);
     if (!counted(r)) continue;
     ++computed;
+    if (r.payload_bytes > 0) ++sent_updates_;
     density += r.density;
     loss += r.loss;
     compute += r.compute_s;
@@ -231,9 +232,12 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
                                         double wall_time_s, double ns3_wall_time_s) const {
   const std::uint64_t payload_bytes = payload_bytes_;
   const auto& t = scenario_.training;
-  // Dense equivalent: every worker's gradient as fp32, every step.
-  const double dense = 4.0 * static_cast<double>(parameters_) * static_cast<double>(t.workers) *
-                       static_cast<double>(steps_recorded_);
+  // Dense equivalent: every worker's gradient as fp32, every step; with participation, every
+  // update a client sent (the others sent nothing, compressed or not).
+  const double updates = participation_ != nullptr
+                             ? static_cast<double>(sent_updates_)
+                             : static_cast<double>(t.workers) * static_cast<double>(steps_recorded_);
+  const double dense = 4.0 * static_cast<double>(parameters_) * updates;
   const double steps = std::max<double>(1.0, static_cast<double>(steps_recorded_));
   nlohmann::json s = {
       {"name", scenario_.name},

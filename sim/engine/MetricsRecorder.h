@@ -114,6 +114,7 @@ class MetricsRecorder {
   std::int64_t applied_updates_ = 0;
   std::int64_t sampled_clients_ = 0;
   std::int64_t empty_rounds_ = 0;
+  std::int64_t sent_updates_ = 0;  // updates the clients sent (payload > 0)
 };
 
 }  // namespace gradwire

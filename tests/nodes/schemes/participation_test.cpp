@@ -173,6 +173,8 @@ TEST(ParticipationRun, ASeededRunRepeatsBitForBit) {
   }
   EXPECT_GT(full, 5);  // the model makes workers available 2/3 of the time
   EXPECT_EQ(a.summary["participation"]["rounds"], 30);
+  // Uncompressed, the dense equivalent is what was sent: a compression ratio of 1.
+  EXPECT_NEAR(a.summary["compression_ratio"].get<double>(), 1.0, 0.01);  // (dense headers)
   EXPECT_EQ(a.summary["participation"]["clients_per_round"], 2);
 }
 
