@@ -259,6 +259,17 @@ TEST(ParticipationRun, AClientThatGoesAwayMidRoundIsDroppedAtTheDeadline) {
   const double loss_all = all.summary["final_test_loss"].get<double>();
   EXPECT_NEAR(loss_dropped, loss_without, 1e-6 * std::abs(loss_without));
   EXPECT_GT(std::abs(loss_dropped - loss_all), 1e-5 * std::abs(loss_all));
+
+  // Away just after pushing (its compute ends at 2 ms), before the push arrives: the bytes
+  // travel, the server discards them.
+  const TraceFile upload("0,0,inf\n1,0,0.0020001\n1,1,inf\n2,0,inf\n3,0,inf\n");
+  const RunResult late = run(upload.path());
+  const auto late_step = lines_of(late.metrics_jsonl, "step").at(0);
+  EXPECT_GT(late_step["bytes_sent"][1].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(ints(late_step["participants"]), (std::vector<int>{0, 2, 3}));
+  EXPECT_GE(late_step["sim_time_s"].get<double>(), 0.05);
+  EXPECT_NEAR(late.summary["final_test_loss"].get<double>(), loss_without,
+              1e-6 * std::abs(loss_without));
 }
 
 TEST(ParticipationRun, EveryClientEveryRoundIsTheSynchronousServer) {
