@@ -16,4 +16,9 @@ void Collective::contribute_bucket(int rank, std::int64_t step, int bucket,
   contribute(rank, step, slice, std::move(done));
 }
 
+void Collective::sit_out(int rank, std::int64_t step, Done) {
+  throw std::logic_error("Collective: worker " + std::to_string(rank) + " sat out step " +
+                         std::to_string(step) + " of a collective without participation");
+}
+
 }  // namespace gradwire

@@ -19,7 +19,9 @@ namespace gradwire {
 class Collective {
  public:
   /// Receives the mean of all workers' gradients (a fresh 1-D float32 CPU tensor, owned by the
-  /// callee) for the step that was contributed.
+  /// callee) for the step that was contributed. With partial participation
+  /// (nodes/schemes/Participation.h) it is the mean over the updates the round applied, and an
+  /// undefined tensor when the round applied none (the model stays as it is).
   using Done = std::function<void(const at::Tensor& mean_gradient)>;
 
   virtual ~Collective() = default;
@@ -42,6 +44,14 @@ class Collective {
 
   /// Number of workers taking part.
   virtual int workers() const = 0;
+
+  /// Partial participation: whether worker `rank` computes and contributes in `step` (true
+  /// for every worker unless the collective samples its rounds).
+  virtual bool takes_part(int /*rank*/, std::int64_t /*step*/) { return true; }
+
+  /// Worker `rank` sits `step` out (takes_part was false, so it computed nothing). `done` runs
+  /// once, when the round's aggregate reaches it, so every replica applies the same updates.
+  virtual void sit_out(int rank, std::int64_t step, Done done);
 
   /// Where wall time spent encoding/decoding/aggregating is charged (may be null).
   virtual void set_wall_account(WallClockAccount* account) { account_ = account; }

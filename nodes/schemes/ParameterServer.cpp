@@ -12,6 +12,7 @@
 #include "codecs/GradientChecks.h"
 #include "codecs/MultiRoundCodec.h"
 #include "nodes/schemes/ParameterDonation.h"
+#include "nodes/schemes/Participation.h"
 #include "nodes/schemes/QuietWatchdog.h"
 #include "nodes/transport/Endpoint.h"
 
@@ -27,6 +28,7 @@ enum Kind : std::uint32_t {
   kJoin = 6,           // rejoining worker -> server
   kJoinAccept = 7,     // server -> donor: send your parameters to worker `round` at step `step`
   kJoinParams = 8,     // donor -> newcomer: the parameters at the start of step `step`
+  kPullEmpty = 9,      // server -> worker: the round applied no update (participation)
 };
 }  // namespace
 
@@ -50,16 +52,22 @@ struct ParameterServer::WorkerState {
 };
 
 ParameterServer::ParameterServer(std::vector<Endpoint*> workers, Endpoint* server,
-                                 std::vector<Codec*> codecs, Codec* server_codec)
+                                 std::vector<Codec*> codecs, Codec* server_codec,
+                                 Participation* participation)
     : workers_(std::move(workers)),
       server_(server),
       codecs_(std::move(codecs)),
       server_codec_(server_codec),
-      dense_(std::make_unique<DenseCodec>()) {
+      dense_(std::make_unique<DenseCodec>()),
+      participation_(participation) {
   if (workers_.empty() || workers_.size() != codecs_.size() || !server_ || !server_codec_) {
     throw std::invalid_argument("ParameterServer: need one messenger and codec per worker");
   }
   server_multi_ = dynamic_cast<MultiRoundCodec*>(server_codec_);
+  if (participation_ && (server_multi_ || participation_->workers() != static_cast<int>(workers_.size()))) {
+    throw std::invalid_argument(
+        "ParameterServer: participation needs a single-round codec and one entry per worker");
+  }
   server_->SetHandler([this](Message&& m) { on_push(std::move(m)); });
   for (std::size_t r = 0; r < workers_.size(); ++r) {
     states_.push_back(std::make_unique<WorkerState>());
@@ -82,6 +90,13 @@ void ParameterServer::contribute(int rank, std::int64_t step, const at::Tensor& 
   w.step = step;
   w.round = 0;
   reset_payload(rank);
+  if (participation_) {
+    // The round closed while this worker computed: its update would come too late.
+    if (take_early_reply(rank)) return;
+    // A client that went away since the round started sends nothing; it takes the round's
+    // result when the round closes.
+    if (!participation_->still_available(step, rank, ns3::Simulator::Now().GetSeconds())) return;
+  }
   if (w.multi) {
     Round first;
     {
@@ -204,6 +219,10 @@ void ParameterServer::reply_all(std::uint64_t step, std::uint32_t round,
 }
 
 void ParameterServer::on_push(Message&& message) {
+  if (participation_) {
+    on_round_push(std::move(message));
+    return;
+  }
   // Host indices of workers are their ranks (the engine places workers first).
   const auto rank = static_cast<int>(message.source);
   if (faults_ && message.kind == kJoin && rank >= 0 && rank < workers()) {
@@ -285,6 +304,29 @@ void ParameterServer::on_push(Message&& message) {
 
 void ParameterServer::on_pull(int rank, Message&& message) {
   WorkerState& w = *states_[rank];
+  if (participation_) {
+    if (message.kind != kPull && message.kind != kPullEmpty) {
+      throw std::runtime_error("parameter server: unexpected reply (kind " +
+                               std::to_string(message.kind) + ") for worker " +
+                               std::to_string(rank));
+    }
+    if (!w.done || static_cast<std::int64_t>(message.step) != w.step) {
+      // The round closed before this worker was done computing it: kept until it is.
+      const auto key = std::make_pair(message.step, std::uint32_t{0});
+      if (!w.inbox.emplace(key, std::move(message)).second) {
+        throw std::runtime_error("parameter server: two replies for one round");
+      }
+      return;
+    }
+    at::Tensor update;  // undefined: the round applied nothing
+    if (message.kind == kPull) {
+      WallClockAccount::Charge charge(account_);
+      update = decode_any(message.payload);
+      codecs_[rank]->observe_aggregate(update);
+    }
+    finish(rank, update);
+    return;
+  }
   if (faults_) {
     if (down_[rank]) return;  // the host is gone: what reaches it is lost
     if (message.kind == kJoinAccept) {
@@ -527,6 +569,112 @@ void ParameterServer::on_join(int rank) {
   live_[rank] = true;
   member_from_[rank] = s;
   joins_[s].push_back(rank);
+}
+
+// --- partial participation ------------------------------------------------------------------
+
+bool ParameterServer::takes_part(int rank, std::int64_t step) {
+  if (!participation_) return true;
+  begin_round(step);
+  return participation_->sampled(step, rank);
+}
+
+void ParameterServer::sit_out(int rank, std::int64_t step, Done done) {
+  if (!participation_) Collective::sit_out(rank, step, std::move(done));
+  WorkerState& w = *states_.at(static_cast<std::size_t>(rank));
+  if (w.done) throw std::logic_error("ParameterServer: rank sat out during a step");
+  w.done = std::move(done);
+  w.step = step;
+  w.round = 0;
+  reset_payload(rank);
+  take_early_reply(rank);
+}
+
+bool ParameterServer::take_early_reply(int rank) {
+  WorkerState& w = *states_[rank];
+  const auto it = w.inbox.find({static_cast<std::uint64_t>(w.step), 0});
+  if (it == w.inbox.end()) return false;
+  Message reply = std::move(it->second);
+  w.inbox.erase(it);
+  // In an event of its own: the worker's step ends after the call that began it returns.
+  ns3::Simulator::ScheduleNow([this, rank, reply = std::move(reply)]() mutable {
+    on_pull(rank, std::move(reply));
+  });
+  return true;
+}
+
+void ParameterServer::begin_round(std::int64_t round) {
+  if (participation_->started(round)) return;
+  const std::vector<int>& clients =
+      participation_->participants(round, ns3::Simulator::Now().GetSeconds());
+  auto& slot = steps_[{static_cast<std::uint64_t>(round), 0}];
+  slot = std::make_unique<StepState>();
+  slot->seen.assign(workers_.size(), false);
+  if (participation_->has_deadline()) {
+    ns3::Simulator::Schedule(ns3::Seconds(participation_->options().deadline_s),
+                             [this, round] { close_round(round); });
+  } else if (clients.empty()) {
+    ns3::Simulator::ScheduleNow([this, round] { close_round(round); });
+  }
+}
+
+void ParameterServer::on_round_push(Message&& message) {
+  const auto rank = static_cast<int>(message.source);
+  const auto round = static_cast<std::int64_t>(message.step);
+  if (message.kind != kPush || message.round != 0 || rank < 0 || rank >= workers()) {
+    throw std::runtime_error("parameter server: unexpected message from host " +
+                             std::to_string(message.source));
+  }
+  if (round <= closed_) return;  // after the deadline: the round was aggregated without it
+  // A client that went away after sending is dropped from the round all the same.
+  if (!participation_->counts(round, rank, ns3::Simulator::Now().GetSeconds())) return;
+  const auto it = steps_.find({message.step, 0});
+  if (it == steps_.end()) throw std::logic_error("parameter server: push for a round not started");
+  StepState& s = *it->second;
+  if (s.seen[rank]) throw std::runtime_error("parameter server: duplicate push");
+  s.seen[rank] = true;
+  {
+    WallClockAccount::Charge charge(account_);
+    add_to_sum(s, std::move(message.payload));
+  }
+  ++s.received;
+  const auto sampled = participation_->clients(round).size();
+  if (static_cast<std::size_t>(s.received) == sampled) close_round(round);
+}
+
+void ParameterServer::close_round(std::int64_t round) {
+  if (round <= closed_) return;  // every client arrived before the deadline
+  closed_ = round;
+  const auto key = std::make_pair(static_cast<std::uint64_t>(round), std::uint32_t{0});
+  const auto it = steps_.find(key);
+  if (it == steps_.end()) throw std::logic_error("parameter server: closing a round not started");
+  StepState& s = *it->second;
+  std::vector<int> applied;
+  for (int r = 0; r < workers(); ++r) {
+    if (s.seen[r]) applied.push_back(r);
+  }
+  at::Tensor result;
+  if (s.received > 0) {
+    WallClockAccount::Charge charge(account_);
+    result = server_codec_->aggregation() == Aggregation::kSummable
+                 ? server_codec_->decode(s.compressed_sum)
+                 : s.sum;
+    result = server_codec_->finalize(result, s.received);  // mean over the arrivals
+    server_codec_->observe_aggregate(result);
+  }
+  steps_.erase(it);
+  participation_->record_outcome(round, std::move(applied), ns3::Simulator::Now().GetSeconds());
+  begin_round(round + 1);  // the next round starts as this one's result leaves
+  if (result.defined()) {
+    reply_all(static_cast<std::uint64_t>(round), 0, result);
+    return;
+  }
+  for (int r = 0; r < workers(); ++r) {
+    Message out;
+    out.kind = kPullEmpty;
+    out.step = static_cast<std::uint64_t>(round);
+    server_->Send(static_cast<std::uint32_t>(r), std::move(out));
+  }
 }
 
 }  // namespace gradwire

@@ -20,6 +20,17 @@
 // donor, lowest rank) to send its parameters to the newcomer: that message overtakes nothing,
 // since it travels on the same connection just before the donor's step s - 1 reply, so the
 // donor sends exactly the parameters every replica has at the start of step s.
+//
+// Partial participation (nodes/schemes/Participation.h; single-round codecs, without faults):
+// a step is a round. Round r starts when the server closes round r - 1 (round 0 when the
+// workers first start) and only its sampled clients compute and push. The server closes the
+// round when every sampled client's update has arrived, or at the deadline, and aggregates the
+// updates that count (the mean over them; a client that went away since the round started is
+// dropped, as is an update after the deadline). It sends the result to every worker, sampled
+// or not, so every replica applies the same updates; a round with no update sends an empty
+// reply and the replicas stay as they are. A client that went away before pushing sends
+// nothing; one whose round closed before it finished computing sends nothing either and takes
+// the round's result.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +49,7 @@ namespace gradwire {
 class Endpoint;
 class DenseCodec;
 class MultiRoundCodec;
+class Participation;
 struct Round;
 struct RoundOutcome;
 
@@ -45,13 +57,16 @@ class ParameterServer : public Collective, public FaultTolerant {
  public:
   /// `workers[r]`: worker r's endpoint; `server`: the server host's endpoint; `codecs[r]`:
   /// worker r's codec; `server_codec`: a codec of the same kind the server decodes with. All
-  /// must outlive the collective.
+  /// must outlive the collective. `participation` (may be null: every worker, every round)
+  /// samples the rounds; it must outlive the collective too.
   ParameterServer(std::vector<Endpoint*> workers, Endpoint* server, std::vector<Codec*> codecs,
-                  Codec* server_codec);
+                  Codec* server_codec, Participation* participation = nullptr);
   ~ParameterServer() override;
 
   void contribute(int rank, std::int64_t step, const at::Tensor& gradient, Done done) override;
   int workers() const override { return static_cast<int>(workers_.size()); }
+  bool takes_part(int rank, std::int64_t step) override;
+  void sit_out(int rank, std::int64_t step, Done done) override;
 
   void enable_faults(double timeout_s, FaultLog log) override;
   void leave(int rank) override;
@@ -78,6 +93,13 @@ class ParameterServer : public Collective, public FaultTolerant {
   void watch(std::uint64_t step);
   void exclude(int rank, std::uint64_t step);
   void on_join(int rank);
+  // --- partial participation ---
+  void begin_round(std::int64_t round);
+  void on_round_push(Message&& message);
+  void close_round(std::int64_t round);
+  /// The round's reply when it reached the worker before the worker was done with the round:
+  /// taken (in a fresh event) and true; false when it has not arrived.
+  bool take_early_reply(int rank);
 
   std::vector<Endpoint*> workers_;
   Endpoint* server_;
@@ -101,6 +123,10 @@ class ParameterServer : public Collective, public FaultTolerant {
   std::int64_t max_pushed_ = -1;           // highest step any push carried
   std::int64_t last_completed_ = -1;       // steps complete in order
   std::map<std::int64_t, std::vector<int>> joins_;  // step s -> workers admitted from s
+
+  // Partial participation (inactive when null).
+  Participation* participation_ = nullptr;
+  std::int64_t closed_ = -1;  // rounds close in order: the latest closed
 };
 
 }  // namespace gradwire

@@ -21,6 +21,7 @@ SchemeInfo parameter_server_scheme() {
   ps.gradient_buckets = true;
   ps.faults_sync = true;
   ps.processes = true;
+  ps.participation = true;
   FieldTable<AsyncServerOptions> fields;
   fields.add(
       integer("max_staleness", -1, -1, 1000000,
@@ -42,7 +43,8 @@ SchemeInfo parameter_server_scheme() {
       });
   ps.collective_modes = {SyncMode::kSync};
   ps.collective = [](const CollectiveParts& p, const std::any&) -> std::unique_ptr<Collective> {
-    return std::make_unique<ParameterServer>(p.workers, p.server, p.codecs, p.server_codec);
+    return std::make_unique<ParameterServer>(p.workers, p.server, p.codecs, p.server_codec,
+                                             p.participation);
   };
   ps.scheme = [](const SchemeParts& p, const std::any& settings) -> std::unique_ptr<TrainingScheme> {
     AsyncServerOptions o = std::any_cast<const AsyncServerOptions&>(settings);

@@ -15,6 +15,7 @@ namespace gradwire {
 
 class Codec;
 class Endpoint;
+class Participation;
 struct StalenessEvent;
 
 /// One collective's share of a run: the workers' endpoints (or channels of them), the server's
@@ -24,6 +25,9 @@ struct CollectiveParts {
   Endpoint* server = nullptr;
   std::vector<Codec*> codecs;   ///< one per worker
   Codec* server_codec = nullptr;
+  /// Who takes part in each round and the round's deadline (the scenario's `participation`);
+  /// null: every worker, every round.
+  Participation* participation = nullptr;
 };
 
 /// The optimizer every replica runs, for schemes that apply updates themselves.
@@ -44,6 +48,8 @@ struct SchemeParts {
   std::vector<std::int64_t> samples;  ///< per worker: its shard's training samples
   /// Asynchronous schemes report each applied update (staleness metrics).
   std::function<void(const StalenessEvent&)> on_update;
+  /// Who takes part in each round (the scenario's `participation`); null: every worker.
+  Participation* participation = nullptr;
 };
 
 }  // namespace gradwire

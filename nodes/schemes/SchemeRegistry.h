@@ -35,6 +35,9 @@ struct SchemeInfo : KindDeclaration {
   bool gradient_buckets = false; ///< takes `training.buckets` (reduces buckets while backward runs)
   bool faults_sync = false;      ///< handles workers leaving and rejoining (sync mode)
   bool processes = false;        ///< runs with `gradwire run --processes`
+  /// Takes a `participation` section (sampled clients per round, availability, a deadline;
+  /// nodes/schemes/Participation.h) in its collective modes.
+  bool participation = false;
   /// The scheme's settings from its own keys (`params`), typed (an options struct), with the
   /// checks that involve its mode; ConfigError naming topology.<key>.
   std::function<std::any(const JsonFields& topology, SyncMode mode)> read;

@@ -9,11 +9,12 @@
 namespace gradwire {
 
 namespace {
-/// Applies the aggregate to the replica and ends the worker's step.
+/// Applies the aggregate to the replica and ends the worker's step. A round that applied no
+/// update (partial participation, nobody arrived) leaves the replica as it is.
 Collective::Done apply_and_finish(Worker& worker) {
   Worker* w = &worker;
   return [w](const at::Tensor& aggregate) {
-    w->ApplyGradient(aggregate);
+    if (aggregate.defined()) w->ApplyGradient(aggregate);
     w->FinishStep();
   };
 }
@@ -31,6 +32,14 @@ bool SynchronousScheme::takes_device_gradients() const { return true; }
 void SynchronousScheme::on_bucket(Worker& worker, int bucket, const at::Tensor& slice) {
   collective_->contribute_bucket(worker.rank(), worker.steps_done(), bucket, slice,
                                  apply_and_finish(worker));
+}
+
+bool SynchronousScheme::computes(Worker& worker) {
+  return collective_->takes_part(worker.rank(), worker.steps_done());
+}
+
+void SynchronousScheme::on_sit_out(Worker& worker) {
+  collective_->sit_out(worker.rank(), worker.steps_done(), apply_and_finish(worker));
 }
 
 void SynchronousScheme::on_start(Worker& worker) {

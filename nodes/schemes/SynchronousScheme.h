@@ -20,6 +20,9 @@ class SynchronousScheme : public TrainingScheme {
   bool takes_device_gradients() const override;
   void on_bucket(Worker& worker, int bucket, const at::Tensor& slice) override;
   void on_start(Worker& worker) override;
+  /// Partial participation is the collective's (who takes part in each round).
+  bool computes(Worker& worker) override;
+  void on_sit_out(Worker& worker) override;
   /// The collective's fault handling (ring and PS have it); it reads a donor's parameters
   /// from the workers registered in on_start.
   FaultTolerant* faults() override;

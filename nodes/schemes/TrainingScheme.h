@@ -43,6 +43,13 @@ class TrainingScheme {
   /// buckets of the step are through.
   virtual void on_bucket(Worker& worker, int bucket, const at::Tensor& slice);
 
+  /// Whether `worker` computes in its step `worker.steps_done()`. With partial participation
+  /// (nodes/schemes/Participation.h) a worker that is not sampled computes nothing: the Worker
+  /// then calls on_sit_out instead of computing, and the scheme must still call
+  /// worker.FinishStep() exactly once for the step.
+  virtual bool computes(Worker& /*worker*/) { return true; }
+  virtual void on_sit_out(Worker& worker);
+
   /// Called once per worker before its first step (e.g. to register it).
   virtual void on_start(Worker& worker) {}
 

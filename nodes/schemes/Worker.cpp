@@ -147,6 +147,12 @@ void Worker::StartStep() {
   bytes_at_step_start_ = messenger_->bytes_sent();
   optimizer_wall_s_ = 0;
   codec_at_start_ = options_.device ? options_.device->codec_seconds() : 0;
+  if (!scheme_->computes(*this)) {
+    // Not taking part in this round: no pass, no gradient; the scheme ends the step.
+    current_.participated = false;
+    scheme_->on_sit_out(*this);
+    return;
+  }
 
   if (options_.batch) {
     // The pass runs with the other workers' when its result is first needed (ComputeBatch.h);

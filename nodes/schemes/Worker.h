@@ -3,7 +3,9 @@
 // what crosses the network and when the worker may continue:
 //
 //   StartStep (event) -> forward/backward now, in wall time (or, with a ComputeBatch, on a
-//                        thread pool with the other workers' passes, when first needed)
+//                        thread pool with the other workers' passes, when first needed); a
+//                        worker the scheme leaves out of this round (partial participation)
+//                        computes nothing and waits for the round's result (on_sit_out)
 //     -> ComputeDone scheduled at now + compute time (measured x scale, fixed, or profile)
 //     -> scheme.on_gradient(gradient)     (e.g. a collective; codecs encode real bytes, ns-3
 //                                          carries them)
@@ -85,6 +87,9 @@ struct StepRecord {
   double density = 1.0;             ///< fraction of gradient elements the codec sent
   double loss = 0;
   double compute_wall_s = 0;  ///< wall seconds the real forward/backward took
+  /// False when the worker sat the step out (partial participation: not sampled for the
+  /// round); it then computed nothing and only waited for the round's result.
+  bool participated = true;
 };
 
 /// Simulated seconds for `step`, given the wall seconds the real computation took.

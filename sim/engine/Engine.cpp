@@ -79,6 +79,7 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
 
   setup.build_scheme(worker_messengers, server_messenger,
                      [&recorder](const StalenessEvent& e) { recorder.staleness(e); });
+  recorder.set_participation(setup.participation());
 
   std::vector<ns3::Ptr<Worker>> workers;
   int finished = 0;

@@ -6,8 +6,10 @@
 #include <limits>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
+#include "nodes/schemes/Participation.h"
 #include "nodes/transport/LossLedger.h"
 #include "sim/engine/ComputeTime.h"
 #include "sim/engine/Scenario.h"
@@ -104,6 +106,11 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
       payload.push_back(0);
     }
   }
+  // With participation, the means are over the workers that computed in the round.
+  const auto counted = [this](const StepRecord& r) {
+    return participation_ == nullptr || r.participated;
+  };
+  int computed = 0;
   for (const auto& r : records) {
     if (gaps) {
       payload[static_cast<std::size_t>(r.rank)] = r.payload_bytes;
@@ -112,14 +119,10 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
       payload.push_back(r.payload_bytes);
     }
     payload_bytes_ += r.payload_bytes;
-    density += r.density;
-    loss += r.loss;
-    compute += r.compute_s;
-    comm += r.comm_s;
-    codec += r.codec_s;
-    comm_max = std::max(comm_max, r.comm_s);
     end = std::max(end, r.end_s);
+    if (!gaps) bytes.push_back(r.bytes_sent);
     if (!devices_.empty()) {
+      // What the device did, whether or not the round applied its update.
       const auto rank = static_cast<std::size_t>(r.rank);
       const double work = r.compute_s + r.codec_s + r.optimizer_s;
       busy[rank] = work;
@@ -127,9 +130,17 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
       worker_compute_s_[rank] += r.compute_s;
       ++worker_steps_[rank];
     }
-    if (!gaps) bytes.push_back(r.bytes_sent);
+    if (!counted(r)) continue;
+    ++computed;
+    if (r.payload_bytes > 0) ++sent_updates_;
+    density += r.density;
+    loss += r.loss;
+    compute += r.compute_s;
+    comm += r.comm_s;
+    codec += r.codec_s;
+    comm_max = std::max(comm_max, r.comm_s);
   }
-  const double w = static_cast<double>(records.size());
+  const double w = static_cast<double>(std::max(computed, 1));
   if (!std::isfinite(loss)) {
     std::ostringstream m;
     m << "training diverged at step " << record.step + 1 << ": the training loss is not finite (";
@@ -148,7 +159,7 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
   nlohmann::json line = {{"type", "step"},
                          {"step", record.step + 1},
                          {"sim_time_s", end},
-                         {"loss", loss / w},
+                         {"loss", computed > 0 ? nlohmann::json(loss / w) : nlohmann::json()},
                          {"compute_s", compute / w},
                          {"comm_s", comm / w},
                          {"comm_s_max", comm_max},
@@ -163,13 +174,25 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
     line["worker_busy_s"] = busy;
     line["energy_j"] = energy_at(end);
   }
+  if (participation_ != nullptr) {
+    const std::vector<int>* applied = participation_->applied(record.step);
+    if (applied == nullptr) {
+      throw std::logic_error("metrics: round " + std::to_string(record.step) +
+                             " was reported before it closed");
+    }
+    line["sampled"] = participation_->clients(record.step);
+    line["participants"] = *applied;
+    applied_updates_ += static_cast<std::int64_t>(applied->size());
+    sampled_clients_ += static_cast<std::int64_t>(participation_->clients(record.step).size());
+    if (applied->empty()) ++empty_rounds_;
+  }
   if (ledger_ != nullptr) {
     const LossLedger::Entry lost = ledger_->at(static_cast<std::uint64_t>(record.step));
     line["lost_bytes"] = lost.lost_bytes;
     line["loss_fraction"] = lost.loss_fraction();
   }
   lines_ += line.dump() + "\n";
-  last_loss_ = loss / w;
+  if (computed > 0) last_loss_ = loss / w;
   sum_compute_ += compute / w;
   sum_comm_ += comm / w;
   sum_codec_ += codec / w;
@@ -246,9 +269,12 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
                                         double wall_time_s, double ns3_wall_time_s) const {
   const std::uint64_t payload_bytes = payload_bytes_;
   const auto& t = scenario_.training;
-  // Dense equivalent: every worker's gradient as fp32, every step.
-  const double dense = 4.0 * static_cast<double>(parameters_) * static_cast<double>(t.workers) *
-                       static_cast<double>(steps_recorded_);
+  // Dense equivalent: every worker's gradient as fp32, every step; with participation, every
+  // update a client sent (the others sent nothing, compressed or not).
+  const double updates = participation_ != nullptr
+                             ? static_cast<double>(sent_updates_)
+                             : static_cast<double>(t.workers) * static_cast<double>(steps_recorded_);
+  const double dense = 4.0 * static_cast<double>(parameters_) * updates;
   const double steps = std::max<double>(1.0, static_cast<double>(steps_recorded_));
   nlohmann::json s = {
       {"name", scenario_.name},
@@ -291,6 +317,16 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
     nlohmann::json counts = {{"leave", 0}, {"detected", 0}, {"rejoin", 0}, {"resume", 0}};
     for (const auto& [kind, count] : event_counts_) counts[kind] = count;
     s["fault_events"] = counts;
+  }
+  if (participation_ != nullptr) {
+    const double rounds = static_cast<double>(std::max<std::int64_t>(1, steps_recorded_));
+    s["participation"] = {
+        {"clients_per_round", participation_->options().clients_per_round},
+        {"rounds", steps_recorded_},
+        {"mean_sampled", static_cast<double>(sampled_clients_) / rounds},
+        {"mean_participants", static_cast<double>(applied_updates_) / rounds},
+        {"dropped_updates", sampled_clients_ - applied_updates_},
+        {"empty_rounds", empty_rounds_}};
   }
   if (ledger_ != nullptr) {
     const LossLedger::Entry& t = ledger_->total();

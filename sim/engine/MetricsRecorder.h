@@ -15,6 +15,10 @@
 // With faults, a step line is written when every worker taking part in that step reported
 // (a departed worker is not waited for); means are over the reporting workers, and the
 // per-worker arrays hold 0 for workers that did not take part.
+// With `participation`, a step is a round: step lines also carry "sampled" (the ranks sampled
+// for the round) and "participants" (the ranks whose updates the round applied); loss,
+// compute_s, comm_s and density are means over the sampled workers that computed ("loss" is
+// null in a round where none did), and summary.json gets a "participation" object.
 // With network.transport "udp", step lines also carry "lost_bytes" (gradient bytes that never
 // arrived and were read as zeros, over every host) and "loss_fraction" (of the loss-tolerant
 // bytes delivered in that step), and summary.json a "udp" object with the run's totals.
@@ -47,6 +51,7 @@ namespace gradwire {
 
 class LossLedger;
 struct DeviceProfile;
+class Participation;
 struct Scenario;
 
 class MetricsRecorder {
@@ -67,6 +72,8 @@ class MetricsRecorder {
 
   /// Where the UDP transport records lost gradient bytes (null: TCP, nothing is lost).
   void set_loss_ledger(const LossLedger* ledger) { ledger_ = ledger; }
+  /// Who took part in each round (null: every worker, every step).
+  void set_participation(const Participation* participation) { participation_ = participation; }
 
   /// A fault event (an "event" line; counted in summary.json's fault_events).
   void event(const FaultEvent& event);
@@ -124,6 +131,12 @@ class MetricsRecorder {
   std::vector<std::int64_t> worker_steps_;
   std::optional<double> energy_to_target_;
   std::function<double()> radio_meter_;
+  const Participation* participation_ = nullptr;
+  // Participation totals: applied updates, sampled clients, rounds that applied none.
+  std::int64_t applied_updates_ = 0;
+  std::int64_t sampled_clients_ = 0;
+  std::int64_t empty_rounds_ = 0;
+  std::int64_t sent_updates_ = 0;  // updates the clients sent (payload > 0)
 };
 
 }  // namespace gradwire

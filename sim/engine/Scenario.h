@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "netmodels/NetworkSettings.h"
+#include "nodes/schemes/Availability.h"
 #include "nodes/schemes/TopologyConfig.h"
 #include "nodes/training/DatasetSpec.h"
 #include "nodes/training/LearningRateSchedule.h"
@@ -85,6 +86,20 @@ struct FaultSpec {
   double rejoin_at_s = -1;  ///< < 0: never rejoins
 };
 
+/// `participation`: which workers take part in each synchronous round, when they are
+/// available, and how long a round waits (nodes/schemes/Participation.h).
+struct ParticipationSpec {
+  bool enabled = false;       ///< the scenario has a `participation` section
+  int clients_per_round = 0;  ///< resolved: training.workers when not given
+  double deadline_s = 0;      ///< 0: none (a round waits for every sampled client)
+  std::string availability = "always";  ///< "always" | "on_off" | "trace"
+  double mean_on_s = 0;       ///< on_off: mean available period
+  double mean_off_s = 0;      ///< on_off: mean unavailable period
+  std::string trace;          ///< trace: the file's path as written
+  /// trace: per rank, the available intervals read from the file.
+  std::vector<std::vector<AvailableInterval>> trace_intervals;
+};
+
 struct Scenario {
   std::string name;
   std::uint64_t seed = 1;
@@ -96,6 +111,7 @@ struct Scenario {
   TopologyConfig topology;
   NetworkSettings network;  ///< resolved network (netmodels/NetworkSettings.h)
   std::vector<FaultSpec> faults;  ///< empty: no worker ever leaves
+  ParticipationSpec participation;
   std::string output_dir = "runs";
 
   nlohmann::json resolved;  ///< the whole scenario with defaults filled in

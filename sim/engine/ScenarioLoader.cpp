@@ -16,6 +16,7 @@
 #include "nodes/training/ModelRegistry.h"
 #include "sim/engine/ComputeSection.h"
 #include "sim/engine/FaultsSection.h"
+#include "sim/engine/ParticipationSection.h"
 #include "sim/engine/ScenarioRules.h"
 #include "sim/engine/TrainingSection.h"
 
@@ -56,6 +57,7 @@ nlohmann::json to_json(const Scenario& s) {
                         {"network", s.network.to_json()},
                         {"output", {{"dir", s.output_dir}}}};
   if (!s.faults.empty()) out["faults"] = faults_json(s.faults);
+  if (s.participation.enabled) out["participation"] = participation_json(s.participation);
   return out;
 }
 
@@ -128,7 +130,7 @@ void apply_overrides(nlohmann::json& scenario, const std::vector<std::string>& a
 Scenario load_scenario(const nlohmann::json& document) {
   JsonFields root(document, "");
   root.allow({"gradwire", "name", "seed", "model", "dataset", "training", "compute", "codec",
-              "topology", "network", "output", "faults"});
+              "topology", "network", "output", "faults", "participation"});
   if (!root.has("gradwire")) {
     throw ConfigError("gradwire", "missing; expected the format version 1");
   }
@@ -153,7 +155,12 @@ Scenario load_scenario(const nlohmann::json& document) {
       root.has("codec") ? document.at("codec") : nlohmann::json{{"kind", "none"}}, "codec");
   s.topology = read_topology(section(root, "topology"));
   s.faults = read_faults(document, s.training.workers);
-  read_buckets(training, s.topology, !s.faults.empty(), s.training);
+  s.participation = read_participation(document, s.training.workers);
+  read_buckets(training, s.topology,
+               !s.faults.empty()         ? "faults"
+               : s.participation.enabled ? "participation"
+                                         : "",
+               s.training);
   s.network = resolve_network(root.object_at("network"), "network");
   resolve_worker_profiles(s.compute, s.training.workers, s.network);
 

@@ -185,6 +185,35 @@ void check_faults(const Scenario& s) {
   }
 }
 
+/// Participation samples the rounds of a synchronous collective that declares it, one whole
+/// gradient per round, with single-round codecs and without faults.
+void check_participation(const Scenario& s) {
+  if (!s.participation.enabled) return;
+  const TopologyConfig& tp = s.topology;
+  if (!tp.scheme().participation || !tp.scheme().collective_in(tp.mode)) {
+    std::string supported;
+    for (const auto& info : SchemeRegistry::builtin().list()) {
+      if (!info.participation) continue;
+      supported += (supported.empty() ? "" : ", ") + info.name +
+                   (info.has_mode(SyncMode::kAsync) ? " (sync)" : "");
+    }
+    throw ConfigError("participation", "supported with topology " + supported + ", not " +
+                                           tp.name() + (tp.async() ? " (async)" : ""));
+  }
+  if (!s.faults.empty()) {
+    throw ConfigError("participation",
+                      "not together with faults: availability already says when a client is "
+                      "away (participation.availability)");
+  }
+  const std::string codec = s.codec.at("kind").get<std::string>();
+  const CodecInfo* info = CodecRegistry::builtin().find(codec);
+  if (info != nullptr && info->multi_round) {
+    throw ConfigError("codec.kind", "\"" + codec + "\" exchanges in several rounds, which "
+                                    "needs every worker in each; participation needs a "
+                                    "single-round codec");
+  }
+}
+
 }  // namespace
 
 void check_scenario_rules(const Scenario& s, std::int64_t train_samples) {
@@ -202,6 +231,7 @@ void check_scenario_rules(const Scenario& s, std::int64_t train_samples) {
                           std::to_string(s.training.workers) + ")");
   }
   check_faults(s);
+  check_participation(s);
   const TopologyConfig& tp = s.topology;
   const std::int64_t hosts = s.training.workers + (tp.with_server() ? 1 : 0);
   check_impairment_hosts(s.network.to_json(), "network", hosts, hosts);

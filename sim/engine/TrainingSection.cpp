@@ -65,10 +65,10 @@ TrainingSpec read_training(const JsonFields& f, bool tokens, std::int64_t train_
 /// `training.buckets`: "none" or {"size_mb": 25, "first_mb": 1}. Schemes that send gradients
 /// (ring, parameter server sync and async) take buckets by default, as PyTorch DDP does;
 /// gossip and leader send parameters and take "none" only.
-void read_buckets(const JsonFields& f, const TopologyConfig& topology, bool faults,
-                  TrainingSpec& t) {
+void read_buckets(const JsonFields& f, const TopologyConfig& topology,
+                  const std::string& whole_gradient_for, TrainingSpec& t) {
   const std::string path = f.path_of("buckets");
-  const bool supported = !faults && topology.scheme().gradient_buckets;
+  const bool supported = whole_gradient_for.empty() && topology.scheme().gradient_buckets;
   const auto& training = f.object();
   if (!training.contains("buckets")) {
     t.buckets = supported;
@@ -84,9 +84,10 @@ void read_buckets(const JsonFields& f, const TopologyConfig& topology, bool faul
                             "\"first_mb\": 1}, got " + json_brief(value));
   }
   if (!supported) {
-    throw ConfigError(path, std::string("gradient buckets need a ring or parameter server "
-                                        "without faults; expected \"none\" with ") +
-                                (faults ? "faults" : "topology " + topology.name()));
+    throw ConfigError(path, "gradient buckets need a ring or parameter server without faults "
+                            "or participation; expected \"none\" with " +
+                                (whole_gradient_for.empty() ? "topology " + topology.name()
+                                                            : whole_gradient_for));
   }
   JsonFields b(value, path);
   b.allow({"size_mb", "first_mb"});

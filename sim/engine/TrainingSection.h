@@ -13,12 +13,14 @@ namespace gradwire {
 
 /// `tokens`: the dataset yields token sequences (perplexity targets); `train_samples`: the
 /// training set's size, for `epochs`. Buckets are read apart (read_buckets): they depend on
-/// the topology and faults.
+/// the topology, faults and participation.
 TrainingSpec read_training(const JsonFields& training, bool tokens, std::int64_t train_samples);
 
-/// `training.buckets`: "none" or {"size_mb": 25, "first_mb": 1}.
-void read_buckets(const JsonFields& training, const TopologyConfig& topology, bool faults,
-                  TrainingSpec& spec);
+/// `training.buckets`: "none" or {"size_mb": 25, "first_mb": 1}. `whole_gradient_for` names
+/// what needs the whole gradient after backward ("faults", "participation"; empty: nothing),
+/// which makes "none" the default and refuses buckets.
+void read_buckets(const JsonFields& training, const TopologyConfig& topology,
+                  const std::string& whole_gradient_for, TrainingSpec& spec);
 
 nlohmann::json training_json(const TrainingSpec& training);
 

@@ -15,6 +15,7 @@
 #include "nodes/schemes/ComputeBatch.h"
 #include "nodes/schemes/DeviceStreams.h"
 #include "nodes/schemes/DeviceTimedEndpoint.h"
+#include "nodes/schemes/Participation.h"
 #include "nodes/schemes/SynchronousScheme.h"
 #include "nodes/schemes/WallClockAccount.h"
 #include "nodes/schemes/Worker.h"
@@ -70,6 +71,8 @@ struct TrainingSetup::Impl {
   std::vector<std::unique_ptr<Codec>> timed_server_codecs;
   // Per host, with buckets; declared after the endpoints they sit on, so they go first.
   std::vector<std::unique_ptr<EndpointChannels>> channels;
+  // Declared before the collective that samples its rounds from it.
+  std::unique_ptr<Participation> participation;
   std::unique_ptr<Collective> collective;
   std::unique_ptr<TrainingScheme> scheme;
   std::unique_ptr<Evaluator> evaluator;
@@ -192,6 +195,20 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
                                   "with one process per worker");
     }
   }
+  if (sc.participation.enabled) {
+    // Every process would sample its own rounds at its own instants: in-process only.
+    if (model_ranks.size() != static_cast<std::size_t>(s.n)) {
+      throw ConfigError("participation", "participation is simulated in-process only (gradwire "
+                                         "run), not with one process per worker");
+    }
+    const ParticipationSpec& p = sc.participation;
+    Availability availability =
+        p.availability == "on_off"  ? Availability::on_off(s.n, p.mean_on_s, p.mean_off_s, sc.seed)
+        : p.availability == "trace" ? Availability::from_intervals(p.trace_intervals)
+                                    : Availability::always(s.n);
+    s.participation = std::make_unique<Participation>(
+        ParticipationOptions{p.clients_per_round, p.deadline_s, sc.seed}, std::move(availability));
+  }
   s.evaluator = std::make_unique<Evaluator>(s.data.test, sc.training.eval_samples, s.device);
   // A worker process plays one rank: nothing to compute beside it.
   if (sc.compute.parallel_workers > 1 && model_ranks.size() > 1) {
@@ -209,6 +226,7 @@ std::size_t TrainingSetup::hosts() const {
 std::int64_t TrainingSetup::parameters() const { return impl_->numel; }
 std::string TrainingSetup::device_name() const { return impl_->device.str(); }
 TrainingScheme& TrainingSetup::scheme() { return *impl_->scheme; }
+const Participation* TrainingSetup::participation() const { return impl_->participation.get(); }
 WallClockAccount& TrainingSetup::torch_account() { return impl_->torch_account; }
 
 void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* server,
@@ -241,7 +259,7 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
     // One bucket's collective over `ends` and `server_end`, with bucket b's codecs.
     auto collective = [&](std::vector<Endpoint*> ends, Endpoint* server_end, std::size_t b) {
       return info.collective(CollectiveParts{std::move(ends), server_end, codecs_of(b),
-                                             server_codec_of(b)},
+                                             server_codec_of(b), s.participation.get()},
                              topo.settings);
     };
     if (s.buckets.size() > 1) {
@@ -274,6 +292,7 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
     parts.optimizer.lr = sc.training.lr;
     parts.on_update = std::move(on_update);
     for (const auto& shard : s.shards) parts.samples.push_back(static_cast<std::int64_t>(shard.size()));
+    parts.participation = s.participation.get();
     s.scheme = info.scheme(parts, topo.settings);
   }
   if (s.collective) {

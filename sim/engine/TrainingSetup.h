@@ -19,6 +19,7 @@
 namespace gradwire {
 
 class Endpoint;
+class Participation;
 class TrainingScheme;
 class WallClockAccount;
 class Worker;
@@ -51,6 +52,8 @@ class TrainingSetup {
   void build_scheme(std::vector<Endpoint*> workers, Endpoint* server,
                     std::function<void(const StalenessEvent&)> on_update);
   TrainingScheme& scheme();
+  /// Who takes part in each round (the scenario's `participation`); null without it.
+  const Participation* participation() const;
   /// Wall time spent in LibTorch and codec work inside the event loop.
   WallClockAccount& torch_account();
 

@@ -260,8 +260,22 @@ struct EmulatorService::Impl final : ClockSynchronizer::Exchange {
   }
 };
 
+namespace {
+
+/// Participation samples every round in the one place that holds every worker; a client of
+/// the service trains by its own rules, so the section would be silently ignored.
+Scenario served(Scenario scenario) {
+  if (scenario.participation.enabled) {
+    throw ConfigError("participation", "participation is simulated in-process only (gradwire "
+                                       "run), not through the service or --processes");
+  }
+  return scenario;
+}
+
+}  // namespace
+
 EmulatorService::EmulatorService(Scenario scenario, ServiceOptions options)
-    : impl_(std::make_unique<Impl>(std::move(scenario), std::move(options))) {}
+    : impl_(std::make_unique<Impl>(served(std::move(scenario)), std::move(options))) {}
 
 EmulatorService::~EmulatorService() = default;
 
