@@ -43,7 +43,12 @@ void set_path(nlohmann::json& doc, const std::string& path, const nlohmann::json
       throw ConfigError(where, "expected a dotted path into the scenario object, got \"" + path + "\"");
     }
     if (dot == std::string::npos) {
-      (*node)[key] = value;
+      // null leaves the key out: a zip can give a section to some runs only.
+      if (value.is_null()) {
+        node->erase(key);
+      } else {
+        (*node)[key] = value;
+      }
       return;
     }
     node = &(*node)[key];

@@ -83,6 +83,28 @@ TEST(SweepPlan, ExcludeDropsTheCombinationsItSelects) {
   EXPECT_EQ(SweepPlan::expand(doc, ".").runs.size(), 4u);
 }
 
+// A null axis value leaves its key out of that run's scenario, so one section can be given to
+// some runs only (participation to the federated ones of a study).
+TEST(SweepPlan, NullAxisValueLeavesTheKeyOut) {
+  auto doc = sweep_doc();
+  doc["base"]["topology"] = {{"kind", "ps"}, {"mode", "sync"}};  // where participation applies
+  doc["base"]["participation"] = {{"clients_per_round", 2}};
+  doc["zip"]["participation"] = {nullptr, {{"clients_per_round", 1}}};
+  const SweepPlan plan = SweepPlan::expand(doc, ".");
+  ASSERT_EQ(plan.runs.size(), 8u);
+  int with = 0, without = 0;
+  for (const auto& run : plan.runs) {
+    if (run.scenario.contains("participation")) {
+      EXPECT_EQ(run.scenario["participation"]["clients_per_round"], 1) << run.name;
+      ++with;
+    } else {
+      ++without;
+    }
+  }
+  EXPECT_EQ(with, 4);
+  EXPECT_EQ(without, 4);
+}
+
 // A whole network object as an axis value names its run by the network's label, with the
 // hash of the value keeping two networks with one label apart; a given label is used as given.
 TEST(SweepPlan, NamesNetworkObjectsByTheirLabel) {
