@@ -6,7 +6,6 @@
 #include <stdexcept>
 
 #include <ATen/ATen.h>
-#include <ns3/simulator.h>
 
 #include "nodes/schemes/Collective.h"
 #include "nodes/schemes/Participation.h"
@@ -158,10 +157,8 @@ void LocalSgd::on_sit_out(Worker& worker) {
   Node& node = *nodes_.at(static_cast<std::size_t>(worker.rank()));
   const std::int64_t steps = worker.steps_done() + 1;
   if (!due(0, steps)) {
-    // Nothing to compute or wait for before the round's last step: the step ends now, in an
-    // event of its own (the worker's step ends after the call that began it returns).
-    Worker* w = &worker;
-    ns3::Simulator::ScheduleNow([w] { w->FinishStep(); });
+    // Nothing to compute, apply or wait for before the round's last step: the step ends now.
+    worker.FinishIdleStep();
     return;
   }
   // The round's last step: wait for its result, as the clients that trained do.
