@@ -167,8 +167,8 @@ void LocalSgd::on_sit_out(Worker& worker) {
   node.in_flight[0] = true;
   const std::int64_t round = node.rounds[0]++;
   const int rank = worker.rank();
-  collectives_.front()->sit_out(rank, round,
-                                [this, rank](const at::Tensor& aggregate) { arrive(rank, 0, aggregate); });
+  collectives_.front()->sit_out(
+      rank, round, [this, rank](const at::Tensor& aggregate) { arrive(rank, 0, aggregate); });
 }
 
 void LocalSgd::advance(int rank) {

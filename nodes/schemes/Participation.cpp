@@ -38,7 +38,9 @@ Participation::Participation(ParticipationOptions options, Availability availabi
 
 void Participation::set_round_steps(std::int64_t steps) {
   if (steps < 1) throw std::invalid_argument("Participation: a round needs at least one step");
-  if (!rounds_.empty()) throw std::logic_error("Participation: round steps set after a round began");
+  if (!rounds_.empty()) {
+    throw std::logic_error("Participation: round steps set after a round began");
+  }
   round_steps_ = steps;
 }
 
