@@ -24,6 +24,28 @@ SchemeInfo local_scheme() {
       "DiLoCo); fragments > 1 synchronises parts of the model on staggered schedules "
       "(Streaming DiLoCo)";
   local.modes = {SyncMode::kSync};
+  // Partial participation samples the aggregation rounds (every H local steps) at the
+  // parameter server; a ring needs every worker in every round, and staggered fragments would
+  // need a sample per fragment round.
+  local.participation = true;
+  local.check_with_participation = [](const std::any& settings) {
+    const auto& o = std::any_cast<const LocalOptions&>(settings);
+    if (o.aggregation != "ps") {
+      throw ConfigError("participation", "with topology local, participation needs "
+                                         "topology.aggregation \"ps\" (a ring needs every "
+                                         "worker in every round), not \"" +
+                                             o.aggregation + "\"");
+    }
+    if (o.fragments > 1) {
+      throw ConfigError("topology.fragments", "expected 1 with participation (every fragment "
+                                              "would need rounds of its own), got " +
+                                                  std::to_string(o.fragments));
+    }
+    if (o.overlap) {
+      throw ConfigError("topology.overlap", "expected false with participation (a client "
+                                            "that is not sampled does not compute)");
+    }
+  };
   local.server_host_if = [](const std::any& settings) {
     return std::any_cast<const LocalOptions&>(settings).aggregation == "ps";
   };
@@ -91,13 +113,13 @@ SchemeInfo local_scheme() {
       const auto codecs = p.codecs(static_cast<std::size_t>(b));
       if (ps) {
         collectives.push_back(std::make_unique<ParameterServer>(
-            ends, server, codecs, p.server_codec(static_cast<std::size_t>(b))));
+            ends, server, codecs, p.server_codec(static_cast<std::size_t>(b)), p.participation));
       } else {
         collectives.push_back(std::make_unique<RingAllReduce>(ends, codecs));
       }
     }
     return std::make_unique<LocalSgd>(p.buckets, std::move(channels), std::move(collectives),
-                                      p.samples, o);
+                                      p.samples, o, p.participation);
   };
   return local;
 }

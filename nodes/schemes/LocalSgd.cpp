@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "nodes/schemes/Collective.h"
+#include "nodes/schemes/Participation.h"
 #include "nodes/schemes/WallClockAccount.h"
 #include "nodes/schemes/Worker.h"
 #include "nodes/transport/EndpointChannels.h"
@@ -77,11 +78,14 @@ struct LocalSgd::Node {
 LocalSgd::LocalSgd(std::vector<GradientBucket> fragments,
                    std::vector<std::unique_ptr<EndpointChannels>> channels,
                    std::vector<std::unique_ptr<Collective>> collectives,
-                   std::vector<std::int64_t> samples, LocalOptions options)
+                   std::vector<std::int64_t> samples, LocalOptions options,
+                   Participation* participation)
     : fragments_(std::move(fragments)),
       channels_(std::move(channels)),
       collectives_(std::move(collectives)),
-      weights_(sample_weights(samples)),
+      samples_(std::move(samples)),
+      weights_(sample_weights(samples_)),
+      participation_(participation),
       options_(std::move(options)) {
   const std::int64_t P = static_cast<std::int64_t>(fragments_.size());
   if (options_.local_steps < 1 || P < 1 || P > options_.local_steps ||
@@ -94,6 +98,13 @@ LocalSgd::LocalSgd(std::vector<GradientBucket> fragments,
     throw std::invalid_argument("LocalSgd: one sample count per worker");
   }
   for (int r = 0; r < n; ++r) nodes_.push_back(std::make_unique<Node>());
+  if (participation_) {
+    if (P != 1 || options_.overlap || participation_->workers() != n) {
+      throw std::invalid_argument(
+          "LocalSgd: participation needs one fragment, no overlap and one entry per worker");
+    }
+    participation_->set_round_steps(options_.local_steps);
+  }
 }
 
 LocalSgd::~LocalSgd() = default;
@@ -134,6 +145,32 @@ void LocalSgd::on_gradient(Worker& worker, const at::Tensor& gradient) {
   advance(worker.rank());
 }
 
+bool LocalSgd::computes(Worker& worker) {
+  if (!participation_) return true;
+  // The collective starts the round on its first question and samples its clients then.
+  return collectives_.front()->takes_part(worker.rank(),
+                                          participation_->round_of_step(worker.steps_done()));
+}
+
+void LocalSgd::on_sit_out(Worker& worker) {
+  if (!participation_) TrainingScheme::on_sit_out(worker);
+  Node& node = *nodes_.at(static_cast<std::size_t>(worker.rank()));
+  const std::int64_t steps = worker.steps_done() + 1;
+  if (!due(0, steps)) {
+    // Nothing to compute, apply or wait for before the round's last step: the step ends now.
+    worker.FinishIdleStep();
+    return;
+  }
+  // The round's last step: wait for its result, as the clients that trained do.
+  node.step_open = true;
+  node.last_step = steps == worker.total_steps();
+  node.in_flight[0] = true;
+  const std::int64_t round = node.rounds[0]++;
+  const int rank = worker.rank();
+  collectives_.front()->sit_out(
+      rank, round, [this, rank](const at::Tensor& aggregate) { arrive(rank, 0, aggregate); });
+}
+
 void LocalSgd::advance(int rank) {
   Node& node = *nodes_[static_cast<std::size_t>(rank)];
   // An aggregate that a collective delivers from inside contribute() comes back here; the
@@ -166,8 +203,20 @@ void LocalSgd::send(int rank, int p) {
     WallClockAccount::Charge charge(account_);
     at::Tensor x = node.worker->Parameters().slice(0, f.offset, f.offset + f.numel);
     delta = node.start[static_cast<std::size_t>(p)] - x;
-    // Every worker takes part in every round: its weight is over all of them.
-    const double w = weights_[static_cast<std::size_t>(rank)];
+    // Without participation every worker takes part in every round: its weight is over all
+    // of them; with it, over the round's sampled clients (exact FedAvg when all of them count).
+    double w = weights_[static_cast<std::size_t>(rank)];
+    if (participation_) {
+      const std::vector<int>& clients =
+          participation_->clients(node.rounds[static_cast<std::size_t>(p)]);
+      std::vector<std::int64_t> sampled;
+      std::size_t mine = 0;
+      for (int c : clients) {
+        if (c == rank) mine = sampled.size();
+        sampled.push_back(samples_[static_cast<std::size_t>(c)]);
+      }
+      w = sample_weights(sampled).at(mine);
+    }
     if (w != 1.0) delta.mul_(w);
     if (options_.overlap) node.at_send[static_cast<std::size_t>(p)] = x.clone();
   }
@@ -184,7 +233,9 @@ void LocalSgd::arrive(int rank, int p, const at::Tensor& aggregate) {
   const GradientBucket& f = fragments_[i];
   {
     WallClockAccount::Charge charge(account_);
-    const at::Tensor global = node.outer[i].step(node.start[i], aggregate);
+    // A round that applied no update (partial participation) leaves the model as it was.
+    const at::Tensor global =
+        aggregate.defined() ? node.outer[i].step(node.start[i], aggregate) : node.start[i];
     node.start[i] = global;
     at::Tensor x = node.worker->Parameters();
     at::Tensor mine = x.slice(0, f.offset, f.offset + f.numel);

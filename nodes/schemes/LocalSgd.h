@@ -16,7 +16,18 @@
 //
 // Participants: each delta is weighted by its worker's samples over the participants' samples
 // (FedAvg's n_k / n), applied before encoding so that the collective's mean is the weighted
-// mean; equal shards leave the delta untouched. Every worker participates in every round here.
+// mean; equal shards leave the delta untouched.
+//
+// Partial participation (nodes/schemes/Participation.h; parameter server, one fragment, no
+// overlap): round r spans local steps r H to (r + 1) H - 1 and starts when round r - 1's result
+// leaves the server (round 0: when the workers start); its clients are sampled then. Only they
+// train their H local steps and send their pseudo-gradient, weighted by their samples over the
+// sampled clients' samples. A client that is not sampled computes nothing: it sits out the
+// round's steps at once and waits at its last step for the round's result. The server
+// aggregates the updates that count (the mean over them) and every worker applies the outer
+// step to the round's start; a round that applied none leaves the model (and the outer
+// momentum) as it was, and a client whose update did not count drops its local progress.
+// Without participation every worker takes part in every round.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +43,7 @@ namespace gradwire {
 
 class Collective;
 class EndpointChannels;
+class Participation;
 
 struct LocalOptions {
   std::int64_t local_steps = 8;   ///< H: local steps per round
@@ -57,15 +69,19 @@ class LocalSgd : public TrainingScheme {
  public:
   /// `collectives[p]` reduces fragment `fragments[p]`'s pseudo-gradients (they may talk over
   /// `channels`, which the scheme keeps alive for them); `samples[r]`: worker r's training
-  /// samples.
+  /// samples. `participation` (may be null: every worker, every round) samples the rounds; it
+  /// needs one fragment, no overlap, and must be the one the collective samples with.
   LocalSgd(std::vector<GradientBucket> fragments,
            std::vector<std::unique_ptr<EndpointChannels>> channels,
            std::vector<std::unique_ptr<Collective>> collectives, std::vector<std::int64_t> samples,
-           LocalOptions options);
+           LocalOptions options, Participation* participation = nullptr);
   ~LocalSgd() override;
 
   void on_start(Worker& worker) override;
   void on_gradient(Worker& worker, const at::Tensor& gradient) override;
+  /// With participation: whether the worker was sampled for the round of its current step.
+  bool computes(Worker& worker) override;
+  void on_sit_out(Worker& worker) override;
   /// The global model (the outer optimiser's latest parameters, as worker 0 holds them).
   at::Tensor evaluation_parameters() const override;
   double consensus_distance() const override;
@@ -83,7 +99,9 @@ class LocalSgd : public TrainingScheme {
   std::vector<std::int64_t> offsets_;  // per fragment: the schedule's shift in steps
   std::vector<std::unique_ptr<EndpointChannels>> channels_;  // outlive the collectives
   std::vector<std::unique_ptr<Collective>> collectives_;
-  std::vector<double> weights_;  // per worker (sample_weights over the participants)
+  std::vector<std::int64_t> samples_;  // per worker
+  std::vector<double> weights_;  // per worker (sample_weights over all workers)
+  Participation* participation_ = nullptr;
   LocalOptions options_;
   std::vector<std::unique_ptr<Node>> nodes_;
   bool accounts_set_ = false;

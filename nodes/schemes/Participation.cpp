@@ -36,6 +36,14 @@ Participation::Participation(ParticipationOptions options, Availability availabi
   if (options_.deadline_s < 0) throw std::invalid_argument("Participation: deadline < 0");
 }
 
+void Participation::set_round_steps(std::int64_t steps) {
+  if (steps < 1) throw std::invalid_argument("Participation: a round needs at least one step");
+  if (!rounds_.empty()) {
+    throw std::logic_error("Participation: round steps set after a round began");
+  }
+  round_steps_ = steps;
+}
+
 std::vector<int> Participation::sample(std::uint64_t seed, std::int64_t round,
                                        const std::vector<int>& available, int k) {
   if (k <= 0 || static_cast<std::size_t>(k) >= available.size()) return available;

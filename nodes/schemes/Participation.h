@@ -23,6 +23,9 @@
 //    round. Without a deadline the round waits for every sampled client (only valid when no
 //    client can become unavailable).
 //  - record_outcome() stores which clients' updates were applied, for metrics.
+//  - A round spans round_steps() of the workers' steps: 1 for the parameter server, where
+//    every step is a round; H for local-update training (nodes/schemes/LocalSgd.h), where
+//    step s belongs to round s / H and the round's update is sent at its last step.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +51,14 @@ class Participation {
   const ParticipationOptions& options() const { return options_; }
   const Availability& availability() const { return availability_; }
   bool has_deadline() const { return options_.deadline_s > 0; }
+
+  /// The workers' steps per round (1 unless a scheme of local steps sets its H, >= 1).
+  void set_round_steps(std::int64_t steps);
+  std::int64_t round_steps() const { return round_steps_; }
+  /// The round a worker's step (0-based) belongs to.
+  std::int64_t round_of_step(std::int64_t step) const { return step / round_steps_; }
+  /// Whether the step (0-based) is its round's last, the one that ends with the round's result.
+  bool ends_round(std::int64_t step) const { return (step + 1) % round_steps_ == 0; }
 
   /// Round `round`'s clients (increasing ranks), sampled when the round starts: at the first
   /// call, at `now_s`.
@@ -90,6 +101,7 @@ class Participation {
   ParticipationOptions options_;
   Availability availability_;
   std::map<std::int64_t, Round> rounds_;
+  std::int64_t round_steps_ = 1;
 };
 
 }  // namespace gradwire

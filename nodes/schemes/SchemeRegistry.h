@@ -38,6 +38,8 @@ struct SchemeInfo : KindDeclaration {
   /// Takes a `participation` section (sampled clients per round, availability, a deadline;
   /// nodes/schemes/Participation.h) in its collective modes.
   bool participation = false;
+  /// With `participation`: ConfigError for settings whose rounds cannot be sampled.
+  std::function<void(const std::any& settings)> check_with_participation;
   /// The scheme's settings from its own keys (`params`), typed (an options struct), with the
   /// checks that involve its mode; ConfigError naming topology.<key>.
   std::function<std::any(const JsonFields& topology, SyncMode mode)> read;

@@ -310,6 +310,11 @@ void Worker::FinishStep() {
   CompleteStep(generation_);
 }
 
+void Worker::FinishIdleStep() {
+  if (!alive_) return;
+  ns3::Simulator::ScheduleNow(&Worker::CompleteStep, this, generation_);
+}
+
 void Worker::CompleteStep(std::uint64_t generation) {
   if (generation != generation_ || !alive_) return;  // the worker left meanwhile
   AwaitCompute();

@@ -136,6 +136,9 @@ class Worker : public ns3::Application {
   double learning_rate() const;
   /// Ends the step in progress: records it and starts the next one (or finishes).
   void FinishStep();
+  /// Ends a step the worker sat out with nothing to apply or wait for (partial participation
+  /// with local steps): no optimizer time; the next step starts in an event of its own.
+  void FinishIdleStep();
 
   // --- faults (nodes/schemes/Faults.h) ---
   /// The host goes down now: the step in progress is abandoned and no further step starts.

@@ -175,16 +175,24 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
     line["energy_j"] = energy_at(end);
   }
   if (participation_ != nullptr) {
-    const std::vector<int>* applied = participation_->applied(record.step);
-    if (applied == nullptr) {
-      throw std::logic_error("metrics: round " + std::to_string(record.step) +
-                             " was reported before it closed");
+    // A round spans round_steps() steps (1 but for local-update training); its outcome is
+    // known from its last step on.
+    const std::int64_t round = participation_->round_of_step(record.step);
+    const bool multi_step = participation_->round_steps() > 1;
+    if (multi_step) line["round"] = round;
+    line["sampled"] = participation_->clients(round);
+    if (participation_->ends_round(record.step)) {
+      const std::vector<int>* applied = participation_->applied(round);
+      if (applied == nullptr) {
+        throw std::logic_error("metrics: round " + std::to_string(round) +
+                               " was reported before it closed");
+      }
+      line["participants"] = *applied;
+      applied_updates_ += static_cast<std::int64_t>(applied->size());
+      sampled_clients_ += static_cast<std::int64_t>(participation_->clients(round).size());
+      if (applied->empty()) ++empty_rounds_;
+      ++rounds_;
     }
-    line["sampled"] = participation_->clients(record.step);
-    line["participants"] = *applied;
-    applied_updates_ += static_cast<std::int64_t>(applied->size());
-    sampled_clients_ += static_cast<std::int64_t>(participation_->clients(record.step).size());
-    if (applied->empty()) ++empty_rounds_;
   }
   if (ledger_ != nullptr) {
     const LossLedger::Entry lost = ledger_->at(static_cast<std::uint64_t>(record.step));
@@ -319,10 +327,10 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
     s["fault_events"] = counts;
   }
   if (participation_ != nullptr) {
-    const double rounds = static_cast<double>(std::max<std::int64_t>(1, steps_recorded_));
+    const double rounds = static_cast<double>(std::max<std::int64_t>(1, rounds_));
     s["participation"] = {
         {"clients_per_round", participation_->options().clients_per_round},
-        {"rounds", steps_recorded_},
+        {"rounds", rounds_},
         {"mean_sampled", static_cast<double>(sampled_clients_) / rounds},
         {"mean_participants", static_cast<double>(applied_updates_) / rounds},
         {"dropped_updates", sampled_clients_ - applied_updates_},

@@ -18,7 +18,10 @@
 // With `participation`, a step is a round: step lines also carry "sampled" (the ranks sampled
 // for the round) and "participants" (the ranks whose updates the round applied); loss,
 // compute_s, comm_s and density are means over the sampled workers that computed ("loss" is
-// null in a round where none did), and summary.json gets a "participation" object.
+// null in a round where none did), and summary.json gets a "participation" object. With
+// topology local a round is H steps: every step line carries "round" and "sampled" (its
+// round's clients), and only the round's last step line carries "participants" (what the
+// round applied); the summary's counts are per round.
 // With network.transport "udp", step lines also carry "lost_bytes" (gradient bytes that never
 // arrived and were read as zeros, over every host) and "loss_fraction" (of the loss-tolerant
 // bytes delivered in that step), and summary.json a "udp" object with the run's totals.
@@ -136,6 +139,7 @@ class MetricsRecorder {
   std::int64_t applied_updates_ = 0;
   std::int64_t sampled_clients_ = 0;
   std::int64_t empty_rounds_ = 0;
+  std::int64_t rounds_ = 0;  // rounds closed by the steps recorded
   std::int64_t sent_updates_ = 0;  // updates the clients sent (payload > 0)
 };
 

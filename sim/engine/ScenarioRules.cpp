@@ -185,12 +185,13 @@ void check_faults(const Scenario& s) {
   }
 }
 
-/// Participation samples the rounds of a synchronous collective that declares it, one whole
-/// gradient per round, with single-round codecs and without faults.
+/// Participation samples the synchronous rounds of a scheme that declares it (one whole
+/// gradient per round for the parameter server, one pseudo-gradient per H local steps for
+/// local-update training), with single-round codecs and without faults.
 void check_participation(const Scenario& s) {
   if (!s.participation.enabled) return;
   const TopologyConfig& tp = s.topology;
-  if (!tp.scheme().participation || !tp.scheme().collective_in(tp.mode)) {
+  if (!tp.scheme().participation || tp.mode != SyncMode::kSync) {
     std::string supported;
     for (const auto& info : SchemeRegistry::builtin().list()) {
       if (!info.participation) continue;
@@ -200,6 +201,7 @@ void check_participation(const Scenario& s) {
     throw ConfigError("participation", "supported with topology " + supported + ", not " +
                                            tp.name() + (tp.async() ? " (async)" : ""));
   }
+  if (tp.scheme().check_with_participation) tp.scheme().check_with_participation(tp.settings);
   if (!s.faults.empty()) {
     throw ConfigError("participation",
                       "not together with faults: availability already says when a client is "

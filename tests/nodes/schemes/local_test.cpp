@@ -6,6 +6,10 @@
 #include <cstdio>
 #include <fstream>
 #include <numeric>
+#include <set>
+#include <stdexcept>
+#include <sstream>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -235,6 +239,221 @@ TEST(LocalSgd, TheCliRefusesABadKeyWithExitTwo) {
   const auto r = testing::run_gradwire("validate " + file);
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("topology.outer_lr"), std::string::npos) << r.output;
+  std::remove(file.c_str());
+}
+
+
+// --- partial participation (FedAvg with k of n clients per round) -----------------------------
+
+std::vector<int> ints(const nlohmann::json& list) { return list.get<std::vector<int>>(); }
+
+/// The metrics without the wall-clock fields, which are the only ones allowed to differ.
+std::string without_wall_times(const std::string& jsonl) {
+  std::istringstream in(jsonl);
+  std::string out;
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line);
+    j.erase("wall_time_s");
+    out += j.dump() + "\n";
+  }
+  return out;
+}
+
+/// An availability trace in the test's temporary folder.
+class TraceFile {
+ public:
+  explicit TraceFile(const std::string& text) {
+    char name[] = "/tmp/gradwire-local-trace-XXXXXX";
+    const int fd = ::mkstemp(name);
+    if (fd < 0) throw std::runtime_error("mkstemp failed");
+    ::close(fd);
+    path_ = name;
+    std::ofstream(path_) << text;
+  }
+  ~TraceFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::uint64_t workers_bytes(const RunResult& r) {
+  std::uint64_t total = 0;
+  for (const auto& line : lines_of(r.metrics_jsonl, "step")) {
+    for (const auto& b : line["bytes_sent"]) total += b.get<std::uint64_t>();
+  }
+  return total;
+}
+
+TEST(LocalParticipation, EveryClientEveryRoundIsLocalBitForBit) {
+  for (const int train_samples : {4000, 4003}) {  // equal shards, then unequal (weighted)
+    auto plain = run_doc(kDiLoCo);
+    plain["dataset"]["train_samples"] = train_samples;
+    auto rounds = plain;
+    rounds["participation"] = nlohmann::json::object();  // k = all, always available
+    const RunResult a = run(plain);
+    const RunResult b = run(rounds);
+    EXPECT_EQ(a.final_parameters, b.final_parameters) << train_samples;
+    EXPECT_EQ(a.summary["bytes_on_wire"], b.summary["bytes_on_wire"]);
+    EXPECT_EQ(a.summary["sim_time_s"], b.summary["sim_time_s"]);
+    const auto sa = lines_of(a.metrics_jsonl, "step");
+    const auto sb = lines_of(b.metrics_jsonl, "step");
+    ASSERT_EQ(sa.size(), sb.size());
+    for (std::size_t i = 0; i < sa.size(); ++i) {
+      EXPECT_EQ(sa[i]["loss"], sb[i]["loss"]) << "step " << i + 1;
+      EXPECT_EQ(sa[i]["sim_time_s"], sb[i]["sim_time_s"]) << "step " << i + 1;
+      EXPECT_EQ(sa[i]["bytes_sent"], sb[i]["bytes_sent"]) << "step " << i + 1;
+      EXPECT_EQ(ints(sb[i]["sampled"]), (std::vector<int>{0, 1, 2, 3}));
+      EXPECT_EQ(sb[i]["round"], i / 5);  // H = 5
+      EXPECT_EQ(sb[i].contains("participants"), (i + 1) % 5 == 0) << "step " << i + 1;
+    }
+    EXPECT_EQ(b.summary["participation"]["rounds"], 8);
+    EXPECT_EQ(b.summary["participation"]["mean_participants"], 4.0);
+  }
+}
+
+nlohmann::json fedavg_doc(std::uint64_t seed) {
+  auto doc = run_doc({{"kind", "local"}, {"local_steps", 4}});
+  doc["seed"] = seed;
+  doc["participation"] = {{"clients_per_round", 2}};
+  return doc;
+}
+
+TEST(LocalParticipation, KOfNClientsTrainAndSendEachRound) {
+  const RunResult a = run(fedavg_doc(5));
+  const RunResult again = run(fedavg_doc(5));
+  EXPECT_EQ(without_wall_times(a.metrics_jsonl), without_wall_times(again.metrics_jsonl));
+  EXPECT_EQ(a.final_parameters, again.final_parameters);
+
+  const auto steps = lines_of(a.metrics_jsonl, "step");
+  ASSERT_EQ(steps.size(), 40u);
+  std::set<std::vector<int>> pairs;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const auto& s = steps[i];
+    const std::size_t round = i / 4;
+    EXPECT_EQ(s["round"], round);
+    const auto sampled = ints(s["sampled"]);
+    ASSERT_EQ(sampled.size(), 2u);
+    // A round's clients are fixed for its four steps.
+    EXPECT_EQ(s["sampled"], steps[round * 4]["sampled"]);
+    pairs.insert(sampled);
+    const bool last = (i + 1) % 4 == 0;
+    ASSERT_EQ(s.contains("participants"), last) << "step " << i + 1;
+    if (last) EXPECT_EQ(ints(s["participants"]), sampled);  // no deadline, all arrive
+    for (int r = 0; r < 4; ++r) {
+      const bool in = std::count(sampled.begin(), sampled.end(), r) > 0;
+      // Only the sampled clients send, and only at the round's last step.
+      if (!in || !last) EXPECT_EQ(s["bytes_sent"][r], 0) << "step " << i + 1 << " rank " << r;
+      if (in && last) EXPECT_GT(s["bytes_sent"][r].get<std::uint64_t>(), 0u);
+    }
+    EXPECT_FALSE(s["loss"].is_null());  // the mean over the two that trained
+  }
+  EXPECT_GE(pairs.size(), 3u);  // of the 6 pairs, over 10 rounds
+  EXPECT_EQ(a.summary["participation"]["rounds"], 10);
+  EXPECT_EQ(a.summary["participation"]["mean_sampled"], 2.0);
+  EXPECT_EQ(a.summary["participation"]["mean_participants"], 2.0);
+
+  // The clients' uplink is k / n of every client's; the server still answers all n.
+  auto full_doc = fedavg_doc(5);
+  full_doc.erase("participation");
+  const RunResult full = run(full_doc);
+  const double ratio =
+      static_cast<double>(workers_bytes(a)) / static_cast<double>(workers_bytes(full));
+  EXPECT_NEAR(ratio, 0.5, 0.005);
+  EXPECT_NE(a.final_parameters, full.final_parameters);
+  // FedAvg over half the clients still trains, about as far as over all of them here.
+  const double test_loss = a.summary["final_test_loss"].get<double>();
+  EXPECT_LT(test_loss, 0.9 * first_loss(a));
+  EXPECT_NEAR(test_loss, full.summary["final_test_loss"].get<double>(), 0.05 * test_loss);
+
+  const RunResult other = run(fedavg_doc(6));
+  EXPECT_NE(lines_of(other.metrics_jsonl, "step")[3]["sampled"].dump() +
+                lines_of(other.metrics_jsonl, "step")[7]["sampled"].dump() +
+                lines_of(other.metrics_jsonl, "step")[11]["sampled"].dump(),
+            steps[3]["sampled"].dump() + steps[7]["sampled"].dump() + steps[11]["sampled"].dump());
+}
+
+TEST(LocalParticipation, EveryoneAwayRoundsWaitForTheDeadlineAndLeaveTheModel) {
+  // Nobody is available before 10 s: each of the 3 rounds (H = 4) is empty.
+  const TraceFile trace("rank,start_s,end_s\n0,10,inf\n1,10,inf\n2,10,inf\n3,10,inf\n");
+  auto doc = run_doc({{"kind", "local"}, {"local_steps", 4}, {"outer_momentum", 0.9}});
+  doc["training"]["steps"] = 12;
+  doc["training"]["eval_every"] = 4;
+  doc["participation"] = {{"deadline", "100ms"}, {"availability", {{"trace", trace.path()}}}};
+  const RunResult r = run(doc);
+  const auto steps = lines_of(r.metrics_jsonl, "step");
+  ASSERT_EQ(steps.size(), 12u);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_TRUE(steps[i]["sampled"].empty());
+    EXPECT_TRUE(steps[i]["loss"].is_null());
+    for (int w = 0; w < 4; ++w) EXPECT_EQ(steps[i]["bytes_sent"][w], 0);
+    if ((i + 1) % 4 != 0) continue;
+    EXPECT_TRUE(steps[i]["participants"].empty());
+    // Round k ends at its deadline, (k + 1) x 100 ms, plus the empty reply's trip.
+    const double t = steps[i]["sim_time_s"].get<double>();
+    const double k = static_cast<double>(i / 4);
+    EXPECT_GE(t, 0.1 * (k + 1) - 1e-9);
+    EXPECT_LT(t, 0.1 * (k + 1) + 1e-3);
+  }
+  // The model did not change (nor did the outer momentum move it).
+  const auto evals = lines_of(r.metrics_jsonl, "eval");
+  ASSERT_EQ(evals.size(), 3u);
+  EXPECT_EQ(evals[0]["test_loss"], evals[2]["test_loss"]);
+  EXPECT_EQ(r.summary["participation"]["empty_rounds"], 3);
+  EXPECT_EQ(r.summary["participation"]["rounds"], 3);
+}
+
+TEST(LocalParticipation, AClientThatGoesAwayMidRoundIsDroppedWithItsLocalSteps) {
+  // Rank 1 is sampled in round 0 (available at its start) and goes away at 5 ms, before its
+  // 4 local steps (8 ms) end; it comes back at 1 s. The reference: rank 1 away from the start.
+  const TraceFile drop("0,0,inf\n1,0,0.005\n1,1,inf\n2,0,inf\n3,0,inf\n");
+  const TraceFile away("0,0,inf\n1,1,inf\n2,0,inf\n3,0,inf\n");
+  const auto with = [](const std::string& trace) {
+    auto doc = run_doc({{"kind", "local"}, {"local_steps", 4}});
+    doc["training"]["steps"] = 4;
+    doc["training"]["eval_every"] = 4;
+    doc["participation"] = {{"deadline", "50ms"}, {"availability", {{"trace", trace}}}};
+    return run(doc);
+  };
+  const RunResult dropped = with(drop.path());
+  const RunResult without = with(away.path());
+  const auto last = lines_of(dropped.metrics_jsonl, "step").at(3);
+  EXPECT_EQ(ints(last["sampled"]), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(ints(last["participants"]), (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(last["bytes_sent"][1], 0);
+  EXPECT_GE(last["sim_time_s"].get<double>(), 0.05);  // the round waited for the deadline
+  EXPECT_EQ(dropped.summary["participation"]["dropped_updates"], 1);
+  // Everyone, rank 1 included, ends on the model the other three made.
+  EXPECT_LT(max_relative_difference(dropped.final_parameters, without.final_parameters), 1e-6);
+  const auto eval = lines_of(dropped.metrics_jsonl, "eval").at(0);
+  EXPECT_LT(eval["consensus_distance"].get<double>(), 1e-12);
+}
+
+TEST(LocalParticipation, RefusedWhereRoundsCannotBeSampled) {
+  const auto path_of = [](const nlohmann::json& topology) {
+    auto doc = run_doc(topology);
+    doc["participation"] = {{"clients_per_round", 2}};
+    try {
+      load_scenario(doc);
+    } catch (const ConfigError& e) {
+      return e.path();
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(path_of({{"kind", "local"}, {"local_steps", 4}}), "(accepted)");
+  EXPECT_EQ(path_of({{"kind", "local"}, {"aggregation", "ring"}}), "participation");
+  EXPECT_EQ(path_of({{"kind", "local"}, {"local_steps", 4}, {"fragments", 2}}),
+            "topology.fragments");
+  EXPECT_EQ(path_of({{"kind", "local"}, {"overlap", true}}), "topology.overlap");
+  EXPECT_EQ(path_of({{"kind", "ring"}}), "participation");
+
+  auto doc = run_doc({{"kind", "local"}, {"aggregation", "ring"}});
+  doc["participation"] = {{"clients_per_round", 2}};
+  const std::string file = ::testing::TempDir() + "local_ring_participation.json";
+  std::ofstream(file) << doc.dump();
+  const auto r = testing::run_gradwire("validate " + file);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("participation"), std::string::npos) << r.output;
   std::remove(file.c_str());
 }
 
