@@ -9,17 +9,13 @@
 #include "codecs/CodecRegistry.h"
 #include "codecs/CodecState.h"
 #include "codecs/wire/BitPacking.h"
+#include "common/SplitMix64.h"
 
 namespace gradwire {
 namespace quant {
 
 namespace {
-std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+std::uint64_t splitmix64(std::uint64_t& state) { return splitmix64_next(state); }
 }  // namespace
 
 Dither::Dither(std::uint64_t seed, int rank, CodecId codec) : state_(seed) {

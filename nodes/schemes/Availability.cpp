@@ -4,22 +4,14 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "common/SplitMix64.h"
+
 namespace gradwire {
 
 namespace {
 
-// SplitMix64 (Steele, Lea and Flood, OOPSLA 2014): a small generator whose stream is fixed by
-// its 64-bit state, the same on every platform.
-std::uint64_t next_u64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-double next_uniform(std::uint64_t& state) {
-  return static_cast<double>(next_u64(state) >> 11) * 0x1.0p-53;  // [0, 1)
-}
+std::uint64_t next_u64(std::uint64_t& state) { return splitmix64_next(state); }
+double next_uniform(std::uint64_t& state) { return splitmix64_uniform(state); }
 
 }  // namespace
 

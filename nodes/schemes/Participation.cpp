@@ -5,18 +5,13 @@
 #include <string>
 #include <utility>
 
+#include "common/SplitMix64.h"
+
 namespace gradwire {
 
 namespace {
 
-// SplitMix64 (Steele, Lea and Flood, OOPSLA 2014), as in Availability: a round's draws come
-// from a stream fixed by (seed, round) alone.
-std::uint64_t next_u64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+std::uint64_t next_u64(std::uint64_t& state) { return splitmix64_next(state); }
 
 /// A uniform integer in [0, n) without modulo bias (rejection of the short last block).
 std::uint64_t below(std::uint64_t& state, std::uint64_t n) {
