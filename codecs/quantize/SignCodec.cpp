@@ -1,6 +1,7 @@
 #include "codecs/quantize/SignCodec.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include <torch/types.h>
@@ -31,11 +32,16 @@ SignCodec::SignCodec(double momentum)
 SignCodec::~SignCodec() = default;
 
 Bytes SignCodec::encode(const torch::Tensor& grad) {
-  check_gradient(grad, name() + " encode");
+  check_gradient(grad, name() + " encode", /*on_device=*/true);
   const auto n = static_cast<std::uint64_t>(grad.numel());
   ByteWriter writer(payload_size(n));
   write_header(writer, CodecId::kSign, kFormatVersion, n);
   std::uint8_t* signs = writer.extend((n + 7) / 8);
+  if (!grad.device().is_cpu()) {
+    const torch::Tensor packed = signs_with_tensor_ops(grad);
+    if (n != 0) std::memcpy(signs, packed.data_ptr<std::uint8_t>(), (n + 7) / 8);
+    return writer.take();
+  }
   if (momentum_ == 0) {
     quant::pack_signs_parallel(grad.data_ptr<float>(), n, signs);
     return writer.take();
@@ -63,6 +69,33 @@ Bytes SignCodec::encode(const torch::Tensor& grad) {
   return writer.take();
 }
 
+torch::Tensor SignCodec::signs_with_tensor_ops(const torch::Tensor& grad) {
+  torch::Tensor values = grad;
+  if (momentum_ != 0) {
+    torch::Tensor& m = *m_;
+    if (!m.defined()) {
+      m = torch::zeros_like(grad);
+    } else if (m.numel() != grad.numel()) {
+      throw std::invalid_argument("signum: gradient has " + std::to_string(grad.numel()) +
+                                  " elements but the momentum has " + std::to_string(m.numel()));
+    } else if (m.device() != grad.device()) {
+      m = m.to(grad.device());  // a momentum loaded from a state file, on the host
+    }
+    // beta m + (1 - beta) g as the host computes it: each product rounded, then their sum
+    // (three operations, so that no fused multiply-add rounds once where the host rounds twice).
+    m = m.mul(static_cast<float>(momentum_)).add_(grad.mul(static_cast<float>(1.0 - momentum_)));
+    values = m;
+  }
+  // Bit i of byte i / 8 (lowest first) is set when value i's sign bit is clear, as pack_signs.
+  const std::int64_t n = values.numel();
+  const std::int64_t bytes = (n + 7) / 8;
+  torch::Tensor bits = (values.view(torch::kInt) >= 0).to(torch::kUInt8);
+  bits = torch::constant_pad_nd(bits, {0, bytes * 8 - n}, 0).view({bytes, 8});
+  const torch::Tensor weights =
+      torch::tensor({1, 2, 4, 8, 16, 32, 64, 128}, torch::kUInt8).to(values.device());
+  return bits.mul(weights).sum(1, false, torch::kUInt8).to(torch::kCPU).contiguous();
+}
+
 torch::Tensor SignCodec::decode(ByteSpan payload) const {
   ByteReader reader(payload, "sign payload");
   const std::uint64_t n = read_header(reader, CodecId::kSign, "signsgd", kFormatVersion).numel;
@@ -78,7 +111,7 @@ torch::Tensor SignCodec::decode(ByteSpan payload) const {
 Bytes SignCodec::save_state() const {
   if (momentum_ == 0) return {};
   CodecState st(name());
-  st.put_tensor("momentum", *m_);
+  st.put_tensor("momentum", m_->defined() ? m_->to(torch::kCPU) : *m_);
   return st.serialize();
 }
 

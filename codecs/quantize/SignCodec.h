@@ -43,6 +43,10 @@ class SignCodec : public Codec {
   std::string name() const override { return momentum_ > 0 ? "signum" : "signsgd"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  bool encodes_on_device() const override { return true; }
+  /// The packed sign bits of encode()'s payload (and, for signum, the momentum update),
+  /// computed with tensor operations wherever grad lives; returned on the host.
+  torch::Tensor signs_with_tensor_ops(const torch::Tensor& grad);
   /// Encode: signsgd packs signs in one pass (4n bytes, 1 operation each); signum also
   /// updates its momentum in the same pass (read g and m, write m: 12n bytes, 4 operations).
   /// Decode: +-1 per bit. Finalize (the vote): the default pass.

@@ -74,19 +74,37 @@ Bytes RandomKCodec::encode_slice(const torch::Tensor& slice, std::uint64_t step,
   const auto k = static_cast<std::uint64_t>(k_for(static_cast<std::int64_t>(n)));
   const std::uint64_t s = index_seed(seed_, step, offset, n);
   const std::vector<std::uint32_t> pos = positions(s, n, k);
-  const float* x = slice.data_ptr<float>();
+  const float* x = slice.device().is_cpu() ? slice.data_ptr<float>() : nullptr;
   const float factor = scale_ && k > 0 ? static_cast<float>(static_cast<double>(n) / static_cast<double>(k)) : 1.0f;
   ByteWriter w(kPayloadHeaderSize + kBodyFixed + 4 * k);
   write_header(w, CodecId::kRandomK, kFormatVersion, n);
   w.u64(s);
   w.u32(static_cast<std::uint32_t>(k));
   std::uint8_t* dst = w.extend(4 * static_cast<std::size_t>(k));
+  if (!slice.device().is_cpu()) {
+    // Positions come from the shared seed on the host; the k values are gathered (and scaled,
+    // one float multiply as below) where the gradient lives, and only they cross.
+    const torch::Tensor values = gather_scaled(slice, pos, factor);
+    const float* v = values.data_ptr<float>();
+    for (std::size_t j = 0; j < pos.size(); ++j) store_f32_le(dst + 4 * j, v[j]);
+    return w.take();
+  }
   for (std::size_t j = 0; j < pos.size(); ++j) store_f32_le(dst + 4 * j, factor * x[pos[j]]);
   return w.take();
 }
 
+torch::Tensor RandomKCodec::gather_scaled(const torch::Tensor& slice,
+                                          const std::vector<std::uint32_t>& pos, float factor) {
+  torch::Tensor index = torch::empty({static_cast<std::int64_t>(pos.size())}, torch::kLong);
+  auto* idx = index.data_ptr<std::int64_t>();
+  for (std::size_t j = 0; j < pos.size(); ++j) idx[j] = pos[j];
+  torch::Tensor values = slice.index_select(0, index.to(slice.device()));
+  if (factor != 1.0f) values = values.mul(factor);
+  return values.to(torch::kCPU).contiguous();
+}
+
 Bytes RandomKCodec::encode(const torch::Tensor& grad) {
-  check_gradient(grad, "randomk encode");
+  check_gradient(grad, "randomk encode", /*on_device=*/true);
   const std::uint64_t step = step_++;
   const std::int64_t n = grad.numel();
   last_density_ = n > 0 ? static_cast<double>(k_for(n)) / static_cast<double>(n) : 1.0;
@@ -95,7 +113,7 @@ Bytes RandomKCodec::encode(const torch::Tensor& grad) {
 
 std::vector<Bytes> RandomKCodec::encode_chunks(const torch::Tensor& grad,
                                                const std::vector<std::int64_t>& bounds) {
-  check_gradient(grad, "randomk encode_chunks");
+  check_gradient(grad, "randomk encode_chunks", /*on_device=*/true);
   check_chunk_bounds(grad.numel(), bounds);
   const std::uint64_t step = step_++;
   std::vector<Bytes> out;

@@ -29,6 +29,7 @@ class RandomKCodec : public Codec {
   std::string name() const override { return "randomk"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  bool encodes_on_device() const override { return true; }
   /// Encode: Floyd's sample of k positions (one random number each, over an n-bit bitmap
   /// written and scanned), the k values gathered, the payload written. Decode regenerates the
   /// same positions and scatters into a zero-filled tensor; accumulate adds k values.
@@ -52,6 +53,11 @@ class RandomKCodec : public Codec {
   static std::uint64_t index_seed(std::uint64_t seed, std::uint64_t step, std::uint64_t offset,
                                   std::uint64_t length);
   std::uint64_t steps() const { return step_; }
+
+ /// The values at `pos` times `factor` (one float multiply each, as the host loop does),
+  /// gathered with tensor operations wherever `slice` lives and returned on the host.
+  static torch::Tensor gather_scaled(const torch::Tensor& slice,
+                                     const std::vector<std::uint32_t>& pos, float factor);
 
  private:
   Bytes encode_slice(const torch::Tensor& slice, std::uint64_t step, std::uint64_t offset);

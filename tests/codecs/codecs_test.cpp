@@ -25,6 +25,8 @@
 #include "codecs/ExactEncoding.h"
 #include "codecs/RatioCounts.h"
 #include "codecs/quantize/HalfPrecisionCodec.h"
+#include "codecs/quantize/SignCodec.h"
+#include "codecs/sparsify/RandomKCodec.h"
 #include "codecs/sparsify/TopKCodec.h"
 #include "codecs/wire/WireFormat.h"
 #include "common/ConfigError.h"
@@ -787,6 +789,40 @@ TEST(TensorOpsEncode, TopKWritesTheHostSelection) {
       const Bytes host = codec.encode(g);
       const Bytes ops = TopKCodec::encode_with_tensor_ops(g, codec.k_for(n));
       EXPECT_EQ(host, ops) << "n " << n << ", ratio " << ratio;
+    }
+  }
+}
+
+TEST(TensorOpsEncode, RandomKGathersTheHostValues) {
+  const torch::Tensor g = awkward_gradient(10007, /*with_nan=*/false);
+  const float* x = g.data_ptr<float>();
+  std::vector<std::uint32_t> pos;
+  for (std::uint32_t i = 3; i < 10007; i += 37) pos.push_back(i);
+  for (float factor : {1.0f, 37.3f}) {
+    const torch::Tensor values = RandomKCodec::gather_scaled(g, pos, factor);
+    ASSERT_EQ(values.numel(), static_cast<std::int64_t>(pos.size()));
+    for (std::size_t j = 0; j < pos.size(); ++j) {
+      const float host = factor * x[pos[j]];
+      EXPECT_EQ(std::memcmp(&host, values.data_ptr<float>() + j, 4), 0) << "position " << pos[j];
+    }
+  }
+}
+
+TEST(TensorOpsEncode, SignBitsAndSignumMomentumMatchTheHostEncoder) {
+  for (double momentum : {0.0, 0.9}) {
+    SignCodec host(momentum);
+    SignCodec ops(momentum);
+    for (int step = 0; step < 4; ++step) {
+      torch::manual_seed(step);
+      torch::Tensor g = awkward_gradient(10005, /*with_nan=*/true) * (step + 1);  // n % 8 != 0
+      g.data_ptr<float>()[9] = torch::randn({1}).item<float>() * 1e-30f;
+      const Bytes payload = host.encode(g);
+      const torch::Tensor bits = ops.signs_with_tensor_ops(g);
+      ASSERT_EQ(payload.size(), kPayloadHeaderSize + static_cast<std::size_t>(bits.numel()));
+      EXPECT_EQ(std::memcmp(payload.data() + kPayloadHeaderSize, bits.data_ptr<std::uint8_t>(),
+                            static_cast<std::size_t>(bits.numel())),
+                0)
+          << "momentum " << momentum << ", step " << step;
     }
   }
 }

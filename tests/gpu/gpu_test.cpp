@@ -3,6 +3,7 @@
 // CPU path's bytes, and a whole simulated ring run with top-k learns on CUDA as on the CPU.
 // Without CUDA every test skips and says why.
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -22,6 +23,8 @@
 #include "codecs/ErrorFeedback.h"
 #include "codecs/GradientChecks.h"
 #include "codecs/quantize/HalfPrecisionCodec.h"
+#include "codecs/quantize/SignCodec.h"
+#include "codecs/sparsify/RandomKCodec.h"
 #include "codecs/sparsify/TopKCodec.h"
 #include "nodes/training/Loss.h"
 #include "nodes/training/Model.h"
@@ -149,12 +152,24 @@ torch::Tensor awkward_gradient(std::int64_t n) {
   return g;
 }
 
-std::vector<std::unique_ptr<Codec>> device_codecs() {
-  std::vector<std::unique_ptr<Codec>> out;
-  out.push_back(std::make_unique<DenseCodec>());
-  out.push_back(std::make_unique<HalfPrecisionCodec>(HalfPrecisionCodec::Format::kFp16));
-  out.push_back(std::make_unique<HalfPrecisionCodec>(HalfPrecisionCodec::Format::kBf16));
-  for (double ratio : {0.001, 0.01, 0.3, 1.0}) out.push_back(std::make_unique<TopKCodec>(ratio));
+// Makers rather than codecs: random-k's positions follow its step count and signum keeps
+// momentum, so the host and the device each get a fresh codec.
+std::vector<std::function<std::unique_ptr<Codec>()>> device_codecs() {
+  std::vector<std::function<std::unique_ptr<Codec>()>> out;
+  out.push_back([] { return std::make_unique<DenseCodec>(); });
+  out.push_back([] { return std::make_unique<HalfPrecisionCodec>(HalfPrecisionCodec::Format::kFp16); });
+  out.push_back([] { return std::make_unique<HalfPrecisionCodec>(HalfPrecisionCodec::Format::kBf16); });
+  for (double ratio : {0.001, 0.01, 0.3, 1.0}) {
+    out.push_back([ratio] { return std::make_unique<TopKCodec>(ratio); });
+  }
+  out.push_back([] {
+    CodecContext context;
+    context.numel = 100003;
+    context.seed = 9;
+    return std::make_unique<RandomKCodec>(0.01, /*scale=*/true, context);
+  });
+  out.push_back([] { return std::make_unique<SignCodec>(0.0); });
+  out.push_back([] { return std::make_unique<SignCodec>(0.9); });
   return out;
 }
 
@@ -172,10 +187,11 @@ TEST(DeviceCodecs, WriteTheCpuBytesAndDecodeToTheCpuValues) {
   SKIP_WITHOUT_CUDA();
   const torch::Tensor host = awkward_gradient(100003);
   const torch::Tensor device = host.to(kCuda);
-  for (auto& codec : device_codecs()) {
+  for (const auto& make : device_codecs()) {
+    const auto codec = make();
     ASSERT_TRUE(codec->encodes_on_device()) << codec->name();
     const Bytes from_host = codec->encode(host);
-    const Bytes from_device = codec->encode(device);
+    const Bytes from_device = make()->encode(device);
     EXPECT_EQ(from_host, from_device) << codec->name() << ": " << hex_diff(from_host, from_device);
     const torch::Tensor on_host = codec->decode(ByteSpan(from_host));
     const torch::Tensor on_device = codec->decode_to(ByteSpan(from_host), kCuda);
