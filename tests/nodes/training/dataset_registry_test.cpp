@@ -70,8 +70,11 @@ TEST(DatasetRegistry, WhatAKindDeclaresItYieldsIsWhatItLoads) {
     const DatasetSplit split = load_dataset(spec, 1);
     EXPECT_EQ(split.train.sample_shape, in.sample_shape) << object.dump();
     EXPECT_EQ(split.train.tokens, in.tokens) << object.dump();
-    if (!in.tokens) EXPECT_EQ(split.train.classes, in.classes) << object.dump();
-    if (in.tokens) EXPECT_LE(split.train.classes, in.classes) << object.dump();
+    if (!in.tokens) {
+      EXPECT_EQ(split.train.classes, in.classes) << object.dump();
+    } else {
+      EXPECT_LE(split.train.classes, in.classes) << object.dump();
+    }
     EXPECT_EQ(split.train.size(), info.train_size(spec)) << object.dump();
   }
 }

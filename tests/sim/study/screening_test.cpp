@@ -90,7 +90,9 @@ TEST(CodecScreening, EvaluatesOftenEnoughAtStepsTheScenarioAlsoEvaluates) {
     EXPECT_GE(steps / every, CodecScreening::kMinEvaluations) << steps;
     // No larger divisor of 60 would still give enough evaluations.
     for (std::int64_t d = every + 1; d <= 60; ++d) {
-      if (60 % d == 0) EXPECT_LT(steps / d, CodecScreening::kMinEvaluations) << steps << " " << d;
+      if (60 % d == 0) {
+        EXPECT_LT(steps / d, CodecScreening::kMinEvaluations) << steps << " " << d;
+      }
     }
   }
   EXPECT_EQ(s.eval_every(240), 30);

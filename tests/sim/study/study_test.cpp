@@ -447,7 +447,7 @@ TEST_F(Study, EmitSlurmWritesAnArrayJobAndRunsNothing) {
 TEST_F(Study, SweepRefusesAnOutputThatCannotHoldItsFolder) {
   std::ofstream(dir_ / "sweep.json") << sweep_doc().dump(2);
   std::ofstream(dir_ / "a-file") << "x";
-  for (const std::string out : {(dir_ / "a-file").string(), std::string("/proc/gradwire-sweep")}) {
+  for (const std::string& out : {(dir_ / "a-file").string(), std::string("/proc/gradwire-sweep")}) {
     for (const std::string mode : {"", " --emit-slurm", " --collect"}) {
       const Result r = run("sweep " + (dir_ / "sweep.json").string() + " --out " + out + mode);
       EXPECT_EQ(r.code, 2) << out << mode << "\n" << r.output;
