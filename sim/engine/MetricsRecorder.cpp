@@ -417,6 +417,14 @@ void MetricsRecorder::print_final(std::ostream& out, const nlohmann::json& s) co
   const nlohmann::json& e = s["energy"];
   std::string line = "[" + scenario_.name + "] energy: ";
   char piece[160];
+  if (!e.contains("total_j")) {
+    // Radios only: the workers have no named devices, so their compute has no watts.
+    if (!e.contains("radio_total_j")) return;
+    std::snprintf(piece, sizeof piece, "%.4g J in the radios over the run (no compute: the "
+                  "workers name no device profile)", e["radio_total_j"].get<double>());
+    out << line << piece << "\n";
+    return;
+  }
   std::snprintf(piece, sizeof piece, "%.4g J over the run", e["total_j"].get<double>());
   line += piece;
   if (!e["energy_to_target_j"].is_null()) {

@@ -79,6 +79,22 @@ TEST_F(Cli, RunWritesResultsAndSetOverrides) {
   EXPECT_NE(text.find("\"steps\": 7"), std::string::npos) << text;
 }
 
+// Radios report energy even where the workers name no device (so their compute has no watts):
+// the run ends normally and its last line gives the radios' joules alone.
+TEST_F(Cli, ARadioRunWithoutDeviceProfilesReportsTheRadiosEnergy) {
+  const std::string scenario = write("wifi.json", R"({"gradwire": 1, "name": "cli-wifi",
+    "model": {"kind": "mlp", "hidden": [16]},
+    "dataset": {"kind": "synthetic", "train_samples": 400, "test_samples": 100},
+    "training": {"workers": 2, "steps": 4, "batch": 8, "eval_every": 2},
+    "compute": {"mode": "fixed", "seconds": 0.001, "threads": 1},
+    "topology": {"kind": "ps"},
+    "network": {"family": "wifi", "standard": "ax", "width_mhz": 80, "server": "ap"}})");
+  const Result r = run("run --out " + (dir_ / "runs").string() + " " + scenario);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("J in the radios over the run"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(dir_ / "runs" / "cli-wifi" / "summary.json")) << r.output;
+}
+
 TEST_F(Cli, ProgressLinesSayWhenTheRunWillBeDone) {
   // Evaluations always print a line: the one at step 2 of 6 is mid-run and carries an ETA, the
   // last one none.
