@@ -1124,7 +1124,15 @@ def main(argv):
                      "(summary.json's energy).</p>")
         parts.append(table_html(DEVICE_HEADER, device_rows, "devices"))
     parts.append("<h2>Results (results.csv)</h2>")
-    parts.append(table_html(header, rows, "results"))
+    # A measure no run has (energy without device profiles, perplexity of image data, the lost
+    # fraction over TCP) would only widen the page: shown in results.csv, not here.
+    kept = [i for i, h in enumerate(header) if i < 2 or any(str(row[i]).strip() for row in rows)]
+    if len(kept) < len(header):
+        left_out = [header[i] for i in range(len(header)) if i not in kept]
+        parts.append("<p>Columns no run has a value in are left out here (they are in "
+                     f"results.csv): {html.escape(', '.join(left_out))}.</p>")
+    parts.append(table_html([header[i] for i in kept], [[row[i] for i in kept] for row in rows],
+                            "results"))
     parts.append("</body></html>")
     tmp = os.path.join(args.out, ".report.html.tmp")
     # A folder name that is not UTF-8 (it reaches Python as surrogates) is shown escaped.
