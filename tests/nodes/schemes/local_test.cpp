@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "MetricsLines.h"
+#include "TemporaryTextFile.h"
 #include "RunGradwire.h"
 #include "common/ConfigError.h"
 #include "nodes/schemes/LocalSgd.h"
@@ -247,35 +248,8 @@ TEST(LocalSgd, TheCliRefusesABadKeyWithExitTwo) {
 
 std::vector<int> ints(const nlohmann::json& list) { return list.get<std::vector<int>>(); }
 
-/// The metrics without the wall-clock fields, which are the only ones allowed to differ.
-std::string without_wall_times(const std::string& jsonl) {
-  std::istringstream in(jsonl);
-  std::string out;
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
-    j.erase("wall_time_s");
-    out += j.dump() + "\n";
-  }
-  return out;
-}
-
-/// An availability trace in the test's temporary folder.
-class TraceFile {
- public:
-  explicit TraceFile(const std::string& text) {
-    char name[] = "/tmp/gradwire-local-trace-XXXXXX";
-    const int fd = ::mkstemp(name);
-    if (fd < 0) throw std::runtime_error("mkstemp failed");
-    ::close(fd);
-    path_ = name;
-    std::ofstream(path_) << text;
-  }
-  ~TraceFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using TraceFile = gradwire::testing::TemporaryTextFile;
+using gradwire::testing::without_wall_times;
 
 std::uint64_t workers_bytes(const RunResult& r) {
   std::uint64_t total = 0;

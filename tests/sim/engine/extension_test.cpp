@@ -6,6 +6,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/torch.h>
 
+#include "MetricsLines.h"
 #include "codecs/CodecRegistry.h"
 #include "codecs/DenseCodec.h"
 #include "common/ConfigError.h"
@@ -136,16 +137,6 @@ class ExtensionTest : public ::testing::Test {
             {"network", {{"rate", "100Mbps"}}}};
   }
 
-  static std::string without_wall_time(const std::string& jsonl) {
-    std::istringstream in(jsonl);
-    std::string out;
-    for (std::string line; std::getline(in, line);) {
-      auto j = nlohmann::json::parse(line);
-      j.erase("wall_time_s");
-      out += j.dump() + "\n";
-    }
-    return out;
-  }
 };
 
 TEST_F(ExtensionTest, KindsAreListed) {
@@ -193,7 +184,7 @@ TEST_F(ExtensionTest, KindsRunAsTheBuiltinsTheyImitate) {
   const RunResult builtin = Engine(load_scenario(scenario("ring", "none"))).run("", nullptr);
   EXPECT_EQ(own.summary["steps"], 6);
   EXPECT_GT(own.summary["bytes_on_wire"].get<double>(), 0.0);
-  EXPECT_EQ(without_wall_time(own.metrics_jsonl), without_wall_time(builtin.metrics_jsonl));
+  EXPECT_EQ(gradwire::testing::without_wall_times(own.metrics_jsonl), gradwire::testing::without_wall_times(builtin.metrics_jsonl));
 }
 
 }  // namespace
