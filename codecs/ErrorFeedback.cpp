@@ -21,6 +21,10 @@ const torch::Tensor& ErrorFeedback::residual() const { return *residual_; }
 
 torch::Tensor ErrorFeedback::decode(ByteSpan payload) const { return inner_->decode(payload); }
 
+torch::Tensor ErrorFeedback::decode_to(ByteSpan payload, const c10::Device& device) const {
+  return inner_->decode_to(payload, device);
+}
+
 torch::Tensor ErrorFeedback::compensate(const torch::Tensor& grad) {
   check_gradient(grad, name() + " (error feedback) encode", encodes_on_device());
   torch::Tensor& e = *residual_;

@@ -30,6 +30,7 @@ class ErrorFeedback : public Codec {
   std::string name() const override { return inner_->name(); }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// Encode: the inner encode and the decode of its payload, plus the compensation pass
   /// (read e and g, write e: 12n bytes) and the residual update (e -= decoded: 12n bytes).
   /// Everything else: the inner codec's.

@@ -10,6 +10,7 @@
 
 #include "codecs/GradientChecks.h"
 #include "codecs/kernels/DitherKernels.h"
+#include "codecs/quantize/QuantizerTensorOps.h"
 #include "codecs/wire/BitPacking.h"
 #include "codecs/wire/WireFormat.h"
 
@@ -207,7 +208,8 @@ std::size_t LevelQuantizer::payload_size(std::uint64_t n) const {
 }
 
 Bytes LevelQuantizer::encode(const torch::Tensor& grad) {
-  check_gradient(grad, name() + " encode");
+  check_gradient(grad, name() + " encode", encodes_on_device());
+  if (!grad.device().is_cpu()) return encode_with_tensor_ops(grad);
   const auto n = static_cast<std::uint64_t>(grad.numel());
   const std::uint32_t b = effective_bucket(bucket_, n);
   const std::uint64_t nb = bucket_count(n, b);
@@ -246,7 +248,17 @@ Bytes LevelQuantizer::encode(const torch::Tensor& grad) {
     for (std::uint64_t c = begin; c < end; c += kChunk) {
       const auto m = static_cast<std::uint32_t>(std::min<std::uint64_t>(kChunk, end - c));
       const std::uint64_t bit = c * width;
-      if (width <= 8 && bit % 8 == 0) {
+      if (scale == 0.0f) {
+        // |v| * 0 is 0 (level 0), or NaN for an infinite or NaN v (clamped to level s). Written
+        // out because the NaN of inf * 0 carries the sign bit on x86, which the clamp's
+        // comparison of bits would take for a small value.
+        for (std::uint32_t i = 0; i < m; ++i) {
+          const std::uint32_t b = float_bits(x[c + i]);
+          const std::uint32_t level = (b & 0x7fffffffu) >= 0x7f800000u ? levels_ : 0u;
+          codes[i] = level | ((b >> 31) << level_bits);
+        }
+        bits::pack_at(codes, m, width, codes_out, bit);
+      } else if (width <= 8 && bit % 8 == 0) {
         pack_codes8(uniform, x + c, quant::dither_index(c), m, scale, key, levels_, level_bits, codes_out + bit / 8);
       } else {
         codes32(uniform, x + c, quant::dither_index(c), m, scale, key, levels_, level_bits, codes);
@@ -282,6 +294,56 @@ Bytes LevelQuantizer::encode(const torch::Tensor& grad) {
       }
     });
   }
+  return writer.take();
+}
+
+Bytes LevelQuantizer::encode_with_tensor_ops(const torch::Tensor& grad) {
+  if (scheme_ != Levels::kUniform) {
+    throw std::logic_error(name() + ": only qsgd's uniform levels are encoded with tensor operations");
+  }
+  const auto n = static_cast<std::uint64_t>(grad.numel());
+  const std::uint32_t b = effective_bucket(bucket_, n);
+  const std::uint64_t nb = bucket_count(n, b);
+  const unsigned level_bits = bits::width_for(levels_);
+  const std::uint32_t key = dither_.next_key();
+  const auto count = static_cast<std::int64_t>(n);
+  const auto rows = static_cast<std::int64_t>(nb);
+  const c10::Device device = grad.device();
+
+  ByteWriter writer(payload_size(n));
+  write_header(writer, id(), kFormatVersion, n);
+  writer.u32(levels_);
+  writer.u32(b);
+  if (n == 0) return writer.take();
+
+  // Buckets as rows (the last padded with zeros, which add nothing to a norm).
+  const torch::Tensor padded = torch::constant_pad_nd(grad, {0, rows * b - count}, 0).view({rows, b});
+  torch::Tensor norms = norm_ == Norm::kL2 ? padded.to(torch::kDouble).square().sum(1).sqrt().to(torch::kFloat)
+                                           : padded.abs().amax(1);
+  // A NaN norm is written as std::nanf(""), whichever NaN the sum or maximum produced.
+  norms = torch::where(norms.isnan(), torch::full_like(norms, std::nanf("")), norms);
+  const float fs = static_cast<float>(levels_);
+  torch::Tensor scale = torch::full_like(norms, fs).div_(norms);
+  scale = torch::where(norms.gt(0).logical_and(scale.isfinite()), scale, torch::zeros_like(scale));
+  // t = min(|v| scale, s), with a NaN or infinite product clamped to s (the host compares bits).
+  torch::Tensor t = padded.abs().mul(scale.unsqueeze(1)).view({-1}).slice(0, 0, count);
+  const float limit = fs;
+  std::int32_t limit_bits;
+  std::memcpy(&limit_bits, &limit, 4);
+  // The sign bit is cleared before comparing: inf * 0 may be a NaN with it set.
+  t = torch::where(t.view(torch::kInt).bitwise_and(0x7fffffff).lt(limit_bits), t, torch::full_like(t, fs));
+  const torch::Tensor floor_t = t.to(torch::kInt);
+  const torch::Tensor fraction = t.sub(floor_t.to(torch::kFloat));
+  const torch::Tensor u =
+      quant::dither_hashes_with_tensor_ops(key, 0, count, device).__rshift__(8).to(torch::kFloat).mul_(0x1p-24f);
+  torch::Tensor level = floor_t.to(torch::kLong).add_(u.lt(fraction).to(torch::kLong));
+  const torch::Tensor sign = grad.view(torch::kInt).lt(0).to(torch::kLong).__lshift__(static_cast<std::int64_t>(level_bits));
+  const torch::Tensor codes = quant::pack_codes_with_tensor_ops(level.bitwise_or_(sign), level_bits + 1);
+
+  const torch::Tensor host_norms = norms.to(torch::kCPU).contiguous();
+  writer.f32_array(host_norms.data_ptr<float>(), nb);
+  const std::size_t code_bytes = bits::packed_size(n, level_bits + 1);
+  std::memcpy(writer.extend(code_bytes), codes.data_ptr<std::uint8_t>(), code_bytes);
   return writer.take();
 }
 

@@ -44,6 +44,15 @@ class LevelQuantizer : public Codec {
   std::string name() const override;
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// qsgd encodes a gradient on an accelerator with encode_with_tensor_ops.
+  bool encodes_on_device() const override { return scheme_ == Levels::kUniform; }
+  /// qsgd's encode() with tensor operations wherever grad lives, drawing the next dither key
+  /// as encode() does: the same draws, levels and signs as the host. Each bucket's L2 norm
+  /// comes from a double sum in LibTorch's order (the host adds float lanes), so it can
+  /// differ from the host's in its last bits, and an element whose rounding lies that close
+  /// to a level boundary can land one level apart; an infinite element's NaN norm keeps
+  /// its NaN but not necessarily the host's NaN bits.
+  Bytes encode_with_tensor_ops(const torch::Tensor& grad);
   /// Encode: a norm pass per bucket (4n bytes; L2: 2 operations per element, L_inf: 1), a
   /// quantising pass (4n bytes; a random number and 4 operations per element), the payload
   /// written. Decode: the payload read, 4n bytes written, 2 operations per element.

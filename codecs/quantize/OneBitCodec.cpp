@@ -1,5 +1,6 @@
 #include "codecs/quantize/OneBitCodec.h"
 
+#include <cstring>
 #include <vector>
 
 #include <torch/types.h>
@@ -33,32 +34,17 @@ std::size_t OneBitCodec::payload_size(std::uint64_t n, const std::vector<quant::
   return size;
 }
 
-Bytes OneBitCodec::encode(const torch::Tensor& grad) {
-  check_gradient(grad, "onebit encode");
-  const auto n = static_cast<std::uint64_t>(grad.numel());
-  const float* x = grad.data_ptr<float>();
-  const std::vector<quant::Segment> segs = segments(n);
+Bytes OneBitCodec::write_payload(std::uint64_t n, const std::vector<quant::Segment>& segs,
+                                 const std::vector<quant::Moments>& moments, const std::uint8_t* signs) {
   ByteWriter writer(payload_size(n, segs));
   write_header(writer, CodecId::kOneBit, kFormatVersion, n);
   writer.u32(static_cast<std::uint32_t>(segs.size()));
-  // One pass over the gradient: every group's moments and all sign bits (the signs do not
-  // depend on the reconstruction values).
-  std::vector<std::uint64_t> group_ends;
-  for (const auto& seg : segs) {
-    const std::uint64_t group_len = seg.length / seg.groups;
-    for (std::uint32_t g = 0; g < seg.groups; ++g) group_ends.push_back(seg.offset + (g + 1) * group_len);
-  }
-  std::vector<quant::Moments> moments(group_ends.size());
-  // The sign bits go last in the payload; the table before them has a known size.
-  std::size_t table = 0;
-  for (const auto& seg : segs) table += 12 + 8 * static_cast<std::size_t>(seg.groups);
-  std::uint8_t* table_out = writer.extend(table);
-  quant::grouped_moments_and_signs(x, n, group_ends, moments.data(), writer.extend((n + 7) / 8));
   std::size_t group = 0;
   for (const auto& seg : segs) {
-    put_u64(table_out, seg.length);
-    store_u32_le(table_out + 8, seg.groups);
-    table_out += 12;
+    std::uint8_t* entry = writer.extend(12 + 8 * static_cast<std::size_t>(seg.groups));
+    put_u64(entry, seg.length);
+    store_u32_le(entry + 8, seg.groups);
+    entry += 12;
     const std::uint64_t group_len = seg.length / seg.groups;
     for (std::uint32_t g = 0; g < seg.groups; ++g, ++group) {
       // Reconstruction values: the means of the non-negative and of the negative part
@@ -69,29 +55,50 @@ Bytes OneBitCodec::encode(const torch::Tensor& grad) {
       const double pos = (m.sum + m.sum_abs) / 2, neg = (m.sum - m.sum_abs) / 2;
       const std::uint64_t pos_count = m.non_negative;
       const std::uint64_t neg_count = group_len - pos_count;
-      store_f32_le(table_out, pos_count ? static_cast<float>(pos / static_cast<double>(pos_count)) : 0.0f);
-      store_f32_le(table_out + 4, neg_count ? static_cast<float>(neg / static_cast<double>(neg_count)) : 0.0f);
-      table_out += 8;
+      store_f32_le(entry, pos_count ? static_cast<float>(pos / static_cast<double>(pos_count)) : 0.0f);
+      store_f32_le(entry + 4, neg_count ? static_cast<float>(neg / static_cast<double>(neg_count)) : 0.0f);
+      entry += 8;
     }
   }
+  if (n != 0) std::memcpy(writer.extend((n + 7) / 8), signs, (n + 7) / 8);
   return writer.take();
 }
 
-torch::Tensor OneBitCodec::decode(ByteSpan payload) const {
+Bytes OneBitCodec::encode(const torch::Tensor& grad) {
+  check_gradient(grad, "onebit encode", /*on_device=*/true);
+  if (!grad.device().is_cpu()) return encode_with_tensor_ops(grad);
+  const auto n = static_cast<std::uint64_t>(grad.numel());
+  const std::vector<quant::Segment> segs = segments(n);
+  // One pass over the gradient: every group's moments and all sign bits (the signs do not
+  // depend on the reconstruction values).
+  std::vector<std::uint64_t> group_ends;
+  for (const auto& seg : segs) {
+    const std::uint64_t group_len = seg.length / seg.groups;
+    for (std::uint32_t g = 0; g < seg.groups; ++g) group_ends.push_back(seg.offset + (g + 1) * group_len);
+  }
+  std::vector<quant::Moments> moments(group_ends.size());
+  std::vector<std::uint8_t> signs((n + 7) / 8);
+  quant::grouped_moments_and_signs(grad.data_ptr<float>(), n, group_ends, moments.data(), signs.data());
+  return write_payload(n, segs, moments, signs.data());
+}
+
+Bytes OneBitCodec::encode_with_tensor_ops(const torch::Tensor& grad) const {
+  const auto n = static_cast<std::uint64_t>(grad.numel());
+  const std::vector<quant::Segment> segs = segments(n);
+  const torch::Tensor signs = quant::pack_signs_with_tensor_ops(grad);
+  return write_payload(n, segs, quant::group_moments_with_tensor_ops(grad, segs), signs.data_ptr<std::uint8_t>());
+}
+
+quant::SignGroups OneBitCodec::read_groups(ByteSpan payload) {
   ByteReader reader(payload, kWhat);
+  quant::SignGroups out;
   const std::uint64_t n = read_header(reader, CodecId::kOneBit, "onebit", kFormatVersion).numel;
+  out.n = n;
   const std::uint32_t count = reader.u32("segment count");
   if (count > n || static_cast<std::uint64_t>(count) * 20 > reader.remaining()) {
     reader.fail("segment count " + std::to_string(count) + " impossible for " + std::to_string(n) +
                 " elements and " + std::to_string(reader.remaining()) + " remaining bytes");
   }
-  struct Seg {
-    std::uint64_t length;
-    std::uint32_t groups;
-    const std::uint8_t* values;
-  };
-  std::vector<Seg> segs;
-  segs.reserve(count);
   std::uint64_t covered = 0;
   for (std::uint32_t s = 0; s < count; ++s) {
     const std::uint64_t len = quant::read_segment_length(reader, n - covered);
@@ -100,29 +107,29 @@ torch::Tensor OneBitCodec::decode(ByteSpan payload) const {
       reader.fail("segment of " + std::to_string(len) + " elements cannot have " +
                   std::to_string(groups) + " equal groups");
     }
-    segs.push_back(Seg{len, groups, reader.take(groups, 8, "reconstruction values")});
+    const std::uint8_t* values = reader.take(groups, 8, "reconstruction values");
+    for (std::uint32_t g = 0; g < groups; ++g) {
+      out.lengths.push_back(static_cast<std::int64_t>(len / groups));
+      out.positive.push_back(load_f32_le(values + 8 * g));
+      out.negative.push_back(load_f32_le(values + 8 * g + 4));
+    }
     covered += len;
   }
   if (covered != n) {
     reader.fail("segments cover " + std::to_string(covered) + " of " + std::to_string(n) + " elements");
   }
-  const std::uint8_t* signs = reader.take((n + 7) / 8, 1, "sign bits");
+  out.signs = reader.take((n + 7) / 8, 1, "sign bits");
   reader.expect_end();
-  if (!bits::padding_is_zero(signs, n, 1)) reader.fail("non-zero padding bits after the last sign");
-
-  torch::Tensor out = torch::empty({static_cast<std::int64_t>(n)}, torch::kFloat);
-  float* dst = out.data_ptr<float>();
-  std::uint64_t i = 0;
-  for (const Seg& seg : segs) {
-    const std::uint64_t group_len = seg.length / seg.groups;
-    for (std::uint32_t g = 0; g < seg.groups; ++g) {
-      const float pos = load_f32_le(seg.values + 8 * g);
-      const float neg = load_f32_le(seg.values + 8 * g + 4);
-      quant::expand_signs(signs, i, group_len, pos, neg, dst + i);
-      i += group_len;
-    }
-  }
+  if (!bits::padding_is_zero(out.signs, n, 1)) reader.fail("non-zero padding bits after the last sign");
   return out;
+}
+
+torch::Tensor OneBitCodec::decode(ByteSpan payload) const {
+  return quant::expand_sign_groups(read_groups(payload), c10::Device(c10::kCPU));
+}
+
+torch::Tensor OneBitCodec::decode_to(ByteSpan payload, const c10::Device& device) const {
+  return quant::expand_sign_groups(read_groups(payload), device);
 }
 
 CodecWork OneBitCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {

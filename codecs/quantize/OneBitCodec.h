@@ -20,6 +20,7 @@
 #include "codecs/Codec.h"
 #include "codecs/CodecRegistry.h"
 #include "codecs/quantize/QuantizerSupport.h"
+#include "codecs/quantize/QuantizerTensorOps.h"
 
 namespace gradwire {
 
@@ -33,6 +34,12 @@ class OneBitCodec : public Codec {
   std::string name() const override { return "onebit"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  bool encodes_on_device() const override { return true; }
+  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
+  /// encode()'s payload computed with tensor operations wherever grad lives (encode() uses
+  /// it for a gradient on an accelerator): the same sign bits; each mean from double sums
+  /// (the host's adds float lanes), so equal to the host's to about 1e-7 relative.
+  Bytes encode_with_tensor_ops(const torch::Tensor& grad) const;
   /// Encode: one pass computing the groups' means and packing the signs (4n bytes read, 3
   /// operations per element). Decode: signs expanded to the two values (1 per element). The
   /// error feedback around it declares its own passes.
@@ -44,6 +51,12 @@ class OneBitCodec : public Codec {
   std::vector<quant::Segment> segments(std::uint64_t n) const;
 
  private:
+  /// Checks a payload and returns its groups' reconstruction values and the sign bits.
+  static quant::SignGroups read_groups(ByteSpan payload);
+  /// Writes the payload given every group's moments and the packed signs.
+  static Bytes write_payload(std::uint64_t n, const std::vector<quant::Segment>& segs,
+                             const std::vector<quant::Moments>& moments, const std::uint8_t* signs);
+
   bool per_column_;
   std::vector<LayerSlice> layers_;
 };

@@ -1,7 +1,7 @@
 #include "codecs/quantize/ScaledSignCodec.h"
 
 #include <cmath>
-
+#include <cstring>
 #include <vector>
 
 #include <torch/types.h>
@@ -22,61 +22,83 @@ void put_u64(std::uint8_t* p, std::uint64_t v) {
 ScaledSignCodec::ScaledSignCodec(bool per_layer, const CodecContext& ctx)
     : per_layer_(per_layer), layers_(ctx.layers) {}
 
-Bytes ScaledSignCodec::encode(const torch::Tensor& grad) {
-  check_gradient(grad, "efsignsgd encode");
-  const auto n = static_cast<std::uint64_t>(grad.numel());
-  const float* x = grad.data_ptr<float>();
-  const auto segs = quant::segments_for(
-      n, layers_, per_layer_ ? quant::Granularity::kLayer : quant::Granularity::kTensor);
+std::vector<quant::Segment> ScaledSignCodec::segments(std::uint64_t n) const {
+  return quant::segments_for(n, layers_, per_layer_ ? quant::Granularity::kLayer : quant::Granularity::kTensor);
+}
+
+Bytes ScaledSignCodec::write_payload(std::uint64_t n, const std::vector<quant::Segment>& segs,
+                                     const std::vector<quant::Moments>& moments, const std::uint8_t* signs) {
   ByteWriter writer(payload_size(n, segs.size()));
   write_header(writer, CodecId::kScaledSign, kFormatVersion, n);
   writer.u32(static_cast<std::uint32_t>(segs.size()));
+  for (std::size_t s = 0; s < segs.size(); ++s) {
+    std::uint8_t* entry = writer.extend(12);
+    put_u64(entry, segs[s].length);
+    // ||p||_1 / d
+    store_f32_le(entry + 8, static_cast<float>(moments[s].sum_abs / static_cast<double>(segs[s].length)));
+  }
+  if (n != 0) std::memcpy(writer.extend((n + 7) / 8), signs, (n + 7) / 8);
+  return writer.take();
+}
+
+Bytes ScaledSignCodec::encode(const torch::Tensor& grad) {
+  check_gradient(grad, "efsignsgd encode", /*on_device=*/true);
+  if (!grad.device().is_cpu()) return encode_with_tensor_ops(grad);
+  const auto n = static_cast<std::uint64_t>(grad.numel());
+  const auto segs = segments(n);
   // One pass over the gradient: every segment's ||p||_1 and all sign bits.
   std::vector<std::uint64_t> ends;
   for (const auto& seg : segs) ends.push_back(seg.offset + seg.length);
   std::vector<quant::Moments> moments(segs.size());
-  std::uint8_t* table = writer.extend(12 * segs.size());
-  quant::grouped_moments_and_signs(x, n, ends, moments.data(), writer.extend((n + 7) / 8));
-  for (std::size_t s = 0; s < segs.size(); ++s) {
-    put_u64(table + 12 * s, segs[s].length);
-    // ||p||_1 / d
-    store_f32_le(table + 12 * s + 8, static_cast<float>(moments[s].sum_abs / static_cast<double>(segs[s].length)));
-  }
-  return writer.take();
+  std::vector<std::uint8_t> signs((n + 7) / 8);
+  quant::grouped_moments_and_signs(grad.data_ptr<float>(), n, ends, moments.data(), signs.data());
+  return write_payload(n, segs, moments, signs.data());
 }
 
-torch::Tensor ScaledSignCodec::decode(ByteSpan payload) const {
+Bytes ScaledSignCodec::encode_with_tensor_ops(const torch::Tensor& grad) const {
+  const auto n = static_cast<std::uint64_t>(grad.numel());
+  const auto segs = segments(n);
+  const torch::Tensor signs = quant::pack_signs_with_tensor_ops(grad);
+  return write_payload(n, segs, quant::group_moments_with_tensor_ops(grad, segs), signs.data_ptr<std::uint8_t>());
+}
+
+quant::SignGroups ScaledSignCodec::read_groups(ByteSpan payload) {
   ByteReader reader(payload, "efsignsgd payload");
+  quant::SignGroups out;
   const std::uint64_t n = read_header(reader, CodecId::kScaledSign, "efsignsgd", kFormatVersion).numel;
+  out.n = n;
   const std::uint32_t count = reader.u32("segment count");
   if (count > n || static_cast<std::uint64_t>(count) * 12 > reader.remaining()) {
     reader.fail("segment count " + std::to_string(count) + " impossible for " + std::to_string(n) +
                 " elements and " + std::to_string(reader.remaining()) + " remaining bytes");
   }
-  std::vector<std::uint64_t> lengths;
-  std::vector<float> scales;
-  lengths.reserve(count);
-  scales.reserve(count);
+  out.lengths.reserve(count);
+  out.positive.reserve(count);
+  out.negative.reserve(count);
   std::uint64_t covered = 0;
   for (std::uint32_t s = 0; s < count; ++s) {
-    lengths.push_back(quant::read_segment_length(reader, n - covered));
-    covered += lengths.back();
-    scales.push_back(reader.f32("segment scale"));
+    const std::uint64_t length = quant::read_segment_length(reader, n - covered);
+    covered += length;
+    const float scale = reader.f32("segment scale");
+    out.lengths.push_back(static_cast<std::int64_t>(length));
+    out.positive.push_back(scale);
+    out.negative.push_back(-scale);
   }
   if (covered != n) {
     reader.fail("segments cover " + std::to_string(covered) + " of " + std::to_string(n) + " elements");
   }
-  const std::uint8_t* signs = reader.take((n + 7) / 8, 1, "sign bits");
+  out.signs = reader.take((n + 7) / 8, 1, "sign bits");
   reader.expect_end();
-  if (!bits::padding_is_zero(signs, n, 1)) reader.fail("non-zero padding bits after the last sign");
-  torch::Tensor out = torch::empty({static_cast<std::int64_t>(n)}, torch::kFloat);
-  float* dst = out.data_ptr<float>();
-  std::uint64_t i = 0;
-  for (std::size_t s = 0; s < lengths.size(); ++s) {
-    quant::expand_signs(signs, i, lengths[s], scales[s], -scales[s], dst + i);
-    i += lengths[s];
-  }
+  if (!bits::padding_is_zero(out.signs, n, 1)) reader.fail("non-zero padding bits after the last sign");
   return out;
+}
+
+torch::Tensor ScaledSignCodec::decode(ByteSpan payload) const {
+  return quant::expand_sign_groups(read_groups(payload), c10::Device(c10::kCPU));
+}
+
+torch::Tensor ScaledSignCodec::decode_to(ByteSpan payload, const c10::Device& device) const {
+  return quant::expand_sign_groups(read_groups(payload), device);
 }
 
 CodecWork ScaledSignCodec::work(CodecOp op, std::int64_t numel,

@@ -19,6 +19,7 @@
 #include "codecs/Codec.h"
 #include "codecs/CodecRegistry.h"
 #include "codecs/quantize/QuantizerSupport.h"
+#include "codecs/quantize/QuantizerTensorOps.h"
 
 namespace gradwire {
 
@@ -31,6 +32,12 @@ class ScaledSignCodec : public Codec {
   std::string name() const override { return "efsignsgd"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  bool encodes_on_device() const override { return true; }
+  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
+  /// encode()'s payload computed with tensor operations wherever grad lives (encode() uses
+  /// it for a gradient on an accelerator): the same sign bits; each scale from a double sum
+  /// (the host's adds float lanes), so equal to the host's to about 1e-7 relative.
+  Bytes encode_with_tensor_ops(const torch::Tensor& grad) const;
   /// Encode: an L1-norm pass per segment (4n bytes, 2 operations per element), then the sign
   /// pass (4n bytes, 1 operation), the payload written. Decode: +-scale per bit.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
@@ -40,6 +47,13 @@ class ScaledSignCodec : public Codec {
   }
 
  private:
+  /// Checks a payload and returns its segments as sign groups (+-scale).
+  static quant::SignGroups read_groups(ByteSpan payload);
+  std::vector<quant::Segment> segments(std::uint64_t n) const;
+  /// Writes the payload given each segment's moments and the packed signs.
+  static Bytes write_payload(std::uint64_t n, const std::vector<quant::Segment>& segs,
+                             const std::vector<quant::Moments>& moments, const std::uint8_t* signs);
+
   bool per_layer_;
   std::vector<LayerSlice> layers_;
 };

@@ -9,6 +9,7 @@
 #include "codecs/CodecState.h"
 #include "codecs/GradientChecks.h"
 #include "codecs/quantize/QuantizerSupport.h"
+#include "codecs/quantize/QuantizerTensorOps.h"
 #include "codecs/wire/BitPacking.h"
 #include "codecs/wire/WireFormat.h"
 
@@ -86,22 +87,27 @@ torch::Tensor SignCodec::signs_with_tensor_ops(const torch::Tensor& grad) {
     m = m.mul(static_cast<float>(momentum_)).add_(grad.mul(static_cast<float>(1.0 - momentum_)));
     values = m;
   }
-  // Bit i of byte i / 8 (lowest first) is set when value i's sign bit is clear, as pack_signs.
-  const std::int64_t n = values.numel();
-  const std::int64_t bytes = (n + 7) / 8;
-  torch::Tensor bits = (values.view(torch::kInt) >= 0).to(torch::kUInt8);
-  bits = torch::constant_pad_nd(bits, {0, bytes * 8 - n}, 0).view({bytes, 8});
-  const torch::Tensor weights =
-      torch::tensor({1, 2, 4, 8, 16, 32, 64, 128}, torch::kUInt8).to(values.device());
-  return bits.mul(weights).sum(1, false, torch::kUInt8).to(torch::kCPU).contiguous();
+  return quant::pack_signs_with_tensor_ops(values);
 }
 
-torch::Tensor SignCodec::decode(ByteSpan payload) const {
+const std::uint8_t* SignCodec::read_signs(ByteSpan payload, std::uint64_t& n) {
   ByteReader reader(payload, "sign payload");
-  const std::uint64_t n = read_header(reader, CodecId::kSign, "signsgd", kFormatVersion).numel;
+  n = read_header(reader, CodecId::kSign, "signsgd", kFormatVersion).numel;
   const std::uint8_t* signs = reader.take((n + 7) / 8, 1, "sign bits");
   reader.expect_end();
   if (!bits::padding_is_zero(signs, n, 1)) reader.fail("non-zero padding bits after the last sign");
+  return signs;
+}
+
+torch::Tensor SignCodec::decode_to(ByteSpan payload, const c10::Device& device) const {
+  std::uint64_t n = 0;
+  const std::uint8_t* signs = read_signs(payload, n);
+  return quant::expand_signs_with_tensor_ops(signs, n, {static_cast<std::int64_t>(n)}, {1.0f}, {-1.0f}, device);
+}
+
+torch::Tensor SignCodec::decode(ByteSpan payload) const {
+  std::uint64_t n = 0;
+  const std::uint8_t* signs = read_signs(payload, n);
   torch::Tensor out = torch::empty({static_cast<std::int64_t>(n)}, torch::kFloat);
   float* dst = out.data_ptr<float>();
   quant::expand_signs(signs, 0, n, 1.0f, -1.0f, dst);

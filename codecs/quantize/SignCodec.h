@@ -47,6 +47,8 @@ class SignCodec : public Codec {
   /// The packed sign bits of encode()'s payload (and, for signum, the momentum update),
   /// computed with tensor operations wherever grad lives; returned on the host.
   torch::Tensor signs_with_tensor_ops(const torch::Tensor& grad);
+  /// The +-1 values expanded on `device` from the payload's sign bits.
+  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// Encode: signsgd packs signs in one pass (4n bytes, 1 operation each); signum also
   /// updates its momentum in the same pass (read g and m, write m: 12n bytes, 4 operations).
   /// Decode: +-1 per bit. Finalize (the vote): the default pass.
@@ -61,6 +63,9 @@ class SignCodec : public Codec {
   static std::size_t payload_size(std::uint64_t n) { return 12 + (n + 7) / 8; }
 
  private:
+  /// Checks a payload and returns its element count and sign bits.
+  static const std::uint8_t* read_signs(ByteSpan payload, std::uint64_t& n);
+
   double momentum_;
   std::unique_ptr<torch::Tensor> m_;  // Signum's momentum (undefined before the first call: 0)
 };

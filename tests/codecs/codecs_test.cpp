@@ -30,6 +30,7 @@
 #include "codecs/sparsify/TopKCodec.h"
 #include "codecs/wire/WireFormat.h"
 #include "common/ConfigError.h"
+#include "AwkwardGradient.h"
 
 namespace gradwire {
 namespace {
@@ -767,19 +768,7 @@ namespace {
 
 // The tensor-operation encoders run on a GPU (tests/gpu/gpu_test.cpp compares the devices);
 // here, on the CPU, they must write the host encoders' bytes for the same input.
-torch::Tensor awkward_gradient(std::int64_t n, bool with_nan) {
-  torch::manual_seed(11);
-  torch::Tensor g = torch::randn({n});
-  auto* v = g.data_ptr<float>();
-  for (std::int64_t i = 0; i < n; i += 97) v[i] = 0.75f;  // many ties at one magnitude
-  for (std::int64_t i = 5; i < n; i += 131) v[i] = -0.75f;
-  const std::vector<float> specials = {-0.0f, 70000.0f, 3e-6f, -INFINITY, 1.0f + 1.0f / 2048,
-                                       with_nan ? NAN : 0.5f, with_nan ? -NAN : 0.25f};
-  for (std::size_t i = 0; i < specials.size() && static_cast<std::int64_t>(i + 1) < n; ++i) {
-    v[i + 1] = specials[i];
-  }
-  return g;
-}
+using testing::awkward_gradient;
 
 TEST(TensorOpsEncode, TopKWritesTheHostSelection) {
   for (std::int64_t n : {1, 7, 1000, 100003}) {

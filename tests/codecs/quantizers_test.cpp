@@ -291,7 +291,7 @@ TEST(RoundTrip, DecodedValuesLieOnEachSchemesLevels) {
 // format defines, computed here element by element from the dither stream (Dither::hash of
 // the element index), against every code path of the encoder: the kernels at every level
 // (AVX-512, AVX2, portable), partial chunks, buckets that do not start on a byte, one whole-tensor bucket,
-// zero, huge, denormal and NaN entries.
+// zero, huge, denormal, infinite and NaN entries.
 TEST(RoundTrip, LevelCodesAreTheDefinedStochasticRoundings) {
   auto g = random_gradient(5003, 21);
   float* v = g.data_ptr<float>();
@@ -301,6 +301,7 @@ TEST(RoundTrip, LevelCodesAreTheDefinedStochasticRoundings) {
   v[1500] = std::nanf("");         // a NaN norm: the whole bucket sends level 0
   v[2100] = 1e-42f;                // denormal
   v[2101] = -std::ldexp(1.0f, -20);
+  v[2600] = -INFINITY;             // an infinite norm: scale 0, and inf * 0 is NaN (level s)
   struct Case {
     LevelQuantizer::Levels scheme;
     std::uint32_t levels, bucket;

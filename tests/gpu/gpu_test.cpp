@@ -17,12 +17,17 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "AwkwardGradient.h"
 #include "OneTorchThread.h"
+#include "QuantizerPayloads.h"
 #include "codecs/CodecRegistry.h"
 #include "codecs/DenseCodec.h"
 #include "codecs/ErrorFeedback.h"
 #include "codecs/GradientChecks.h"
 #include "codecs/quantize/HalfPrecisionCodec.h"
+#include "codecs/quantize/LevelQuantizer.h"
+#include "codecs/quantize/OneBitCodec.h"
+#include "codecs/quantize/ScaledSignCodec.h"
 #include "codecs/quantize/SignCodec.h"
 #include "codecs/sparsify/RandomKCodec.h"
 #include "codecs/sparsify/TopKCodec.h"
@@ -134,23 +139,7 @@ INSTANTIATE_TEST_SUITE_P(Zoo, ZooStepOnCuda,
                          ::testing::Values("resnet20", "resnet56", "resnet18", "vgg16",
                                            "mobilenetv2", "lstm_lm", "transformer"));
 
-// A gradient with what selection and rounding must get right: ties, signed zeros, values
-// that overflow fp16, fp16 subnormals, infinities and a NaN.
-torch::Tensor awkward_gradient(std::int64_t n) {
-  torch::manual_seed(11);
-  torch::Tensor g = torch::randn({n});
-  auto* v = g.data_ptr<float>();
-  for (std::int64_t i = 0; i < n; i += 97) v[i] = 0.75f;   // many ties at one magnitude
-  for (std::int64_t i = 5; i < n; i += 131) v[i] = -0.75f;
-  v[1] = -0.0f;
-  v[2] = 70000.0f;       // beyond fp16's range
-  v[3] = 3e-6f;          // an fp16 subnormal
-  v[4] = -INFINITY;
-  v[6] = NAN;
-  v[8] = -NAN;
-  v[7] = 1.0f + 1.0f / 2048;  // halfway between two fp16 values: ties to even
-  return g;
-}
+using testing::awkward_gradient;
 
 // Makers rather than codecs: random-k's positions follow its step count and signum keeps
 // momentum, so the host and the device each get a fresh codec.
@@ -221,16 +210,85 @@ TEST(DeviceCodecs, ErrorFeedbackKeepsTheCpuResidualStepAfterStep) {
 TEST(DeviceCodecs, OthersReadAHostCopy) {
   SKIP_WITHOUT_CUDA();
   const CodecRegistry& registry = CodecRegistry::builtin();
-  const nlohmann::json spec = registry.resolve({{"kind", "qsgd"}}, "codec");
+  const nlohmann::json spec = registry.resolve({{"kind", "terngrad"}}, "codec");
   CodecContext context;
   context.numel = 4096;
-  auto a = registry.find("qsgd")->make(spec, context);
-  auto b = registry.find("qsgd")->make(spec, context);
+  auto a = registry.find("terngrad")->make(spec, context);
+  auto b = registry.find("terngrad")->make(spec, context);
   EXPECT_FALSE(b->encodes_on_device());
   const torch::Tensor g = torch::randn({4096});
   const torch::Tensor input = codec_input(*b, g.to(kCuda));
   EXPECT_TRUE(input.device().is_cpu());
   EXPECT_EQ(a->encode(g), b->encode(input));
+}
+
+// The quantisers whose scales or norms are sums: sign bits and codes as on the CPU, sums to
+// the tolerance of tests/support/QuantizerPayloads.h, and decode_to on the device gives the
+// host decode's values bit for bit.
+TEST(DeviceCodecs, QuantisersWriteTheCpuBitsAndSumsWithinTolerance) {
+  SKIP_WITHOUT_CUDA();
+  CodecContext context;
+  context.layers = testing::tiny_model_layout();
+  const auto n = testing::kTinyModelElements;
+  torch::manual_seed(4);
+  const torch::Tensor host = torch::randn({n});
+  const torch::Tensor device = host.to(kCuda);
+  const auto same_decode = [&](const Codec& codec, const Bytes& payload) {
+    EXPECT_TRUE(torch::equal(codec.decode(ByteSpan(payload)).nan_to_num(),
+                             codec.decode_to(ByteSpan(payload), kCuda).to(torch::kCPU).nan_to_num()))
+        << codec.name() << ": decode_to differs from decode";
+  };
+  for (bool per_layer : {true, false}) {
+    ScaledSignCodec a(per_layer, context), b(per_layer, context);
+    ASSERT_TRUE(b.encodes_on_device());
+    const Bytes x = a.encode(host), y = b.encode(device);
+    const std::size_t segments = per_layer ? context.layers.size() : 1;
+    testing::expect_sign_payloads_match(x, y, kPayloadHeaderSize + 4, kPayloadHeaderSize + 4 + 12 * segments,
+                                        "efsignsgd on CUDA");
+    same_decode(b, y);
+  }
+  for (bool per_column : {true, false}) {
+    OneBitCodec a(per_column, context), b(per_column, context);
+    ASSERT_TRUE(b.encodes_on_device());
+    const Bytes x = a.encode(host), y = b.encode(device);
+    std::size_t table = 0;
+    for (const auto& s : a.segments(n)) table += 12 + 8 * static_cast<std::size_t>(s.groups);
+    testing::expect_sign_payloads_match(x, y, kPayloadHeaderSize + 4, kPayloadHeaderSize + 4 + table,
+                                        "onebit on CUDA");
+    same_decode(b, y);
+  }
+  const torch::Tensor long_host = awkward_gradient(100003);
+  for (std::uint32_t bucket : {512u, 0u}) {
+    LevelQuantizer a(LevelQuantizer::Levels::kUniform, 4, bucket, LevelQuantizer::Norm::kL2, 9, 1);
+    LevelQuantizer b(LevelQuantizer::Levels::kUniform, 4, bucket, LevelQuantizer::Norm::kL2, 9, 1);
+    ASSERT_TRUE(b.encodes_on_device());
+    for (int step = 0; step < 3; ++step) {
+      const Bytes x = a.encode(long_host), y = b.encode(long_host.to(kCuda));
+      testing::expect_qsgd_payloads_match(a, x, y, "qsgd on CUDA, bucket " + std::to_string(bucket));
+    }
+  }
+}
+
+TEST(DeviceCodecs, EfSignSgdKeepsItsResidualOnTheDevice) {
+  SKIP_WITHOUT_CUDA();
+  const CodecRegistry& registry = CodecRegistry::builtin();
+  const nlohmann::json spec = registry.resolve({{"kind", "efsignsgd"}}, "codec");
+  CodecContext context;
+  context.numel = 50000;
+  auto on_host = registry.find("efsignsgd")->make(spec, context);
+  auto on_device = registry.find("efsignsgd")->make(spec, context);
+  ASSERT_TRUE(on_device->encodes_on_device());
+  torch::manual_seed(6);
+  for (int step = 0; step < 5; ++step) {
+    const torch::Tensor g = torch::randn({50000});
+    const Bytes a = on_host->encode(g);
+    const Bytes b = on_device->encode(g.to(kCuda));
+    testing::expect_sign_payloads_match(a, b, kPayloadHeaderSize + 4, kPayloadHeaderSize + 16,
+                                        "efsignsgd step " + std::to_string(step));
+    const auto& residual = dynamic_cast<const ErrorFeedback&>(*on_device).residual();
+    EXPECT_TRUE(residual.is_cuda());
+    EXPECT_LT(relative_error(residual, dynamic_cast<const ErrorFeedback&>(*on_host).residual()), 1e-5);
+  }
 }
 
 nlohmann::json ring_topk_run(const std::string& device) {
