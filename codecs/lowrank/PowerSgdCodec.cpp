@@ -113,8 +113,9 @@ void PowerSgdCodec::ensure_q() {
     // Without warm start every step draws a fresh Q (seeded by the step, shared by workers).
     const std::uint64_t seed =
         mix_seed(seed_, 0x50535144ULL, i, options_.warm_start ? 0 : static_cast<std::uint64_t>(step_) + 1);
-    q_[i] = seeded_normal(matrices_[i].cols, matrices_[i].rank, seed);
-    orthogonalise(q_[i], options_.orthogonalization_epsilon);
+    at::Tensor q = seeded_normal(matrices_[i].cols, matrices_[i].rank, seed);
+    orthogonalise(q, options_.orthogonalization_epsilon);
+    q_[i] = q.to(input_.device());  // drawn and orthogonalised on the host: one Q everywhere
   }
 }
 
@@ -125,13 +126,16 @@ at::Tensor PowerSgdCodec::first_round_values() {
   for (std::size_t i = 0; i < matrices_.size(); ++i) {
     const Matrix& m = matrices_[i];
     const at::Tensor mat = input_.narrow(0, m.offset, m.rows * m.cols).view({m.rows, m.cols});
+    if (q_[i].device() != input_.device()) q_[i] = q_[i].to(input_.device());  // loaded state
     parts.push_back(mat.mm(q_[i]).reshape({-1}));
   }
   for (const Span& d : dense_) parts.push_back(input_.narrow(0, d.offset, d.numel));
-  return parts.empty() ? at::zeros({0}, at::kFloat) : at::cat(parts);
+  // The round's values go to the network from host memory.
+  return parts.empty() ? at::zeros({0}, at::kFloat) : at::cat(parts).to(at::kCPU);
 }
 
-at::Tensor PowerSgdCodec::second_round_values(const at::Tensor& sum) {
+at::Tensor PowerSgdCodec::second_round_values(const at::Tensor& host_sum) {
+  const at::Tensor sum = host_sum.to(input_.device());
   std::int64_t at_ = 0;
   std::vector<at::Tensor> qs;
   qs.reserve(matrices_.size());
@@ -144,11 +148,12 @@ at::Tensor PowerSgdCodec::second_round_values(const at::Tensor& sum) {
     qs.push_back(mat.t().mm(p_[i]).reshape({-1}));
   }
   dense_sum_ = sum.narrow(0, at_, sum.numel() - at_).clone();
-  return qs.empty() ? at::zeros({0}, at::kFloat) : at::cat(qs);
+  return qs.empty() ? at::zeros({0}, at::kFloat) : at::cat(qs).to(at::kCPU);
 }
 
-void PowerSgdCodec::finish_compressed(const at::Tensor& q_sum, int workers) {
-  result_ = at::empty({numel_}, at::kFloat);
+void PowerSgdCodec::finish_compressed(const at::Tensor& host_q_sum, int workers) {
+  const at::Tensor q_sum = host_q_sum.to(input_.device());
+  result_ = at::empty({numel_}, input_.options());
   std::int64_t at_ = 0;
   for (std::size_t i = 0; i < matrices_.size(); ++i) {
     const Matrix& m = matrices_[i];
@@ -175,7 +180,7 @@ void PowerSgdCodec::finish_compressed(const at::Tensor& q_sum, int workers) {
 }
 
 Round PowerSgdCodec::begin_exchange(const at::Tensor& grad) {
-  check_gradient(grad, "powersgd encode");
+  check_gradient(grad, "powersgd encode", /*on_device=*/true);
   if (grad.numel() != numel_) {
     throw std::invalid_argument("powersgd: gradient has " + std::to_string(grad.numel()) +
                                 " elements, the layout " + std::to_string(numel_));
@@ -191,11 +196,16 @@ Round PowerSgdCodec::begin_exchange(const at::Tensor& grad) {
   dense_step_ = step_ < options_.start_step;
   if (dense_step_) {
     last_density_ = 1.0;
-    round.values = grad;
+    round.values = grad.to(at::kCPU);
     return round;
   }
   if (options_.error_feedback) {
-    ensure_state(error_, numel_, "powersgd");
+    if (!error_.defined()) {
+      error_ = at::zeros_like(grad);
+    } else {
+      ensure_state(error_, numel_, "powersgd");
+      if (error_.device() != grad.device()) error_ = error_.to(grad.device());  // loaded state
+    }
     input_ = grad + error_;
   } else {
     input_ = grad.clone();
@@ -246,12 +256,12 @@ Bytes PowerSgdCodec::encode(const torch::Tensor& grad) {
   std::int64_t at_ = 0;
   for (std::size_t i = 0; i < matrices_.size(); ++i) {
     const Matrix& m = matrices_[i];
-    const at::Tensor p = p_[i].contiguous();
+    const at::Tensor p = p_[i].to(at::kCPU).contiguous();
     writer.f32_array(p.data_ptr<float>(), static_cast<std::size_t>(p.numel()));
     writer.f32_array(q_values.data_ptr<float>() + at_, static_cast<std::size_t>(m.cols * m.rank));
     at_ += m.cols * m.rank;
   }
-  const at::Tensor dense = dense_sum_.contiguous();
+  const at::Tensor dense = dense_sum_.to(at::kCPU).contiguous();
   writer.f32_array(dense.data_ptr<float>(), static_cast<std::size_t>(dense.numel()));
   finish_compressed(q_values, 1);
   ++step_;
@@ -293,9 +303,9 @@ torch::Tensor PowerSgdCodec::decode(ByteSpan payload) const {
 Bytes PowerSgdCodec::save_state() const {
   CodecState state(name());
   state.put_u64("step", static_cast<std::uint64_t>(step_));
-  state.put_tensor("error", error_);
+  state.put_tensor("error", error_.defined() ? error_.to(at::kCPU) : error_);
   for (std::size_t i = 0; i < q_.size(); ++i) {
-    if (q_[i].defined()) state.put_tensor("q" + std::to_string(i), q_[i].reshape({-1}));
+    if (q_[i].defined()) state.put_tensor("q" + std::to_string(i), q_[i].to(at::kCPU).reshape({-1}));
   }
   return state.serialize();
 }

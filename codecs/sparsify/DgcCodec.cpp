@@ -88,11 +88,12 @@ int pieces_for(std::int64_t n) {
 }  // namespace
 
 Bytes DgcCodec::encode(const torch::Tensor& grad) {
-  check_gradient(grad, "dgc encode");
+  check_gradient(grad, "dgc encode", /*on_device=*/true);
   const std::int64_t n = grad.numel();
   if (static_cast<std::uint64_t>(n) > (std::uint64_t{1} << 32)) {
     throw std::invalid_argument("dgc encode: more than 2^32 elements do not fit u32 indices");
   }
+  if (!grad.device().is_cpu()) return encode_with_tensor_ops(grad);
   ensure_state(*u_, n, "dgc");
   ensure_state(*v_, n, "dgc");
   const double density = density_at(step_);
@@ -209,16 +210,140 @@ Bytes DgcCodec::encode(const torch::Tensor& grad) {
                                indices_.size(), options_.values);
 }
 
+Bytes DgcCodec::encode_with_tensor_ops(const torch::Tensor& grad) {
+  const std::int64_t n = grad.numel();
+  for (torch::Tensor* buffer : {u_.get(), v_.get()}) {
+    if (!buffer->defined()) {
+      *buffer = torch::zeros_like(grad);
+    } else if (buffer->numel() != n) {
+      ensure_state(*buffer, n, "dgc");  // throws the usual message
+    } else if (buffer->device() != grad.device()) {
+      *buffer = buffer->to(grad.device());  // buffers loaded from a state file, on the host
+    }
+  }
+  torch::Tensor& u = *u_;
+  torch::Tensor& v = *v_;
+  const double density = density_at(step_);
+  ++step_;
+
+  float scale = 1.0f;
+  if (options_.clip_norm > 0.0) {
+    const double norm = std::sqrt(grad.to(torch::kDouble).square().sum().item<double>());
+    const double limit = options_.clip_norm / std::sqrt(static_cast<double>(workers_));
+    if (norm > limit) scale = static_cast<float>(limit / norm);
+  }
+  const float m = options_.momentum_correction ? static_cast<float>(options_.momentum) : 0.0f;
+  // momentum_accumulate's arithmetic, one rounding per operation as there (scale 1 leaves g
+  // as it is, as 1 * g does).
+  const torch::Tensor g = scale == 1.0f ? grad : grad.mul(scale);
+  if (m == 0.0f) {
+    v.add_(g);
+  } else if (options_.nesterov) {
+    u.add_(g).mul_(m);
+    v.add_(u.add(g));
+  } else {
+    u.mul_(m).add_(g);
+    v.add_(u);
+  }
+  const torch::Tensor keys = v.view(torch::kInt).bitwise_and(0x7fffffff);
+  const auto to_positions = [](const torch::Tensor& found, std::vector<std::uint32_t>& out) {
+    const torch::Tensor host = found.to(torch::kCPU).to(torch::kLong).contiguous();
+    const std::int64_t* p = host.data_ptr<std::int64_t>();
+    out.resize(static_cast<std::size_t>(host.numel()));
+    for (std::size_t j = 0; j < out.size(); ++j) out[j] = static_cast<std::uint32_t>(p[j]);
+  };
+
+  const std::vector<Segment> segments = plan_segments(layers_, n, options_.dense_1d);
+  indices_.clear();
+  values_.clear();
+  stats_.clear();
+  std::vector<std::uint32_t> masked;  // positions whose momentum is zeroed
+  std::vector<std::uint32_t> found;
+  for (const Segment& s : segments) {
+    if (s.length <= 0) continue;
+    const auto base = static_cast<std::uint32_t>(s.offset);
+    const std::size_t first = indices_.size();
+    if (s.dense) {
+      for (std::int64_t i = 0; i < s.length; ++i) indices_.push_back(base + static_cast<std::uint32_t>(i));
+      continue;
+    }
+    const std::int64_t k = std::clamp<std::int64_t>(
+        count_from_ratio(density, s.length, CountRounding::kNearest), 1, s.length);
+    const torch::Tensor vs = v.slice(0, s.offset, s.offset + s.length);
+    const torch::Tensor ks = keys.slice(0, s.offset, s.offset + s.length);
+    DgcSelectStats st;
+    if (dgc_exact_only(s.length, k, options_.sample_ratio)) {
+      st.exact_only = true;
+      st.count_before_fallback = k;
+      to_positions(TopKCodec::select_largest_with_tensor_ops(vs, k), found);
+      for (const std::uint32_t i : found) indices_.push_back(base + i);
+    } else {
+      const SamplePlan plan = plan_threshold_sample(s.length, options_.sample_ratio,
+                                                    kMinSamplesPerKept * k, rng_);
+      const torch::Tensor at =
+          torch::arange(plan.count, torch::TensorOptions().dtype(torch::kLong).device(v.device()))
+              .mul_(plan.stride)
+              .add_(plan.start);
+      to_positions(ks.index_select(0, at), sample_keys_);
+      const std::uint32_t key = sample_threshold_key(sample_keys_, k, s.length);
+      VelocityScan scan;
+      scan.rescan = [&](std::uint32_t at_least, std::vector<std::uint32_t>& out) {
+        to_positions(ks.ge(static_cast<std::int64_t>(at_least)).nonzero().view({-1}), out);
+      };
+      scan.gather = [&](const std::vector<std::uint32_t>& positions) {
+        std::vector<std::int64_t> wide(positions.begin(), positions.end());
+        const torch::Tensor index = torch::from_blob(wide.data(), {static_cast<std::int64_t>(wide.size())},
+                                                     torch::kLong).to(v.device());
+        const torch::Tensor picked = vs.index_select(0, index).to(torch::kCPU).contiguous();
+        return std::vector<float>(picked.data_ptr<float>(), picked.data_ptr<float>() + picked.numel());
+      };
+      scan.rescan(key, candidates_);
+      dgc_finish_rounds(scan, k, key, candidates_, base, indices_, st);
+    }
+    stats_.push_back(st);
+    if (options_.momentum_masking && m != 0.0f) masked.insert(masked.end(), indices_.begin() + first, indices_.end());
+  }
+
+  // Send v at the chosen indices, rounded to the wire's format there; what the rounding drops
+  // stays in v (exactly 0 for fp32), and momentum factor masking on sparsified tensors.
+  const auto device_index = [&](const std::vector<std::uint32_t>& positions) {
+    const std::vector<std::int64_t> wide(positions.begin(), positions.end());
+    return torch::tensor(at::ArrayRef<std::int64_t>(wide), torch::kLong).to(v.device());
+  };
+  const torch::Tensor sent_at = device_index(indices_);
+  torch::Tensor sent = v.index_select(0, sent_at);
+  if (options_.values == ValueFormat::kFp16) sent = sent.to(torch::kHalf).to(torch::kFloat);
+  v.index_put_({sent_at}, v.index_select(0, sent_at).sub(sent));
+  if (!masked.empty()) u.index_fill_(0, device_index(masked), 0.0f);
+  const torch::Tensor host_values = sent.to(torch::kCPU).contiguous();
+  values_.assign(host_values.data_ptr<float>(), host_values.data_ptr<float>() + host_values.numel());
+  last_density_ = n > 0 ? static_cast<double>(indices_.size()) / static_cast<double>(n) : 1.0;
+  return encode_compact_sparse(static_cast<std::uint64_t>(n), indices_.data(), values_.data(),
+                               indices_.size(), options_.values);
+}
+
 torch::Tensor DgcCodec::decode(ByteSpan payload) const {
   return decode_compact_sparse(payload, max_elements_, "dgc payload");
+}
+
+torch::Tensor DgcCodec::decode_to(ByteSpan payload, const c10::Device& device) const {
+  if (device.is_cpu()) return decode(payload);
+  SparseEntries e = decode_compact_entries(payload, max_elements_, "dgc payload");
+  const auto k = static_cast<std::int64_t>(e.indices.size());
+  std::vector<std::int64_t> index(e.indices.begin(), e.indices.end());
+  torch::Tensor out = torch::zeros({static_cast<std::int64_t>(e.n)},
+                                   torch::TensorOptions().dtype(torch::kFloat).device(device));
+  out.index_put_({torch::from_blob(index.data(), {k}, torch::kLong).to(device)},
+                 torch::from_blob(e.values.data(), {k}, torch::kFloat).to(device));
+  return out;
 }
 
 Bytes DgcCodec::save_state() const {
   CodecState st("dgc");
   st.put_u64("step", static_cast<std::uint64_t>(step_));
   st.put_u64("rng", rng_.state());
-  st.put_tensor("u", *u_);
-  st.put_tensor("v", *v_);
+  st.put_tensor("u", u_->defined() ? u_->to(torch::kCPU) : *u_);
+  st.put_tensor("v", v_->defined() ? v_->to(torch::kCPU) : *v_);
   return st.serialize();
 }
 

@@ -64,6 +64,16 @@ class DgcCodec : public Codec {
   std::string name() const override { return "dgc"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  bool encodes_on_device() const override { return true; }
+  /// The sent entries copied to `device` and scattered into zeros there.
+  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
+  /// encode() with tensor operations wherever grad lives, its u and v kept there (encode()
+  /// uses it for a gradient on an accelerator): the same momentum arithmetic, sample, rounds
+  /// and fallback, so the same payload and buffers bit for bit; only the sampled magnitudes,
+  /// the candidates' positions and the sent values cross to the host. With clip_norm > 0 the
+  /// gradient's norm is a double sum in LibTorch's order, so the clipping factor (and with
+  /// it everything after) may differ from the host's in its last bits.
+  Bytes encode_with_tensor_ops(const torch::Tensor& grad);
   /// Encode, per sparsified tensor of n_l: the fused momentum + selection pass (read g, u, v;
   /// write u, v: 20 bytes and 4 operations per element), a sample of sample_ratio n_l values
   /// gathered and previewed, the sample's top density share selected for the threshold, then

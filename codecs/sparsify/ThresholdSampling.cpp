@@ -261,13 +261,26 @@ bool dgc_exact_only(std::int64_t n, std::int64_t k, double sample_ratio) {
 void dgc_finish_rounds(const float* x, std::int64_t n, std::int64_t k, std::uint32_t key,
                        std::vector<std::uint32_t>& candidates, std::uint32_t base,
                        std::vector<std::uint32_t>& out, DgcSelectStats& st, int max_rounds) {
+  VelocityScan scan;
+  scan.rescan = [&](std::uint32_t at_least, std::vector<std::uint32_t>& found) {
+    found.clear();
+    collect_at_least(x, n, at_least, 0, found);
+  };
+  scan.gather = [&](const std::vector<std::uint32_t>& positions) {
+    std::vector<float> values(positions.size());
+    for (std::size_t j = 0; j < positions.size(); ++j) values[j] = x[positions[j]];
+    return values;
+  };
+  dgc_finish_rounds(scan, k, key, candidates, base, out, st, max_rounds);
+}
+
+void dgc_finish_rounds(const VelocityScan& scan, std::int64_t k, std::uint32_t key,
+                       std::vector<std::uint32_t>& candidates, std::uint32_t base,
+                       std::vector<std::uint32_t>& out, DgcSelectStats& st, int max_rounds) {
   const std::int64_t upper = count_from_ratio(kDgcUpperSlack, k, CountRounding::kFloor);
   const std::int64_t lower = count_from_ratio(kDgcLowerSlack, k, CountRounding::kCeil);
   for (int round = 1;; ++round) {
-    if (round > 1) {
-      candidates.clear();
-      collect_at_least(x, n, key, 0, candidates);
-    }
+    if (round > 1) scan.rescan(key, candidates);
     const auto count = static_cast<std::int64_t>(candidates.size());
     st.rounds = round;
     st.count_before_fallback = count;
@@ -275,8 +288,7 @@ void dgc_finish_rounds(const float* x, std::int64_t n, std::int64_t k, std::uint
       // Too many: exact top-k among the candidates (they hold the global top-k, since at least
       // k entries are >= key).
       st.exact_fallback = true;
-      std::vector<float> cand(static_cast<std::size_t>(count));
-      for (std::int64_t j = 0; j < count; ++j) cand[j] = x[candidates[j]];
+      const std::vector<float> cand = scan.gather(candidates);
       const std::vector<std::uint32_t> pick = TopKCodec::select_largest(cand.data(), count, k);
       for (const std::uint32_t j : pick) out.push_back(base + candidates[j]);
       return;

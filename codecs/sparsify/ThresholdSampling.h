@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -143,6 +144,20 @@ void dgc_select(const float* x, std::int64_t n, std::int64_t k, double sample_ra
 /// pass that updates x). Counts, falls back to exact top-k among them, or lowers the key and
 /// rescans x, exactly as dgc_select; appends base + i to `out`. `candidates` is scratch.
 void dgc_finish_rounds(const float* x, std::int64_t n, std::int64_t k, std::uint32_t key,
+                       std::vector<std::uint32_t>& candidates, std::uint32_t base,
+                       std::vector<std::uint32_t>& out, DgcSelectStats& stats,
+                       int max_rounds = 10);
+
+/// Where dgc_finish_rounds reads the velocity when it is not a host array (DgcCodec's tensor
+/// operations on an accelerator): `rescan(key, candidates)` replaces `candidates` with every
+/// i whose magnitude_key reaches `key`, ascending; `gather(positions)` returns the values at
+/// those positions.
+struct VelocityScan {
+  std::function<void(std::uint32_t key, std::vector<std::uint32_t>& candidates)> rescan;
+  std::function<std::vector<float>(const std::vector<std::uint32_t>& positions)> gather;
+};
+/// dgc_finish_rounds over a VelocityScan: the same rounds, counts and fallback.
+void dgc_finish_rounds(const VelocityScan& scan, std::int64_t k, std::uint32_t key,
                        std::vector<std::uint32_t>& candidates, std::uint32_t base,
                        std::vector<std::uint32_t>& out, DgcSelectStats& stats,
                        int max_rounds = 10);

@@ -233,14 +233,14 @@ std::vector<std::uint32_t> TopKCodec::select_largest(const float* values, std::i
   return indices;
 }
 
-Bytes TopKCodec::encode_with_tensor_ops(const torch::Tensor& grad, std::int64_t k) {
-  const std::int64_t n = grad.numel();
+torch::Tensor TopKCodec::select_largest_with_tensor_ops(const torch::Tensor& values, std::int64_t k) {
+  const std::int64_t n = values.numel();
   // The host selection's order, on the accelerator: keys are the magnitude bits (so NaN ranks
   // above +inf), every key above the k-th largest is kept, and the places left go to the keys
   // equal to it in ascending position.
-  const torch::Tensor keys = grad.view(torch::kInt).bitwise_and(0x7fffffff);
+  const torch::Tensor keys = values.contiguous().view(torch::kInt).bitwise_and(0x7fffffff);
   torch::Tensor keep;
-  if (k == n) {
+  if (k >= n) {
     keep = torch::ones({n}, keys.options().dtype(torch::kBool));
   } else {
     const torch::Tensor threshold = std::get<0>(keys.topk(k, 0, true, false)).min();
@@ -249,7 +249,12 @@ Bytes TopKCodec::encode_with_tensor_ops(const torch::Tensor& grad, std::int64_t 
     const torch::Tensor places = k - above.sum();
     keep = above.logical_or(ties.logical_and(ties.cumsum(0) <= places));
   }
-  const torch::Tensor indices = keep.nonzero().view({-1});
+  return keep.nonzero().view({-1});
+}
+
+Bytes TopKCodec::encode_with_tensor_ops(const torch::Tensor& grad, std::int64_t k) {
+  const std::int64_t n = grad.numel();
+  const torch::Tensor indices = select_largest_with_tensor_ops(grad, k);
   const torch::Tensor values = grad.index_select(0, indices).to(torch::kCPU);
   const torch::Tensor host_indices = indices.to(torch::kInt).to(torch::kCPU);
   if (host_indices.numel() != k) {

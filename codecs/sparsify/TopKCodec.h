@@ -64,6 +64,9 @@ class TopKCodec : public Codec {
   /// grad lives (encode() uses it for a gradient on an accelerator): the same selection, ties
   /// and NaN included, with only the k entries copied to the host.
   static Bytes encode_with_tensor_ops(const torch::Tensor& grad, std::int64_t k);
+  /// select_largest's positions, computed with tensor operations where `values` lives and
+  /// returned there (int64, ascending): the same selection, ties and NaN included.
+  static torch::Tensor select_largest_with_tensor_ops(const torch::Tensor& values, std::int64_t k);
 
  private:
   double ratio_;

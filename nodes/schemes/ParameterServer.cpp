@@ -101,8 +101,7 @@ void ParameterServer::contribute(int rank, std::int64_t step, const at::Tensor& 
     Round first;
     {
       WallClockAccount::Charge charge(account_);  // codec work is LibTorch's, not ns-3's
-      // Multi-round codecs work on the host.
-      first = w.multi->begin_exchange(gradient.to(at::kCPU));
+      first = w.multi->begin_exchange(codec_input(*w.multi, gradient));
     }
     send_round(rank, std::move(first));
     return;

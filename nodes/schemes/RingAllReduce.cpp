@@ -130,8 +130,7 @@ void RingAllReduce::contribute(int rank, std::int64_t step, const at::Tensor& gr
     Round first;
     {
       WallClockAccount::Charge charge(account_);  // codec work is LibTorch's, not ns-3's
-      // Multi-round codecs work on the host.
-      first = s.multi->begin_exchange(gradient.to(at::kCPU));
+      first = s.multi->begin_exchange(codec_input(*s.multi, gradient));
     }
     start_round(rank, std::move(first));
   } else {

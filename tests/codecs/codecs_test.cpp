@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <iostream>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -26,6 +27,7 @@
 #include "codecs/RatioCounts.h"
 #include "codecs/quantize/HalfPrecisionCodec.h"
 #include "codecs/quantize/SignCodec.h"
+#include "codecs/sparsify/DgcCodec.h"
 #include "codecs/sparsify/RandomKCodec.h"
 #include "codecs/sparsify/TopKCodec.h"
 #include "codecs/wire/WireFormat.h"
@@ -822,6 +824,64 @@ TEST(TensorOpsEncode, HalfPrecisionRoundsAsTheHostEncoder) {
     HalfPrecisionCodec codec(format);
     EXPECT_EQ(codec.encode(g), codec.encode_with_tensor_ops(g)) << codec.name();
   }
+}
+
+// DGC with tensor operations: the same payload, momentum and velocity as the host, step
+// after step, through every selection path (exact-only small tensors, sampled thresholds
+// accepted at once, lowered and rescanned, and the exact fallback among too many candidates),
+// dense biases, Nesterov, fp16 values and masking.
+TEST(TensorOpsEncode, DgcKeepsTheHostSelectionAndBuffers) {
+  CodecContext context;
+  context.layers = {{"conv.weight", 0, {64, 32, 3, 3}}, {"conv.bias", 18432, {64}},
+                    {"fc.weight", 18496, {10, 4000}}, {"fc.bias", 58496, {10}}, {"small.weight", 58506, {4, 3}}};
+  context.numel = 58518;
+  context.seed = 3;
+  context.workers = 4;
+  int rescanned = 0, fell_back = 0, exact_only = 0;
+  struct Case {
+    bool nesterov, masking;
+    ValueFormat values;
+    double clip;
+  };
+  for (const Case c : {Case{false, true, ValueFormat::kFp32, 0.0}, Case{true, true, ValueFormat::kFp16, 0.0},
+                       Case{false, false, ValueFormat::kFp32, 0.0}}) {
+    DgcOptions options;
+    options.density = 0.01;
+    options.warmup = false;
+    options.nesterov = c.nesterov;
+    options.momentum_masking = c.masking;
+    options.values = c.values;
+    options.clip_norm = c.clip;
+    DgcCodec host(options, context), ops(options, context);
+    for (int step = 0; step < 6; ++step) {
+      torch::manual_seed(100 + step);
+      torch::Tensor g = torch::randn({context.numel});
+      if (step == 2) g.slice(0, 18496, 18496 + 4000).fill_(0.5f);   // ties: too many candidates
+      if (step == 4) g.slice(0, 0, 18432).mul_(1e-3f).slice(0, 7, 9).fill_(50.0f);  // a rare spike
+      const Bytes a = host.encode(g);
+      const Bytes b = ops.encode_with_tensor_ops(g);
+      const std::string what = "nesterov " + std::to_string(c.nesterov) + ", step " + std::to_string(step);
+      ASSERT_EQ(a, b) << what;
+      EXPECT_TRUE(torch::equal(host.velocity(), ops.velocity())) << what;
+      EXPECT_TRUE(torch::equal(host.momentum_buffer(), ops.momentum_buffer())) << what;
+      ASSERT_EQ(host.last_stats().size(), ops.last_stats().size());
+      for (std::size_t j = 0; j < host.last_stats().size(); ++j) {
+        const DgcSelectStats& x = host.last_stats()[j];
+        const DgcSelectStats& y = ops.last_stats()[j];
+        EXPECT_EQ(x.rounds, y.rounds) << what;
+        EXPECT_EQ(x.count_before_fallback, y.count_before_fallback) << what;
+        EXPECT_EQ(x.exact_fallback, y.exact_fallback) << what;
+        rescanned += x.rounds > 1;
+        fell_back += x.exact_fallback;
+        exact_only += x.exact_only;
+      }
+    }
+  }
+  std::cout << "tensors rescanned " << rescanned << ", exact fallbacks " << fell_back << ", exact only "
+            << exact_only << "\n";
+  EXPECT_GT(rescanned, 0) << "no lowered threshold: the rescan path went untested";
+  EXPECT_GT(fell_back, 0) << "no exact fallback: that path went untested";
+  EXPECT_GT(exact_only, 0);
 }
 
 }  // namespace

@@ -24,11 +24,13 @@
 #include "codecs/DenseCodec.h"
 #include "codecs/ErrorFeedback.h"
 #include "codecs/GradientChecks.h"
+#include "codecs/lowrank/PowerSgdCodec.h"
 #include "codecs/quantize/HalfPrecisionCodec.h"
 #include "codecs/quantize/LevelQuantizer.h"
 #include "codecs/quantize/OneBitCodec.h"
 #include "codecs/quantize/ScaledSignCodec.h"
 #include "codecs/quantize/SignCodec.h"
+#include "codecs/sparsify/DgcCodec.h"
 #include "codecs/sparsify/RandomKCodec.h"
 #include "codecs/sparsify/TopKCodec.h"
 #include "nodes/training/Loss.h"
@@ -291,9 +293,39 @@ TEST(DeviceCodecs, EfSignSgdKeepsItsResidualOnTheDevice) {
   }
 }
 
-nlohmann::json ring_topk_run(const std::string& device) {
+// DGC's selection and buffers on the device, step after step: the host's payload, momentum
+// and velocity bit for bit (no clipping, so no sum is involved).
+TEST(DeviceCodecs, DgcKeepsTheCpuSelectionAndBuffers) {
+  SKIP_WITHOUT_CUDA();
+  CodecContext context;
+  context.layers = {{"conv.weight", 0, {64, 32, 3, 3}}, {"conv.bias", 18432, {64}},
+                    {"fc.weight", 18496, {100, 4000}}, {"fc.bias", 418496, {100}}};
+  context.numel = 418596;
+  context.seed = 3;
+  for (bool nesterov : {false, true}) {
+    DgcOptions options;
+    options.nesterov = nesterov;
+    options.warmup_stage_steps = 2;  // through the warm-up densities into the steady one
+    DgcCodec on_host(options, context), on_device(options, context);
+    ASSERT_TRUE(on_device.encodes_on_device());
+    for (int step = 0; step < 10; ++step) {
+      torch::manual_seed(200 + step);
+      const torch::Tensor g = torch::randn({context.numel});
+      const Bytes a = on_host.encode(g);
+      const Bytes b = on_device.encode(g.to(kCuda));
+      ASSERT_EQ(a, b) << "step " << step << ": " << hex_diff(a, b);
+      EXPECT_TRUE(on_device.velocity().is_cuda());
+      EXPECT_TRUE(torch::equal(on_host.velocity(), on_device.velocity().to(torch::kCPU))) << "step " << step;
+      EXPECT_TRUE(torch::equal(on_host.momentum_buffer(), on_device.momentum_buffer().to(torch::kCPU)))
+          << "step " << step;
+      EXPECT_TRUE(torch::equal(on_host.decode(ByteSpan(a)), on_device.decode_to(ByteSpan(a), kCuda).to(torch::kCPU)));
+    }
+  }
+}
+
+nlohmann::json ring_run(const std::string& device, const nlohmann::json& codec) {
   return {{"gradwire", 1},
-          {"name", "gpu-ring-topk-" + device},
+          {"name", "gpu-ring-" + codec["kind"].get<std::string>() + "-" + device},
           {"seed", 3},
           {"model", {{"kind", "cnn"}}},
           {"dataset", {{"kind", "synthetic"}, {"shape", {1, 28, 28}}, {"separation", 1.0},
@@ -301,7 +333,7 @@ nlohmann::json ring_topk_run(const std::string& device) {
           {"training", {{"workers", 4}, {"steps", 60}, {"batch", 32}, {"eval_every", 30},
                         {"optimizer", {{"lr", 0.05}, {"momentum", 0.9}}}}},
           {"compute", {{"mode", "fixed"}, {"seconds", 0.002}, {"threads", 1}, {"device", device}}},
-          {"codec", {{"kind", "topk"}, {"ratio", 0.05}, {"error_feedback", true}}},
+          {"codec", codec},
           {"topology", {{"kind", "ring"}}},
           {"network", {{"rate", "1Gbps"}}}};
 }
@@ -309,8 +341,9 @@ nlohmann::json ring_topk_run(const std::string& device) {
 TEST(RingOnCuda, TopKLearnsAsOnTheCpu) {
   SKIP_WITHOUT_CUDA();
   exact_fp32();
-  const RunResult cpu = Engine(load_scenario(ring_topk_run("cpu"))).run("", nullptr);
-  const RunResult gpu = Engine(load_scenario(ring_topk_run("cuda"))).run("", nullptr);
+  const nlohmann::json topk = {{"kind", "topk"}, {"ratio", 0.05}, {"error_feedback", true}};
+  const RunResult cpu = Engine(load_scenario(ring_run("cpu", topk))).run("", nullptr);
+  const RunResult gpu = Engine(load_scenario(ring_run("cuda", topk))).run("", nullptr);
   EXPECT_EQ(gpu.summary["device"], "cuda");
   // Top-k payloads have a fixed size, so the network sees the same bytes at the same instants.
   EXPECT_EQ(gpu.summary["bytes_on_wire"], cpu.summary["bytes_on_wire"]);
@@ -320,6 +353,54 @@ TEST(RingOnCuda, TopKLearnsAsOnTheCpu) {
   const double gpu_accuracy = gpu.summary["final_accuracy"].get<double>();
   EXPECT_GT(gpu_accuracy, 0.7);
   EXPECT_NEAR(gpu_accuracy, cpu_accuracy, 0.05);
+}
+
+// The other codecs that encode on the device, in a whole run: they learn as on the CPU.
+class RingCodecOnCuda : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(RingCodecOnCuda, LearnsAsOnTheCpu) {
+  SKIP_WITHOUT_CUDA();
+  exact_fp32();
+  const nlohmann::json codec = nlohmann::json::parse(GetParam());
+  const RunResult cpu = Engine(load_scenario(ring_run("cpu", codec))).run("", nullptr);
+  const RunResult gpu = Engine(load_scenario(ring_run("cuda", codec))).run("", nullptr);
+  EXPECT_EQ(gpu.summary["device"], "cuda");
+  const double cpu_accuracy = cpu.summary["final_accuracy"].get<double>();
+  const double gpu_accuracy = gpu.summary["final_accuracy"].get<double>();
+  std::cout << GetParam() << ": final accuracy " << cpu_accuracy << " (CPU), " << gpu_accuracy << " (CUDA)\n";
+  EXPECT_GT(gpu_accuracy, 0.6);
+  EXPECT_NEAR(gpu_accuracy, cpu_accuracy, 0.05);
+}
+
+INSTANTIATE_TEST_SUITE_P(Codecs, RingCodecOnCuda,
+                         ::testing::Values(R"({"kind": "powersgd", "rank": 2})", R"({"kind": "dgc", "density": 0.01})",
+                                           R"({"kind": "qsgd"})", R"({"kind": "onebit"})"));
+
+// PowerSGD's one-worker payload from a gradient on the device: the host's factors to float
+// rounding (matrix products sum in another order), step after step with warm start and
+// error feedback.
+TEST(DeviceCodecs, PowerSgdFactorsMatchTheCpuToRounding) {
+  SKIP_WITHOUT_CUDA();
+  exact_fp32();
+  CodecContext context;
+  context.layers = {{"conv.weight", 0, {64, 32, 3, 3}}, {"conv.bias", 18432, {64}}, {"fc.weight", 18496, {100, 400}}};
+  context.numel = 58496;
+  context.seed = 8;
+  PowerSgdCodec::Options options;
+  PowerSgdCodec on_host(options, context), on_device(options, context);
+  ASSERT_TRUE(on_device.encodes_on_device());
+  torch::manual_seed(9);
+  for (int step = 0; step < 5; ++step) {
+    const torch::Tensor g = torch::randn({context.numel});
+    const Bytes a = on_host.encode(g);
+    const Bytes b = on_device.encode(g.to(kCuda));
+    ASSERT_EQ(a.size(), b.size()) << "step " << step;
+    const double error = relative_error(on_device.decode(ByteSpan(b)), on_host.decode(ByteSpan(a)));
+    std::cout << "powersgd step " << step << ": decoded update relative L2 " << error << "\n";
+    EXPECT_LT(error, 1e-4) << "step " << step;
+    EXPECT_TRUE(on_device.error().is_cuda());
+    EXPECT_LT(relative_error(on_device.error(), on_host.error()), 1e-3) << "step " << step;
+  }
 }
 
 }  // namespace
