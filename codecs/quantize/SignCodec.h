@@ -21,6 +21,8 @@
 // Wire format: header + ceil(n / 8) bytes, bit i = 1 when g_i's sign bit is clear (so +0.0
 // is sent as +1 and -0.0 as -1).
 // Decoded values are +-1. Aggregation: decode-then-sum (the vote needs the sum of signs).
+// On a GPU the bits are the host's, except for a NaN momentum: the sign of a NaN that comes
+// out of arithmetic is the processor's (x86 keeps the operand's, CUDA's is positive).
 #pragma once
 
 #include <cstdint>

@@ -176,13 +176,17 @@ std::string hex_diff(const Bytes& a, const Bytes& b) {
 
 TEST(DeviceCodecs, WriteTheCpuBytesAndDecodeToTheCpuValues) {
   SKIP_WITHOUT_CUDA();
-  const torch::Tensor host = awkward_gradient(100003);
-  const torch::Tensor device = host.to(kCuda);
+  const torch::Tensor with_nan = awkward_gradient(100003);
+  // Signum's momentum passes a NaN through arithmetic, and the sign of the NaN that comes out
+  // is the processor's: x86 keeps the operand's, CUDA returns a canonical positive NaN. So
+  // signum is compared on a gradient without NaN; the others keep the NaN's bits as given.
+  const torch::Tensor without_nan = awkward_gradient(100003, /*with_nan=*/false);
   for (const auto& make : device_codecs()) {
     const auto codec = make();
     ASSERT_TRUE(codec->encodes_on_device()) << codec->name();
+    const torch::Tensor& host = codec->name() == "signum" ? without_nan : with_nan;
     const Bytes from_host = codec->encode(host);
-    const Bytes from_device = make()->encode(device);
+    const Bytes from_device = make()->encode(host.to(kCuda));
     EXPECT_EQ(from_host, from_device) << codec->name() << ": " << hex_diff(from_host, from_device);
     const torch::Tensor on_host = codec->decode(ByteSpan(from_host));
     const torch::Tensor on_device = codec->decode_to(ByteSpan(from_host), kCuda);
