@@ -268,7 +268,13 @@ Bytes PowerSgdCodec::encode(const torch::Tensor& grad) {
   return writer.take();
 }
 
-torch::Tensor PowerSgdCodec::decode(ByteSpan payload) const {
+torch::Tensor PowerSgdCodec::decode(ByteSpan payload) const { return decode_on(payload, c10::Device(c10::kCPU)); }
+
+torch::Tensor PowerSgdCodec::decode_to(ByteSpan payload, const c10::Device& device) const {
+  return decode_on(payload, device);
+}
+
+torch::Tensor PowerSgdCodec::decode_on(ByteSpan payload, const c10::Device& device) const {
   ByteReader reader(payload, kWhat);
   const PayloadHeader h = read_header(reader, CodecId::kPowerSgd, "powersgd", kFormatVersion);
   if (static_cast<std::int64_t>(h.numel) != numel_) {
@@ -277,7 +283,7 @@ torch::Tensor PowerSgdCodec::decode(ByteSpan payload) const {
   }
   const std::uint32_t rank = reader.u32("rank");
   auto floats = [&](std::int64_t count, const char* field) {
-    return read_f32_tensor(reader, count, field);
+    return read_f32_tensor(reader, count, field).to(device);
   };
   if (rank == 0) {
     at::Tensor out = floats(numel_, "dense values");
@@ -288,7 +294,7 @@ torch::Tensor PowerSgdCodec::decode(ByteSpan payload) const {
     reader.fail("rank " + std::to_string(rank) + ", this codec uses rank " +
                 std::to_string(options_.rank));
   }
-  at::Tensor out = at::empty({numel_}, at::kFloat);
+  at::Tensor out = at::empty({numel_}, at::TensorOptions().dtype(at::kFloat).device(device));
   for (const Matrix& m : matrices_) {
     const at::Tensor p = floats(m.rows * m.rank, "P").view({m.rows, m.rank});
     const at::Tensor q = floats(m.cols * m.rank, "Q").view({m.cols, m.rank});

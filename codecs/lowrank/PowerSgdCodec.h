@@ -60,6 +60,8 @@ class PowerSgdCodec : public MultiRoundCodec {
   std::string name() const override { return "powersgd"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// The factors copied to `device` and multiplied there.
+  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// Encode: the whole one-worker exchange, calls 0 to 2 of round_work, plus the payload.
   /// Decode: P Q^T per matrix (2 rows cols r operations) into 4n bytes.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
@@ -103,6 +105,7 @@ class PowerSgdCodec : public MultiRoundCodec {
   /// After the Q sum: the update and the new error.
   void finish_compressed(const at::Tensor& q_sum, int workers);
   void ensure_q();
+  torch::Tensor decode_on(ByteSpan payload, const c10::Device& device) const;
 
   Options options_;
   int workers_;

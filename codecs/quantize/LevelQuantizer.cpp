@@ -347,32 +347,78 @@ Bytes LevelQuantizer::encode_with_tensor_ops(const torch::Tensor& grad) {
   return writer.take();
 }
 
-torch::Tensor LevelQuantizer::decode(ByteSpan payload) const {
+LevelQuantizer::Parsed LevelQuantizer::parse(ByteSpan payload) const {
   const std::string label = name();
   ByteReader reader(payload, label + " payload");
   const PayloadHeader h = read_header(reader, id(), label, kFormatVersion);
-  const std::uint64_t n = h.numel;
-  const std::uint32_t s = reader.u32("levels");
-  if (s == 0 || s > max_levels(scheme_)) {
-    reader.fail("levels = " + std::to_string(s) + " outside [1, " +
+  Parsed p;
+  p.n = h.numel;
+  p.s = reader.u32("levels");
+  if (p.s == 0 || p.s > max_levels(scheme_)) {
+    reader.fail("levels = " + std::to_string(p.s) + " outside [1, " +
                 std::to_string(max_levels(scheme_)) + "]");
   }
-  const std::uint32_t b = reader.u32("bucket size");
-  if (b == 0) reader.fail("bucket size is 0");
-  const std::uint64_t nb = bucket_count(n, b);
-  const unsigned level_bits = bits::width_for(s);
-  const unsigned width = level_bits + 1;
+  p.b = reader.u32("bucket size");
+  if (p.b == 0) reader.fail("bucket size is 0");
+  p.nb = bucket_count(p.n, p.b);
+  p.level_bits = bits::width_for(p.s);
+  const unsigned width = p.level_bits + 1;
   // Exact size before anything is allocated: norms and codes.
-  const std::uint64_t need = 4 * nb + bits::packed_size(n, width);
+  const std::uint64_t need = 4 * p.nb + bits::packed_size(p.n, width);
   if (reader.remaining() != need) {
-    reader.fail("size mismatch: " + std::to_string(n) + " elements in buckets of " +
-                std::to_string(b) + " need " + std::to_string(need) + " bytes after offset " +
+    reader.fail("size mismatch: " + std::to_string(p.n) + " elements in buckets of " +
+                std::to_string(p.b) + " need " + std::to_string(need) + " bytes after offset " +
                 std::to_string(reader.offset()) + ", have " + std::to_string(reader.remaining()));
   }
-  const std::uint8_t* norms_in = reader.take(nb, 4, "norms");
-  const std::uint8_t* codes_in = reader.take(bits::packed_size(n, width), 1, "codes");
+  p.norms = reader.take(p.nb, 4, "norms");
+  p.codes = reader.take(bits::packed_size(p.n, width), 1, "codes");
   reader.expect_end();
-  if (!bits::padding_is_zero(codes_in, n, width)) reader.fail("non-zero padding bits after the last code");
+  if (!bits::padding_is_zero(p.codes, p.n, width)) reader.fail("non-zero padding bits after the last code");
+  return p;
+}
+
+void LevelQuantizer::reject_level(std::uint32_t worst, std::uint32_t s) const {
+  throw DecodeError(name() + " payload: level " + std::to_string(worst) + " exceeds levels = " + std::to_string(s));
+}
+
+torch::Tensor LevelQuantizer::decode_to(ByteSpan payload, const c10::Device& device) const {
+  if (scheme_ != Levels::kUniform) return Codec::decode_to(payload, device);
+  const Parsed p = parse(payload);
+  const auto n = static_cast<std::int64_t>(p.n);
+  const unsigned width = p.level_bits + 1;
+  const auto code_bytes = static_cast<std::int64_t>(bits::packed_size(p.n, width));
+  // The payload's norms and codes cross; codes are unpacked and scaled there.
+  torch::Tensor packed = torch::empty({code_bytes}, torch::kUInt8);
+  if (code_bytes != 0) std::memcpy(packed.data_ptr<std::uint8_t>(), p.codes, static_cast<std::size_t>(code_bytes));
+  std::vector<float> steps(p.nb);
+  for (std::uint64_t j = 0; j < p.nb; ++j) steps[j] = load_f32_le(p.norms + 4 * j) / static_cast<float>(p.s);
+  const auto options = torch::TensorOptions().dtype(torch::kInt).device(device);
+  const torch::Tensor stream = packed.to(device).to(torch::kInt).unsqueeze(1)
+                                   .__rshift__(torch::arange(8, options)).bitwise_and_(1).view({-1});
+  const torch::Tensor codes = stream.slice(0, 0, n * width).view({n, static_cast<std::int64_t>(width)})
+                                  .__lshift__(torch::arange(static_cast<std::int64_t>(width), options)).sum(1);
+  const torch::Tensor level = codes.bitwise_and((std::int64_t{1} << p.level_bits) - 1);  // sum(): int64
+  if (n != 0) {
+    const auto worst = static_cast<std::uint32_t>(level.max().item<std::int64_t>());
+    if (worst > p.s) reject_level(worst, p.s);
+  }
+  const torch::Tensor step = torch::tensor(at::ArrayRef<float>(steps), torch::kFloat).to(device)
+                                 .repeat_interleave(static_cast<std::int64_t>(p.b)).slice(0, 0, n);
+  // l (norm / s), the sign bit set where the code's top bit is (as the host XORs it in).
+  const torch::Tensor magnitude = level.to(torch::kFloat).mul(step);
+  return torch::where(codes.__rshift__(static_cast<std::int64_t>(p.level_bits)).ne(0), magnitude.neg(), magnitude);
+}
+
+torch::Tensor LevelQuantizer::decode(ByteSpan payload) const {
+  const Parsed parsed = parse(payload);
+  const std::uint64_t n = parsed.n;
+  const std::uint32_t s = parsed.s;
+  const std::uint32_t b = parsed.b;
+  const std::uint64_t nb = parsed.nb;
+  const unsigned level_bits = parsed.level_bits;
+  const unsigned width = level_bits + 1;
+  const std::uint8_t* norms_in = parsed.norms;
+  const std::uint8_t* codes_in = parsed.codes;
 
   // Values: uniform l (norm / s); powers of two 0 and norm 2^(l - s). Decoded kChunk codes at a
   // time with branch-free arithmetic; a level above s is remembered and rejected at the end.
@@ -400,7 +446,7 @@ torch::Tensor LevelQuantizer::decode(ByteSpan payload) const {
       worst = w > worst ? w : worst;
     }
   }
-  if (worst > s) reader.fail("level " + std::to_string(worst) + " exceeds levels = " + std::to_string(s));
+  if (worst > s) reject_level(worst, s);
   return out;
 }
 

@@ -44,6 +44,9 @@ class LevelQuantizer : public Codec {
   std::string name() const override;
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// qsgd: the payload's codes and norms copied to `device`, unpacked and scaled there (the
+  /// host decode's values bit for bit); natural_dithering decodes on the host.
+  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// qsgd encodes a gradient on an accelerator with encode_with_tensor_ops.
   bool encodes_on_device() const override { return scheme_ == Levels::kUniform; }
   /// qsgd's encode() with tensor operations wherever grad lives, drawing the next dither key
@@ -67,6 +70,16 @@ class LevelQuantizer : public Codec {
   std::uint32_t levels() const { return levels_; }
 
  private:
+  /// A checked payload: everything but the level bound, which decoding checks as it unpacks.
+  struct Parsed {
+    std::uint64_t n = 0, nb = 0;
+    std::uint32_t s = 0, b = 0;
+    unsigned level_bits = 0;
+    const std::uint8_t* norms = nullptr;
+    const std::uint8_t* codes = nullptr;
+  };
+  Parsed parse(ByteSpan payload) const;
+  [[noreturn]] void reject_level(std::uint32_t worst, std::uint32_t s) const;
   CodecId id() const { return scheme_ == Levels::kUniform ? CodecId::kQsgd : CodecId::kNaturalDithering; }
 
   Levels scheme_;

@@ -327,15 +327,8 @@ torch::Tensor DgcCodec::decode(ByteSpan payload) const {
 }
 
 torch::Tensor DgcCodec::decode_to(ByteSpan payload, const c10::Device& device) const {
-  if (device.is_cpu()) return decode(payload);
-  SparseEntries e = decode_compact_entries(payload, max_elements_, "dgc payload");
-  const auto k = static_cast<std::int64_t>(e.indices.size());
-  std::vector<std::int64_t> index(e.indices.begin(), e.indices.end());
-  torch::Tensor out = torch::zeros({static_cast<std::int64_t>(e.n)},
-                                   torch::TensorOptions().dtype(torch::kFloat).device(device));
-  out.index_put_({torch::from_blob(index.data(), {k}, torch::kLong).to(device)},
-                 torch::from_blob(e.values.data(), {k}, torch::kFloat).to(device));
-  return out;
+  const SparseEntries e = decode_compact_entries(payload, max_elements_, "dgc payload");
+  return scatter_to(e.n, std::vector<std::int64_t>(e.indices.begin(), e.indices.end()), e.values, device);
 }
 
 Bytes DgcCodec::save_state() const {

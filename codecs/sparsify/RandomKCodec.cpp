@@ -10,6 +10,7 @@
 #include "codecs/GradientChecks.h"
 #include "codecs/RatioCounts.h"
 #include "codecs/sparsify/SparseRandom.h"
+#include "codecs/wire/SparseWire.h"
 #include "codecs/wire/WireFormat.h"
 
 namespace gradwire {
@@ -168,6 +169,15 @@ torch::Tensor RandomKCodec::decode(ByteSpan payload) const {
   const std::uint8_t* v = payload.data + p.values_offset;
   for (std::size_t j = 0; j < pos.size(); ++j) dst[pos[j]] = load_f32_le(v + 4 * j);
   return out;
+}
+
+torch::Tensor RandomKCodec::decode_to(ByteSpan payload, const c10::Device& device) const {
+  const Parsed p = parse(payload, max_elements_, *this);
+  const std::vector<std::uint32_t> pos = positions(p.seed, p.n, p.k);
+  std::vector<float> values(pos.size());
+  const std::uint8_t* v = payload.data + p.values_offset;
+  for (std::size_t j = 0; j < pos.size(); ++j) values[j] = load_f32_le(v + 4 * j);
+  return scatter_to(p.n, std::vector<std::int64_t>(pos.begin(), pos.end()), values, device);
 }
 
 void RandomKCodec::accumulate(Bytes& acc, ByteSpan other) const {

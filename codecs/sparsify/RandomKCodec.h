@@ -29,6 +29,8 @@ class RandomKCodec : public Codec {
   std::string name() const override { return "randomk"; }
   Bytes encode(const torch::Tensor& grad) override;
   torch::Tensor decode(ByteSpan payload) const override;
+  /// The positions drawn on the host, the k values scattered on `device`.
+  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   bool encodes_on_device() const override { return true; }
   /// Encode: Floyd's sample of k positions (one random number each, over an n-bit bitmap
   /// written and scanned), the k values gathered, the payload written. Decode regenerates the

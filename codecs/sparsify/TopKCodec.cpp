@@ -13,6 +13,7 @@
 #include "codecs/GradientChecks.h"
 #include "codecs/RatioCounts.h"
 #include "codecs/sparsify/ThresholdSampling.h"
+#include "codecs/wire/SparseWire.h"
 
 namespace gradwire {
 
@@ -303,17 +304,17 @@ Bytes TopKCodec::encode(const torch::Tensor& grad) {
 namespace {
 
 // A validated topk payload: its element count and the k (index, value) pairs, ascending.
-struct SparseEntries {
+struct TopKEntries {
   std::uint64_t n = 0;
   std::uint64_t k = 0;
   const std::uint8_t* indices = nullptr;
   const std::uint8_t* values = nullptr;
 };
 
-SparseEntries read_sparse(ByteSpan payload, std::uint64_t max_elements) {
+TopKEntries read_sparse(ByteSpan payload, std::uint64_t max_elements) {
   ByteReader reader(payload, kWhat);
   const PayloadHeader h = read_header(reader, CodecId::kTopK, "topk", TopKCodec::kFormatVersion);
-  SparseEntries e;
+  TopKEntries e;
   e.n = h.numel;
   const std::uint64_t limit = std::min(max_elements, kMaxAddressable);
   if (e.n > limit) {
@@ -354,7 +355,7 @@ SparseEntries read_sparse(ByteSpan payload, std::uint64_t max_elements) {
 }  // namespace
 
 torch::Tensor TopKCodec::decode_sparse(ByteSpan payload, std::uint64_t max_elements) {
-  const SparseEntries e = read_sparse(payload, max_elements);
+  const TopKEntries e = read_sparse(payload, max_elements);
   torch::Tensor out = torch::zeros({static_cast<std::int64_t>(e.n)}, torch::kFloat);
   float* dst = out.data_ptr<float>();
   for (std::uint64_t i = 0; i < e.k; ++i) {
@@ -364,22 +365,15 @@ torch::Tensor TopKCodec::decode_sparse(ByteSpan payload, std::uint64_t max_eleme
 }
 
 torch::Tensor TopKCodec::decode_to(ByteSpan payload, const c10::Device& device) const {
-  if (device.is_cpu()) return decode(payload);
   // Only the k entries cross to the accelerator; the dense tensor is filled there.
-  const SparseEntries e = read_sparse(payload, max_elements_);
-  const auto k = static_cast<std::int64_t>(e.k);
-  torch::Tensor index = torch::empty({k}, torch::kLong);
-  torch::Tensor value = torch::empty({k}, torch::kFloat);
-  auto* idx = index.data_ptr<std::int64_t>();
-  auto* val = value.data_ptr<float>();
-  for (std::int64_t i = 0; i < k; ++i) {
-    idx[i] = load_u32_le(e.indices + 4 * i);
-    val[i] = load_f32_le(e.values + 4 * i);
+  const TopKEntries e = read_sparse(payload, max_elements_);
+  std::vector<std::int64_t> index(e.k);
+  std::vector<float> value(e.k);
+  for (std::uint64_t i = 0; i < e.k; ++i) {
+    index[i] = load_u32_le(e.indices + 4 * i);
+    value[i] = load_f32_le(e.values + 4 * i);
   }
-  torch::Tensor out = torch::zeros({static_cast<std::int64_t>(e.n)},
-                                   torch::TensorOptions().dtype(torch::kFloat).device(device));
-  out.index_put_({index.to(device)}, value.to(device));
-  return out;
+  return scatter_to(e.n, index, value, device);
 }
 
 torch::Tensor TopKCodec::decode(ByteSpan payload) const {

@@ -449,6 +449,18 @@ SparseEntries decode_compact_entries(ByteSpan payload, std::uint64_t max_element
   return e;
 }
 
+torch::Tensor scatter_to(std::uint64_t n, const std::vector<std::int64_t>& indices,
+                         const std::vector<float>& values, const c10::Device& device) {
+  const auto k = static_cast<std::int64_t>(indices.size());
+  torch::Tensor out = torch::zeros({static_cast<std::int64_t>(n)},
+                                   torch::TensorOptions().dtype(torch::kFloat).device(device));
+  if (k == 0) return out;
+  // from_blob views the vectors; index_put_ copies from them before this returns.
+  out.index_put_({torch::from_blob(const_cast<std::int64_t*>(indices.data()), {k}, torch::kLong).to(device)},
+                 torch::from_blob(const_cast<float*>(values.data()), {k}, torch::kFloat).to(device));
+  return out;
+}
+
 torch::Tensor decode_compact_sparse(ByteSpan payload, std::uint64_t max_elements,
                                     const char* what) {
   const SparseEntries e = decode_compact_entries(payload, max_elements, what);

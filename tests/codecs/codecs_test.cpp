@@ -884,5 +884,24 @@ TEST(TensorOpsEncode, DgcKeepsTheHostSelectionAndBuffers) {
   EXPECT_GT(exact_only, 0);
 }
 
+// The sparse codecs' decode_to scatters on the device it is given, the CPU included: the
+// host decode's tensor.
+TEST(TensorOpsEncode, SparseDecodeToIsTheHostDecode) {
+  const torch::Tensor g = awkward_gradient(10007, /*with_nan=*/false);
+  CodecContext context;
+  context.numel = 10007;
+  context.seed = 5;
+  TopKCodec topk(0.01);
+  RandomKCodec randomk(0.02, /*scale=*/true, context);
+  DgcOptions options;
+  options.warmup = false;
+  DgcCodec dgc(options, context);
+  for (Codec* codec : std::initializer_list<Codec*>{&topk, &randomk, &dgc}) {
+    const Bytes payload = codec->encode(g);
+    EXPECT_TRUE(torch::equal(codec->decode(ByteSpan(payload)), codec->decode_to(ByteSpan(payload), torch::kCPU)))
+        << codec->name();
+  }
+}
+
 }  // namespace
 }  // namespace gradwire

@@ -23,6 +23,7 @@
 #include "codecs/quantize/SignCodec.h"
 #include "codecs/wire/BitPacking.h"
 #include "codecs/wire/WireFormat.h"
+#include "common/DecodeError.h"
 
 namespace gradwire {
 namespace {
@@ -159,6 +160,30 @@ TEST(QuantizerTensorOps, QsgdWritesTheHostLevels) {
       }
     }
   }
+}
+
+// decode_to expands on the device with tensor operations whatever the device, so on the CPU
+// it must give the host decode's values bit for bit, and refuse what decode refuses.
+TEST(QuantizerTensorOps, QsgdDecodeToIsTheHostDecode) {
+  for (std::uint32_t levels : {1u, 4u, 7u, 255u, 65535u}) {
+    for (std::uint32_t bucket : {0u, 100u, 512u}) {
+      LevelQuantizer codec(LevelQuantizer::Levels::kUniform, levels, bucket, LevelQuantizer::Norm::kL2, 4, 0);
+      for (std::int64_t n : {1, 9, 1003}) {
+        const Bytes payload = codec.encode(awkward_gradient(n, /*with_nan=*/n == 1003));
+        const torch::Tensor a = codec.decode(ByteSpan(payload));
+        const torch::Tensor b = codec.decode_to(ByteSpan(payload), torch::kCPU);
+        ASSERT_EQ(a.numel(), b.numel());
+        EXPECT_EQ(std::memcmp(a.data_ptr<float>(), b.data_ptr<float>(), 4 * static_cast<std::size_t>(n)), 0)
+            << "levels " << levels << ", bucket " << bucket << ", n " << n;
+      }
+    }
+  }
+  // A code above s (levels 5 leave room up to 7 in 3 bits) is refused by both.
+  LevelQuantizer codec(LevelQuantizer::Levels::kUniform, 5, 0, LevelQuantizer::Norm::kL2, 4, 0);
+  Bytes payload = codec.encode(torch::ones({8}));
+  payload[kPayloadHeaderSize + 12] |= 0x07;  // element 0's level bits: 7
+  EXPECT_THROW(codec.decode(ByteSpan(payload)), DecodeError);
+  EXPECT_THROW(codec.decode_to(ByteSpan(payload), torch::kCPU), DecodeError);
 }
 
 }  // namespace

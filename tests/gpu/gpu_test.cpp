@@ -271,6 +271,7 @@ TEST(DeviceCodecs, QuantisersWriteTheCpuBitsAndSumsWithinTolerance) {
     for (int step = 0; step < 3; ++step) {
       const Bytes x = a.encode(long_host), y = b.encode(long_host.to(kCuda));
       testing::expect_qsgd_payloads_match(a, x, y, "qsgd on CUDA, bucket " + std::to_string(bucket));
+      same_decode(b, y);
     }
   }
 }
@@ -402,6 +403,8 @@ TEST(DeviceCodecs, PowerSgdFactorsMatchTheCpuToRounding) {
     const double error = relative_error(on_device.decode(ByteSpan(b)), on_host.decode(ByteSpan(a)));
     std::cout << "powersgd step " << step << ": decoded update relative L2 " << error << "\n";
     EXPECT_LT(error, 1e-4) << "step " << step;
+    EXPECT_LT(relative_error(on_device.decode_to(ByteSpan(b), kCuda), on_device.decode(ByteSpan(b))), 1e-6)
+        << "step " << step << ": P Q^T on the GPU";
     EXPECT_TRUE(on_device.error().is_cuda());
     EXPECT_LT(relative_error(on_device.error(), on_host.error()), 1e-3) << "step " << step;
   }
