@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <system_error>
 
@@ -15,6 +16,52 @@
 namespace gradwire {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+/// Whether process `pid` still runs. A zombie, or a process already tearing itself down after
+/// SIGKILL (the kernel's PF_EXITING flag in /proc/PID/stat), will never finish a staging
+/// folder, although kill(pid, 0) still finds it for a moment after it was killed.
+bool process_runs(long pid) {
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!stat || !std::getline(stat, text)) return true;  // cannot tell: keep its folder
+  // After "pid (comm) ": state, ppid, pgrp, session, tty_nr, tpgid, flags. comm may hold
+  // spaces and parentheses, so fields are counted from the last ')'.
+  const std::size_t close = text.rfind(')');
+  if (close == std::string::npos) return true;
+  std::istringstream fields(text.substr(close + 1));
+  char state = 0;
+  long ppid = 0, pgrp = 0, session = 0, tty = 0, tpgid = 0;
+  unsigned long flags = 0;
+  if (!(fields >> state >> ppid >> pgrp >> session >> tty >> tpgid >> flags)) return true;
+  constexpr unsigned long kExiting = 0x4;  // PF_EXITING
+  return state != 'Z' && state != 'X' && state != 'x' && (flags & kExiting) == 0;
+}
+
+/// Removes `<base>/.<name>.partial-<pid>` folders whose process no longer runs, except
+/// `keep`: left by a run killed without a chance to clean up (SIGKILL, a power cut), nobody
+/// will finish them. Those of running processes are theirs and stay.
+void remove_abandoned_staging(const fs::path& base, const std::string& name,
+                              const std::string& keep) {
+  const std::string prefix = "." + name + ".partial-";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(base, ec)) {
+    const std::string file = entry.path().filename().string();
+    if (file.rfind(prefix, 0) != 0 || entry.path().string() == keep) continue;
+    const char* digits = file.c_str() + prefix.size();
+    char* end = nullptr;
+    const long pid = std::strtol(digits, &end, 10);
+    if (end == digits || *end != '\0' || pid <= 0) continue;
+    if (!process_runs(pid)) {
+      std::error_code ignored;
+      fs::remove_all(entry.path(), ignored);
+    }
+  }
+}
+
+}  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
@@ -52,20 +99,10 @@ RunDirectory::RunDirectory(const std::string& parent, const std::string& name) {
   const fs::path base = parent.empty() ? fs::path(".") : fs::path(parent);
   staging_ = (base / ("." + name + ".partial-" + std::to_string(::getpid()))).string();
   final_ = (base / name).string();
+  name_ = name;
   std::error_code ec;
   fs::remove_all(staging_, ec);
-  // Staging folders of this name whose process is gone were left by a run killed without a
-  // chance to clean up (SIGKILL, a power cut): nobody will finish them.
-  const std::string prefix = "." + name + ".partial-";
-  for (const auto& entry : fs::directory_iterator(base, ec)) {
-    const std::string file = entry.path().filename().string();
-    if (file.rfind(prefix, 0) != 0) continue;
-    const long pid = std::strtol(file.c_str() + prefix.size(), nullptr, 10);
-    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
-      std::error_code ignored;
-      fs::remove_all(entry.path(), ignored);
-    }
-  }
+  remove_abandoned_staging(base, name_, staging_);
   InterruptCleanup::remember_folder(staging_);
   fs::create_directories(staging_);
 }
@@ -81,6 +118,9 @@ RunDirectory::~RunDirectory() {
 void RunDirectory::commit() {
   // Not while an interruption is removing the staging folder; afterwards it is forgotten.
   InterruptCleanup::exclusive([this] { commit_now(); });
+  // Again at the end: a run killed just before this one started may have been still exiting
+  // then.
+  remove_abandoned_staging(fs::path(final_).parent_path(), name_, staging_);
 }
 
 void RunDirectory::commit_now() {
@@ -94,6 +134,7 @@ void RunDirectory::commit_now() {
   if (ec) throw std::runtime_error("cannot move results into " + final_ + ": " + ec.message());
   committed_ = true;
   fs::remove_all(old, ec);
+  InterruptCleanup::committed_locked();
 }
 
 }  // namespace gradwire

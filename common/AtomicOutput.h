@@ -20,7 +20,8 @@ class RunDirectory {
  public:
   /// Prepares `<parent>/.<name>.partial-<pid>` (created now; removed if the process is
   /// interrupted, see InterruptCleanup), and removes staging folders of `name` left by
-  /// processes that no longer exist.
+  /// processes that no longer run (gone, zombies, or exiting after a kill); commit() looks
+  /// again.
   RunDirectory(const std::string& parent, const std::string& name);
   /// Removes the staging directory if commit() was never reached.
   ~RunDirectory();
@@ -37,6 +38,7 @@ class RunDirectory {
  private:
   void commit_now();
 
+  std::string name_;
   std::string staging_;
   std::string final_;
   bool committed_ = false;

@@ -27,6 +27,15 @@ std::set<pid_t>& children() {
   static std::set<pid_t> c;
   return c;
 }
+// finish_with_commit() was called / its commit is done (both under registry_mutex()).
+bool& finish_armed() {
+  static bool armed = false;
+  return armed;
+}
+bool& finished() {
+  static bool done = false;
+  return done;
+}
 std::function<void(int)>& diverted_to() {
   static std::function<void(int)> handler;
   return handler;
@@ -41,9 +50,21 @@ sigset_t interrupt_signals() {
   return set;
 }
 
-[[noreturn]] void clean_up_and_exit(int signal) {
+const char* signal_name(int signal) {
+  return signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGHUP";
+}
+
+/// Returns only when the command's results are already committed (the signal is ignored).
+void clean_up_and_exit(int signal) {
   // Holding the lock to the end: nothing can register, commit or rename any more.
   registry_mutex().lock();
+  if (finished()) {
+    registry_mutex().unlock();
+    std::fprintf(stderr, "gradwire: %s ignored: the results are already in place\n",
+                 signal_name(signal));
+    std::fflush(stderr);
+    return;
+  }
   for (pid_t child : children()) ::kill(child, SIGTERM);
   std::size_t removed = 0;
   for (const std::string& folder : folders()) {
@@ -52,8 +73,7 @@ sigset_t interrupt_signals() {
   }
   std::fprintf(stderr, "gradwire: interrupted by %s; stopped %zu child process(es), removed %zu "
                        "unfinished output folder(s)\n",
-               signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGHUP",
-               children().size(), removed);
+               signal_name(signal), children().size(), removed);
   std::fflush(stderr);
   std::_Exit(128 + signal);
 }
@@ -77,7 +97,10 @@ void InterruptCleanup::install() {
           std::lock_guard<std::mutex> lock(registry_mutex());
           handler = diverted_to();
         }
-        if (!handler) clean_up_and_exit(signal);
+        if (!handler) {
+          clean_up_and_exit(signal);
+          continue;
+        }
         handler(signal);
       }
     }).detach();
@@ -102,6 +125,15 @@ void InterruptCleanup::remember_child(pid_t pid) {
 void InterruptCleanup::forget_child(pid_t pid) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   children().erase(pid);
+}
+
+void InterruptCleanup::finish_with_commit() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  finish_armed() = true;
+}
+
+void InterruptCleanup::committed_locked() {
+  if (finish_armed()) finished() = true;
 }
 
 void InterruptCleanup::divert(std::function<void(int)> handler) {

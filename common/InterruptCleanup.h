@@ -31,6 +31,13 @@ class InterruptCleanup {
     action();
   }
 
+  /// For a command whose work ends with committing one run folder (run, serve): once that
+  /// commit is done, an interruption is ignored (the command finishes and exits 0), so a late
+  /// SIGINT does not report a completed run as interrupted.
+  static void finish_with_commit();
+  /// Called by RunDirectory::commit inside exclusive(), once its folder is in place.
+  static void committed_locked();
+
   /// While a handler is set, an interruption calls it on the signal thread instead of the
   /// clean-up above: for a command whose clean-up needs more than killing children and removing
   /// folders (network namespaces, TAP devices). The command then exits 128 + the signal itself.

@@ -16,6 +16,7 @@
 #include "common/SelfExecutable.h"
 #include "sim/cli/AnalysisScripts.h"
 #include "sim/cli/Cli.h"
+#include "sim/cli/OptionChecks.h"
 #include "sim/engine/ComputeTime.h"
 #include "sim/engine/ScenarioLoader.h"
 #include "sim/study/CodecScreening.h"
@@ -72,6 +73,7 @@ CLI::App* add_advise_command(CLI::App& app, AdviseCommandOptions& o) {
       "advise", "Rank codec families by projected time to the scenario's target (screening runs)");
   cmd->add_option("file", o.file, "scenario JSON file (with training.target_accuracy)")->required();
   cmd->add_option("--budget", o.budget_minutes, "wall-clock minutes for the whole advice (default 10)")
+      ->check(finite_number())
       ->check(CLI::Range(0.1, 10080.0));
   cmd->add_option("-j,--jobs", o.jobs, "screening runs at once (default: one per core)")
       ->check(CLI::Range(1, 256));

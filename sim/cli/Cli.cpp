@@ -8,6 +8,7 @@
 #include "codecs/CodecRegistry.h"
 #include "common/AtomicOutput.h"
 #include "common/ConfigError.h"
+#include "common/InterruptCleanup.h"
 #include "common/ParamSpec.h"
 #include "netmodels/NetworkRegistry.h"
 #include "nodes/schemes/SchemeRegistry.h"
@@ -269,6 +270,8 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
                           "expected a folder where run folders can be made; " + parent + ": " +
                               problem);
       }
+      // Once the run folder is in place the run has succeeded: a late SIGINT is not exit 130.
+      InterruptCleanup::finish_with_commit();
       if (processes) {
         RunResult result = run_with_processes(scenario, parent, quiet ? nullptr : &err, err);
         out << "results: " << result.directory << "\n";

@@ -1,10 +1,12 @@
 #include "sim/cli/EmulateCommand.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <ostream>
 
 #include "common/ConfigError.h"
 #include "sim/cli/Cli.h"
+#include "sim/cli/OptionChecks.h"
 #include "sim/emulate/Emulation.h"
 #include "sim/emulate/EmulationPrivileges.h"
 #include "sim/emulate/EmulationError.h"
@@ -17,8 +19,8 @@ namespace {
 double number_of(const std::string& option, const std::string& text) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end == nullptr || *end != '\0') {
-    throw ConfigError(option, "expected a number; got \"" + text + "\"");
+  if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(value)) {
+    throw ConfigError(option, "expected a finite number; got \"" + text + "\"");
   }
   return value;
 }
@@ -53,9 +55,9 @@ ParsedEmulate parse(const std::vector<std::string>& args) {
     } else if (a == "--set") {
       p.overrides.push_back(value(a));
     } else if (a == "--max-lag") {
-      p.options.max_lag_s = number_of(a, value(a)) / 1e3;
+      p.options.max_lag_s = checked_duration(a, number_of(a, value(a)), 1e-3);
     } else if (a == "--timeout") {
-      p.options.timeout_s = number_of(a, value(a));
+      p.options.timeout_s = checked_duration(a, number_of(a, value(a)));
     } else if (a == "--master-port") {
       const double port = number_of(a, value(a));
       if (port < 1 || port > 65535 || port != static_cast<int>(port)) {

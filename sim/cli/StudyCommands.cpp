@@ -38,10 +38,14 @@ int run_sweep_command(const SweepCommandOptions& o, std::ostream& out, std::ostr
   SweepPlan plan = SweepPlan::load(o.file);
   // Checked as `run` checks its folder, before anything is written: a file, a read-only mount
   // or /proc is a clear exit 2, not a filesystem error from deep in the runner.
-  const std::string problem = prepare_output_parent(o.out_dir);
-  if (!problem.empty()) {
-    throw ConfigError("--out", "expected a folder where the sweep folder can be made; " +
-                                   o.out_dir + ": " + problem);
+  // The sweep folder itself too: a file of the sweep's name there is no place for its runs.
+  const std::string folder = (fs::path(o.out_dir) / plan.name).string();
+  for (const std::string& dir : {o.out_dir, folder}) {
+    const std::string problem = prepare_output_parent(dir);
+    if (!problem.empty()) {
+      throw ConfigError("--out", "expected a folder where the sweep folder can be made; " + dir +
+                                     ": " + problem);
+    }
   }
   SweepOptions options;
   options.jobs = o.jobs;

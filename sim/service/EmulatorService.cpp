@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 #include <ostream>
 
 #include <ns3/core-module.h>
@@ -17,6 +18,7 @@
 #include "sim/service/ClockSynchronizer.h"
 #include "sim/service/CurveKeys.h"
 #include "sim/service/HostLayout.h"
+#include "sim/service/PeerConnections.h"
 #include "sim/service/ReportParser.h"
 #include "sim/service/ServiceMetrics.h"
 #include "sim/service/ServiceRegistration.h"
@@ -42,12 +44,14 @@ struct EmulatorService::Impl final : ClockSynchronizer::Exchange {
   struct Incoming {
     std::string identity;
     ProtocolMessage message;
+    int fd = -1;  // the connection it came from (-1: not known)
   };
 
   Scenario sc;
   ServiceOptions opt;
   zmq::context_t context{1};
   zmq::socket_t socket{context, zmq::socket_type::router};
+  PeerConnections peers{context, socket};  // before bind: every connection is seen accepted
   std::string endpoint;
 
   HostLayout layout;
@@ -58,6 +62,7 @@ struct EmulatorService::Impl final : ClockSynchronizer::Exchange {
 
   std::ostream* log = nullptr;
   Clock::time_point wall_start;
+  std::map<std::string, Clock::time_point> welcomed_at;  // registered clients, before the run
 
   Impl(Scenario scenario, ServiceOptions options)
       : sc(std::move(scenario)),
@@ -107,6 +112,14 @@ struct EmulatorService::Impl final : ClockSynchronizer::Exchange {
     if (!receive_frames(socket, timeout_ms, frames)) return false;
     if (frames.empty()) return false;
     in.identity = frames[0].to_string();
+    // The routing id frame is made by the ROUTER; the frames after it came off the connection.
+    in.fd = -1;
+    if (frames.size() > 1) {
+      try {
+        in.fd = frames[1].get(ZMQ_SRCFD);
+      } catch (const zmq::error_t&) {
+      }
+    }
     frames.erase(frames.begin());
     try {
       in.message = decode_frames(frames, opt.max_message_bytes);
@@ -226,6 +239,46 @@ struct EmulatorService::Impl final : ClockSynchronizer::Exchange {
     }
   }
 
+  /// Frees the hosts of clients whose connection has closed before the run started.
+  void free_closed_registrations() {
+    for (const std::string& identity : peers.drain()) {
+      if (const auto h = registration.release(identity)) {
+        note(layout.host_name(*h) + " is free again: its client disconnected before the run "
+                                    "started");
+      }
+      welcomed_at.erase(identity);
+    }
+  }
+
+  /// Frees the hosts of clients that did not answer their welcome within --client-timeout, as
+  /// any command must be answered: a client that is connected but silent holds no host for ever.
+  void free_silent_registrations() {
+    for (const auto& [h, identity] : registration.unreported_registrations()) {
+      const auto it = welcomed_at.find(identity);
+      if (it == welcomed_at.end() || seconds_since(it->second) <= opt.client_timeout_s) continue;
+      registration.release(identity);
+      peers.forget(identity);
+      welcomed_at.erase(it);
+      note(layout.host_name(h) + " is free again: its client sent no report within " +
+           std::to_string(opt.client_timeout_s) + " s of its welcome");
+    }
+  }
+
+  void register_message(Incoming& in) {
+    // Closes that happened before this message was sent are queued by now (PeerConnections).
+    free_closed_registrations();
+    if (in.message.type() == "hello" && in.fd >= 0 && peers.closed(in.fd)) {
+      note("a hello from a client that has already disconnected was ignored");
+      return;
+    }
+    const bool known = registration.host_of(in.identity).has_value();
+    handle_registration(in);
+    if (!known && registration.host_of(in.identity)) {
+      if (in.fd >= 0) peers.remember(in.identity, in.fd);
+      welcomed_at[in.identity] = Clock::now();
+    }
+  }
+
   bool register_all() {
     const auto deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -233,6 +286,8 @@ struct EmulatorService::Impl final : ClockSynchronizer::Exchange {
     while (!registration.all_reported()) {
       check_lost_hosts();
       if (sync.ending()) return false;
+      free_closed_registrations();
+      free_silent_registrations();
       if (Clock::now() >= deadline) {
         sync.finish_run("registration_timeout",
                         "not every host registered within " +
@@ -242,8 +297,10 @@ struct EmulatorService::Impl final : ClockSynchronizer::Exchange {
         return false;
       }
       Incoming in;
-      if (poll_one(kPollSliceMs, in)) handle_registration(in);
+      if (poll_one(kPollSliceMs, in)) register_message(in);
     }
+    // Every host is played by a client that answered: nothing more to map.
+    peers.stop();
     return true;
   }
 

@@ -103,6 +103,25 @@ nlohmann::json ServiceRegistration::welcome(std::uint32_t h, const std::string& 
   return w;
 }
 
+std::optional<std::uint32_t> ServiceRegistration::release(const std::string& identity) {
+  const auto it = by_identity_.find(identity);
+  if (it == by_identity_.end()) return std::nullopt;
+  const std::uint32_t h = it->second;
+  clients_[h] = Client{};
+  by_identity_.erase(it);
+  if (progress_) *progress_ << "[" << scenario_.name << "] " << layout_.host_name(h) << " free again\n";
+  return h;
+}
+
+std::vector<std::pair<std::uint32_t, std::string>> ServiceRegistration::unreported_registrations()
+    const {
+  std::vector<std::pair<std::uint32_t, std::string>> out;
+  for (std::uint32_t h = 0; h < layout_.hosts; ++h) {
+    if (!clients_[h].identity.empty() && !clients_[h].reported) out.emplace_back(h, clients_[h].identity);
+  }
+  return out;
+}
+
 bool ServiceRegistration::all_reported() const {
   for (const Client& c : clients_) {
     if (!c.reported) return false;

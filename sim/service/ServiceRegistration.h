@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -33,6 +34,13 @@ class ServiceRegistration {
   /// welcome to send for a hello, nothing for a report. ProtocolError when the message is out
   /// of place or invalid; nothing is registered then.
   std::optional<nlohmann::json> handle(const std::string& identity, ProtocolMessage& message);
+
+  /// Frees the host the client at `identity` registered as, before the run starts (its
+  /// connection closed, or it did not answer its welcome in time): another client may then say
+  /// hello for it. Returns the host freed; nothing for an unknown client.
+  std::optional<std::uint32_t> release(const std::string& identity);
+  /// Hosts registered whose client has not answered its welcome yet, with their identities.
+  std::vector<std::pair<std::uint32_t, std::string>> unreported_registrations() const;
 
   bool all_reported() const;
   /// The hosts that have not reported yet, and whether they registered, for people.

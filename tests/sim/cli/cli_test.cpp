@@ -1,4 +1,5 @@
 // The gradwire executable: exit codes, messages naming the JSON path, nothing written on error.
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -195,6 +196,128 @@ TEST_F(Cli, AnInterruptedRunLeavesNothingBehind) {
   EXPECT_EQ(run("run " + write("s.json", kGood) + " --out " + out.string()).code, 0);
   EXPECT_FALSE(has_staging_folder(out));
   EXPECT_TRUE(fs::exists(out / "cli" / "summary.json"));
+}
+
+// A run killed with SIGKILL may not be reaped yet when the next run starts (its parent, a
+// sweep, was killed too): a zombie's staging folder is removed, a running process's is kept.
+TEST_F(Cli, StagingFoldersOfZombiesAreRemovedThoseOfRunningProcessesKept) {
+  const pid_t zombie = ::fork();
+  if (zombie == 0) ::_exit(0);
+  const pid_t sleeper = ::fork();
+  if (sleeper == 0) {
+    ::execl("/bin/sleep", "sleep", "60", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Not reaped: until waitpid, kill(zombie, 0) still finds it.
+  for (int i = 0; i < 100; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(zombie) + "/stat");
+    std::string text;
+    std::getline(stat, text);
+    if (text.find(") Z ") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const fs::path out = dir_ / "restart";
+  const fs::path of_zombie = out / (".cli.partial-" + std::to_string(zombie));
+  const fs::path of_sleeper = out / (".cli.partial-" + std::to_string(sleeper));
+  fs::create_directories(of_zombie);
+  fs::create_directories(of_sleeper);
+  const Result r = run("run -q " + write("s.json", kGood) + " --out " + out.string());
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_FALSE(fs::exists(of_zombie));
+  EXPECT_TRUE(fs::exists(of_sleeper));
+  EXPECT_TRUE(fs::exists(out / "cli" / "summary.json"));
+  ::kill(sleeper, SIGKILL);
+  ::waitpid(sleeper, nullptr, 0);
+  ::waitpid(zombie, nullptr, 0);
+}
+
+// A SIGINT that arrives once the run folder is in place does not make the run exit 130. The
+// run is held between its commit and its exit by a full stdout pipe: "results:" is the only
+// thing `run -q` writes there, after the commit.
+TEST_F(Cli, ASigintAfterTheResultsAreCommittedDoesNotFailTheRun) {
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const int capacity = ::fcntl(pipe_fds[1], F_GETPIPE_SZ);
+  ASSERT_GT(capacity, 0);
+  ::fcntl(pipe_fds[1], F_SETFL, O_NONBLOCK);
+  const std::string filler(static_cast<std::size_t>(capacity), 'x');
+  while (::write(pipe_fds[1], filler.data(), filler.size()) > 0) {
+  }
+  ::fcntl(pipe_fds[1], F_SETFL, 0);
+  const fs::path out = dir_ / "late";
+  const std::string scenario = write("s.json", kGood);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(pipe_fds[1], 1);
+    ::close(pipe_fds[0]);
+    if (FILE* null = std::fopen("/dev/null", "w")) ::dup2(fileno(null), 2);
+    ::execl(GRADWIRE_BINARY, GRADWIRE_BINARY, "run", "-q", scenario.c_str(), "--out",
+            out.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  bool committed = false;
+  for (int i = 0; i < 600 && !committed; ++i) {  // up to 60 s for LibTorch to load and train
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    committed = fs::exists(out / "cli" / "summary.json");
+  }
+  EXPECT_TRUE(committed);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // blocked on stdout by now
+  ::kill(pid, SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::string tail;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) > 0;) tail.append(buf, static_cast<std::size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_NE(tail.find("results: "), std::string::npos);
+  EXPECT_TRUE(fs::exists(out / "cli" / "summary.json"));
+}
+
+struct OptionCase {
+  std::string args;
+  std::string option;
+};
+
+void expect_exit_two_naming_the_option(const std::vector<OptionCase>& cases) {
+  for (const OptionCase& c : cases) {
+    const Result r = run(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.option), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+// Every duration option is a finite number of seconds > 0 that the clocks can hold (1e300 s
+// once fired at once) and NaN is no limit: exit 2 naming the option, before anything runs.
+TEST_F(Cli, DurationsThatAreNotFinitePositiveAndHoldableExitTwoNamingTheOption) {
+  const std::string scenario = write("s.json", kGood);
+  std::vector<OptionCase> cases;
+  for (const std::string v : {"nan", "1e300", "0"}) {
+    cases.push_back({"serve " + scenario + " --bind tcp://127.0.0.1:* --register-timeout " + v,
+                     "--register-timeout"});
+    cases.push_back({"serve " + scenario + " --register-timeout 1 --bind tcp://127.0.0.1:* "
+                     "--client-timeout " + v, "--client-timeout"});
+    cases.push_back({"worker --connect tcp://127.0.0.1:1 --rank 0 --timeout " + v, "--timeout"});
+    cases.push_back({"emulate " + scenario + " --timeout " + v + " -- true", "--timeout"});
+    cases.push_back({"emulate " + scenario + " --max-lag " + v + " -- true", "--max-lag"});
+  }
+  cases.push_back({"advise " + scenario + " --budget nan", "--budget"});
+  expect_exit_two_naming_the_option(cases);
+}
+
+// A port outside 1-65535 is exit 2 naming the option (ZeroMQ took 99999 as 34463).
+TEST_F(Cli, PortsOutsideOneTo65535ExitTwoNamingTheOption) {
+  const std::string scenario = write("s.json", kGood);
+  std::vector<OptionCase> cases;
+  for (const std::string port : {"99999", "0", "x"}) {
+    cases.push_back({"serve " + scenario + " --register-timeout 1 --bind tcp://127.0.0.1:" + port,
+                     "--bind"});
+    cases.push_back({"worker --rank 0 --timeout 1 --connect tcp://127.0.0.1:" + port, "--connect"});
+  }
+  expect_exit_two_naming_the_option(cases);
 }
 
 TEST_F(Cli, ModelsListsTheZooWithItsKeys) {

@@ -596,6 +596,77 @@ TEST(Faults, HostsThatNeverRegisterEndTheServiceAfterTheRegistrationTimeout) {
   EXPECT_NE(r.message.find("worker 1 (never registered)"), std::string::npos) << r.message;
 }
 
+/// Says hello for `rank` until welcomed or `seconds` pass (a host is busy until the service has
+/// seen its former client go). Whether the welcome came.
+bool welcomed_within(ServiceConnection& c, int rank, double seconds) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+  while (Clock::now() < deadline) {
+    c.send(hello(rank));
+    const ProtocolMessage m = expect_message(c);
+    if (m.type() == "welcome") return true;
+    if (m.header.value("code", "") != "bad_host") return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// A client that says hello and disconnects holds no host: the worker that comes after it is
+// welcomed and the run completes (the service sees the close through its socket monitor).
+TEST(Faults, AHostWhoseClientDisconnectsAfterHelloIsFreeAgain) {
+  ServiceOptions options;
+  options.client_timeout_s = 30;  // longer than the test: only the disconnect can free it
+  options.register_timeout_s = 12;
+  ServiceThread service(small_scenario(2, "ring"), options);
+  ConnectionOptions co{service.endpoint(), "", 1ull << 32};
+  for (int round = 0; round < 3; ++round) {  // later ghosts' connections may reuse the fd
+    auto ghost = std::make_unique<ServiceConnection>(co);
+    ASSERT_TRUE(welcomed_within(*ghost, 0, 3)) << "round " << round << "\n" << service.log();
+    if (round == 1) ghost->send(report(0, 1000));  // even a host that reported is freed
+    ghost.reset();
+  }
+  ServiceConnection a(co), b(co);
+  ASSERT_TRUE(welcomed_within(a, 0, 3)) << service.log();
+  ASSERT_TRUE(welcomed_within(b, 1, 3)) << service.log();
+  a.send(report(0, 1000));
+  b.send(report(0, 5000));
+  ProtocolMessage cmd = expect_message(a);
+  ASSERT_EQ(cmd.type(), "advance");
+  a.send(report(cmd.header["seq"], std::nullopt, true));
+  finish_run(service, a, b);
+  EXPECT_NE(service.log().find("worker 0 is free again: its client disconnected"),
+            std::string::npos) << service.log();
+}
+
+// A client that says hello and then stays silent holds its host only for --client-timeout.
+TEST(Faults, AHostWhoseClientNeverAnswersItsWelcomeIsFreedAfterTheClientTimeout) {
+  ServiceOptions options;
+  options.client_timeout_s = 0.5;
+  options.register_timeout_s = 10;
+  ServiceThread service(small_scenario(2, "ring"), options);
+  ConnectionOptions co{service.endpoint(), "", 1ull << 32};
+  ServiceConnection silent(co), a(co), b(co);
+  silent.send(hello(0));
+  EXPECT_EQ(expect_message(silent).type(), "welcome");
+  a.send(hello(0));
+  EXPECT_EQ(expect_error(a), "bad_host");  // taken while the silent client may still answer
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  a.send(hello(0));
+  ASSERT_EQ(expect_message(a).type(), "welcome") << service.log();
+  b.send(hello(1));
+  ASSERT_EQ(expect_message(b).type(), "welcome");
+  // The silent client's late answer is refused; it does not end the service.
+  silent.send(report(0, 1000));
+  EXPECT_EQ(expect_error(silent), "unknown_client");
+  a.send(report(0, 1000));
+  b.send(report(0, 5000));
+  ProtocolMessage cmd = expect_message(a);
+  ASSERT_EQ(cmd.type(), "advance");
+  a.send(report(cmd.header["seq"], std::nullopt, true));
+  finish_run(service, a, b);
+  EXPECT_NE(service.log().find("worker 0 is free again: its client sent no report"),
+            std::string::npos) << service.log();
+}
+
 TEST(Faults, AWorkerProcessThatDiesEndsTheRunWithAnError) {
   // A worker process that cannot run (rank outside the scenario) exits; the service started
   // by the test is told by nobody and times the registration out, but the worker's own exit

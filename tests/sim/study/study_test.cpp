@@ -457,12 +457,16 @@ TEST_F(Study, EmitSlurmWritesAnArrayJobAndRunsNothing) {
   }
 }
 
-// An --out that cannot hold the sweep folder (a file, somewhere under /proc) is exit 2 naming
-// --out, for running, --emit-slurm and --collect alike, before anything is written.
+// An --out that cannot hold the sweep folder (a file, somewhere under /proc, a folder where a
+// file has the sweep's name) is exit 2 naming --out, for running, --emit-slurm and --collect
+// alike, before anything is written.
 TEST_F(Study, SweepRefusesAnOutputThatCannotHoldItsFolder) {
   std::ofstream(dir_ / "sweep.json") << sweep_doc().dump(2);
   std::ofstream(dir_ / "a-file") << "x";
-  for (const std::string& out : {(dir_ / "a-file").string(), std::string("/proc/gradwire-sweep")}) {
+  fs::create_directories(dir_ / "holder");
+  std::ofstream(dir_ / "holder" / "tiny") << "x";
+  for (const std::string& out : {(dir_ / "a-file").string(), std::string("/proc/gradwire-sweep"),
+                                 (dir_ / "holder").string()}) {
     for (const std::string mode : {"", " --emit-slurm", " --collect"}) {
       const Result r = run("sweep " + (dir_ / "sweep.json").string() + " --out " + out + mode);
       EXPECT_EQ(r.code, 2) << out << mode << "\n" << r.output;
