@@ -585,6 +585,13 @@ TEST_F(Emulate, WithoutPrivilegesItRefusesAndMakesNothing) {
   EXPECT_NE(shell_output("cat " + log).find("needs root"), std::string::npos)
       << shell_output("cat " + log);
   expect_nothing_left(pid, {});
+  // --clean too: it says why instead of failing halfway.
+  const pid_t cleaner = start_gradwire({"emulate", "--clean"}, log,
+                                       {setpriv.substr(0, setpriv.find('\n')), "--reuid=65534",
+                                        "--regid=65534", "--clear-groups"});
+  EXPECT_EQ(wait_for(cleaner, 30), 2) << shell_output("cat " + log);
+  EXPECT_NE(shell_output("cat " + log).find("needs root"), std::string::npos)
+      << shell_output("cat " + log);
 }
 
 /// The numbers the hosts printed after `word` ("[hN] word 1234").
