@@ -124,8 +124,8 @@ std::string emulate_usage() {
          "                     namespaces, TAPs and the processes inside), say what, exit 0;\n"
          "                     every run does this first (usage: gradwire emulate --clean)\n"
          "\n"
-         "Output lines longer than " + std::to_string(kMaxOutputLineBytes / 1024) + " KiB are cut: the rest is dropped and counted\n"
-         "(\"[... N bytes cut]\").\n"
+         "Output lines longer than " + std::to_string(kMaxOutputLineBytes / 1024) +
+         " KiB are cut: the rest is dropped and counted (\"[... N bytes cut]\").\n"
          "\n"
          "Exit status: the first failing command's; 124 after --timeout; 3 when ns-3 fell\n"
          "behind --max-lag; 2 for bad input or missing privileges; 128+N on signal N.\n";

@@ -130,7 +130,8 @@ void CommandRunner::pump(Child& child, const std::string& label) {
   const char* at = buffer;
   const char* const end = buffer + n;
   while (at < end) {
-    const auto* newline = static_cast<const char*>(std::memchr(at, '\n', static_cast<std::size_t>(end - at)));
+    const auto* newline =
+        static_cast<const char*>(std::memchr(at, '\n', static_cast<std::size_t>(end - at)));
     const char* stop = newline != nullptr ? newline : end;
     const auto length = static_cast<std::size_t>(stop - at);
     const std::size_t room = kMaxOutputLineBytes - child.pending.size();

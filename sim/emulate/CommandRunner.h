@@ -1,10 +1,11 @@
 // Runs one command per emulated host and watches them: each in its own process group inside
 // its host's namespace (`ip netns exec`), stdout and stderr streamed line by line with the
-// host's label in front (a line longer than kMaxOutputLineBytes is cut, with a marker). The first command to fail decides the exit status, and the others
-// are then stopped (a distributed job whose peer died would otherwise wait forever); so are
-// all of them on an interruption, an abort or the timeout. SIGTERM first, SIGKILL to the
-// whole process group after a grace period, and at the end SIGKILL to every group and to every
-// process left in the hosts' namespaces (detached ones included), so nothing outlives the run.
+// host's label in front (a line longer than kMaxOutputLineBytes is cut, with a marker). The
+// first command to fail decides the exit status, and the others are then stopped (a
+// distributed job whose peer died would otherwise wait forever); so are all of them on an
+// interruption, an abort or the timeout. SIGTERM first, SIGKILL to the whole process group
+// after a grace period, and at the end SIGKILL to every group and to every process left in
+// the hosts' namespaces (detached ones included), so nothing outlives the run.
 #pragma once
 
 #include <atomic>
