@@ -7,9 +7,11 @@
 #include "common/ConfigError.h"
 #include "sim/cli/Cli.h"
 #include "sim/cli/OptionChecks.h"
+#include "sim/emulate/CommandRunner.h"
 #include "sim/emulate/Emulation.h"
 #include "sim/emulate/EmulationPrivileges.h"
 #include "sim/emulate/EmulationError.h"
+#include "sim/emulate/StaleEmulations.h"
 #include "sim/engine/ScenarioLoader.h"
 
 namespace gradwire {
@@ -30,6 +32,7 @@ struct ParsedEmulate {
   std::vector<std::string> overrides;
   EmulationOptions options;
   bool help = false;
+  bool clean = false;
 };
 
 ParsedEmulate parse(const std::vector<std::string>& args) {
@@ -64,6 +67,8 @@ ParsedEmulate parse(const std::vector<std::string>& args) {
         throw ConfigError(a, "expected a port in [1, 65535]");
       }
       p.options.master_port = static_cast<int>(port);
+    } else if (a == "--clean") {
+      p.clean = true;
     } else if (a == "--quiet" || a == "-q") {
       p.options.quiet = true;
     } else if (a == "--host") {
@@ -117,6 +122,12 @@ std::string emulate_usage() {
          "  --master-port P    MASTER_PORT (default 29500)\n"
          "  --host N -- CMD    host N runs CMD instead (CMD ends at the next --)\n"
          "  --quiet, -q        no progress lines from the emulator\n"
+         "  --clean            only remove what emulators that no longer run left (their\n"
+         "                     namespaces, TAPs and the processes inside), say what, exit 0;\n"
+         "                     every run does this first (usage: gradwire emulate --clean)\n"
+         "\n"
+         "Output lines longer than " + std::to_string(kMaxOutputLineBytes / 1024) +
+         " KiB are cut: the rest is dropped and counted (\"[... N bytes cut]\").\n"
          "\n"
          "Exit status: the first failing command's; 124 after --timeout; 3 when ns-3 fell\n"
          "behind --max-lag; 2 for bad input or missing privileges; 128+N on signal N.\n";
@@ -128,6 +139,21 @@ int run_emulate_command(const std::vector<std::string>& args, std::ostream& out,
     parsed = parse(args);
     if (parsed.help) {
       out << emulate_usage();
+      return kExitOk;
+    }
+    if (parsed.clean) {
+      if (!parsed.file.empty() || !parsed.options.command.empty() ||
+          !parsed.options.host_commands.empty()) {
+        throw ConfigError("--clean", "takes no scenario or command (gradwire emulate --clean)");
+      }
+      const std::string missing = missing_emulation_privileges();
+      if (!missing.empty()) {
+        err << "error: " << missing << "\n";
+        return kExitBadInput;
+      }
+      const std::vector<StaleEmulation> removed = remove_stale_emulations();
+      report_stale_emulations(removed, err);
+      if (removed.empty()) err << "emulate: nothing left by emulators that no longer run\n";
       return kExitOk;
     }
     if (parsed.file.empty()) throw ConfigError("SCENARIO", "expected a scenario file");

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "sim/emulate/IpCommand.h"
+#include "sim/emulate/NamespaceProcesses.h"
+#include "sim/emulate/NetworkNamespace.h"
 #include "sim/emulate/PipedSpawn.h"
 
 extern char** environ;
@@ -47,7 +49,8 @@ int status_code(int status) {
 struct CommandRunner::Child {
   pid_t pid = -1;
   int output = -1;  ///< read end of its stdout+stderr pipe; -1 once closed
-  std::string pending;  ///< a line not yet ended
+  std::string pending;  ///< a line not yet ended, at most kMaxOutputLineBytes of it
+  std::size_t cut = 0;  ///< bytes of that line dropped past the limit
   bool running = false;
   Clock::time_point started;
 };
@@ -103,26 +106,48 @@ void CommandRunner::stop_all(std::vector<Child>& children, int signal) {
   }
 }
 
+void CommandRunner::end_line(Child& child, const std::string& label) {
+  out_ << "[" << label << "] " << child.pending;
+  if (child.cut > 0) out_ << "[... " << child.cut << " bytes cut]";
+  out_ << "\n";
+  child.pending.clear();
+  child.cut = 0;
+}
+
 void CommandRunner::pump(Child& child, const std::string& label) {
-  char buffer[4096];
+  char buffer[65536];
   const ssize_t n = ::read(child.output, buffer, sizeof buffer);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
   std::lock_guard<std::mutex> lock(out_mutex_);
   if (n <= 0) {
-    if (!child.pending.empty()) out_ << "[" << label << "] " << child.pending << "\n";
-    child.pending.clear();
+    if (!child.pending.empty() || child.cut > 0) end_line(child, label);
     out_.flush();
     ::close(child.output);
     child.output = -1;
     return;
   }
-  child.pending.append(buffer, static_cast<std::size_t>(n));
-  std::size_t begin = 0;
-  for (std::size_t end; (end = child.pending.find('\n', begin)) != std::string::npos; begin = end + 1) {
-    out_ << "[" << label << "] " << child.pending.substr(begin, end - begin) << "\n";
+  // Each byte is looked at once: only the new bytes are searched for a newline.
+  const char* at = buffer;
+  const char* const end = buffer + n;
+  while (at < end) {
+    const auto* newline =
+        static_cast<const char*>(std::memchr(at, '\n', static_cast<std::size_t>(end - at)));
+    const char* stop = newline != nullptr ? newline : end;
+    const auto length = static_cast<std::size_t>(stop - at);
+    const std::size_t room = kMaxOutputLineBytes - child.pending.size();
+    const std::size_t kept = length < room ? length : room;
+    child.pending.append(at, kept);
+    child.cut += length - kept;
+    if (newline != nullptr) end_line(child, label);
+    at = newline != nullptr ? newline + 1 : end;
   }
-  child.pending.erase(0, begin);
   out_.flush();
+}
+
+void CommandRunner::kill_namespaces(const std::vector<HostCommand>& commands) {
+  for (const HostCommand& command : commands) {
+    kill_namespace_processes(NetworkNamespace::file_of(command.netns));
+  }
 }
 
 void CommandRunner::run(const std::vector<HostCommand>& commands) {
@@ -144,6 +169,7 @@ void CommandRunner::run(const std::vector<HostCommand>& commands) {
     start(commands, children);
   } catch (...) {
     stop_all(children, SIGKILL);
+    kill_namespaces(commands);
     for (Child& c : children) {
       if (c.pid > 0) ::waitpid(c.pid, nullptr, 0);
       if (c.output >= 0) ::close(c.output);
@@ -218,8 +244,10 @@ void CommandRunner::run(const std::vector<HostCommand>& commands) {
     }
   }
 
-  // Everything the commands left in their groups goes too; then the rest of their output.
+  // Everything the commands left goes too: their groups, and whatever left its group
+  // (`setsid`, a daemon) but not its namespace; then the rest of their output.
   stop_all(children, SIGKILL);
+  kill_namespaces(commands);
   const auto drain_until = Clock::now() + std::chrono::milliseconds(500);
   for (;;) {
     std::vector<pollfd> fds;

@@ -1,14 +1,16 @@
 // Runs one command per emulated host and watches them: each in its own process group inside
 // its host's namespace (`ip netns exec`), stdout and stderr streamed line by line with the
-// host's label in front. The first command to fail decides the exit status, and the others
-// are then stopped (a distributed job whose peer died would otherwise wait forever); so are
-// all of them on an interruption, an abort or the timeout. SIGTERM first, SIGKILL to the
-// whole process group after a grace period, and SIGKILL to every group at the end so no
-// grandchild outlives the run.
+// host's label in front (a line longer than kMaxOutputLineBytes is cut, with a marker). The
+// first command to fail decides the exit status, and the others are then stopped (a
+// distributed job whose peer died would otherwise wait forever); so are all of them on an
+// interruption, an abort or the timeout. SIGTERM first, SIGKILL to the whole process group
+// after a grace period, and at the end SIGKILL to every group and to every process left in
+// the hosts' namespaces (detached ones included), so nothing outlives the run.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <iosfwd>
 #include <mutex>
 #include <string>
@@ -17,6 +19,10 @@
 #include "sim/emulate/HostCommand.h"
 
 namespace gradwire {
+
+/// The longest output line passed on whole; the rest of a longer line is dropped and counted
+/// ("[... N bytes cut]"), so a command printing without newlines costs bounded memory.
+constexpr std::size_t kMaxOutputLineBytes = 64 * 1024;
 
 enum class RunOutcome {
   kCompleted,      ///< every command ended (successfully or not) on its own
@@ -62,6 +68,8 @@ class CommandRunner {
   void start(const std::vector<HostCommand>& commands, std::vector<Child>& children);
   void stop_all(std::vector<Child>& children, int signal);
   void pump(Child& child, const std::string& label);
+  void end_line(Child& child, const std::string& label);
+  void kill_namespaces(const std::vector<HostCommand>& commands);
 
   std::ostream& out_;
   std::mutex out_mutex_;

@@ -27,9 +27,11 @@
 #include "netmodels/Network.h"
 #include "netmodels/RadioEnergySummary.h"
 #include "sim/emulate/CommandRunner.h"
+#include "sim/emulate/EmulationLease.h"
 #include "sim/emulate/IpCommand.h"
 #include "sim/emulate/NetworkNamespace.h"
 #include "sim/emulate/RealTimeMonitor.h"
+#include "sim/emulate/StaleEmulations.h"
 #include "sim/emulate/TapDevice.h"
 #include "sim/emulate/TapLink.h"
 #include "sim/engine/Scenario.h"
@@ -234,6 +236,12 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
                       "expected a folder where run folders can be made; " + parent + ": " + problem);
   }
   RunDirectory directory(parent, scenario.name + "-emulate");
+
+  // Marks this emulator live for as long as its namespaces exist (declared before them, so
+  // released after them), then removes what dead emulators left: their namespaces would keep
+  // their commands running, and a namespace named after a reused pid would block this run's.
+  EmulationLease lease;
+  report_stale_emulations(remove_stale_emulations(), err);
 
   CommandRunner runner(out, options.timeout_s);
   DivertedInterrupts diverted(runner);

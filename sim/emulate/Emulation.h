@@ -2,7 +2,8 @@
 // namespace per host whose TAP device is joined to that host's ns-3 device (TapLink), and the
 // user's unmodified program run once per host inside its namespace (CommandRunner). The lag of
 // ns-3 behind the wall clock is watched all run long (RealTimeMonitor). Namespaces, TAPs and
-// processes are removed on every exit path; the run folder gets summary.json (lag, per-host
+// processes are removed on every exit path, and what an emulator killed with SIGKILL left is
+// removed by the next one (StaleEmulations); the run folder gets summary.json (lag, per-host
 // bytes and packets, exit codes) and the resolved scenario.
 #pragma once
 

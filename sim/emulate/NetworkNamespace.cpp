@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "sim/emulate/IpCommand.h"
+#include "sim/emulate/NamespaceProcesses.h"
 
 namespace gradwire {
 
@@ -23,7 +24,12 @@ NetworkNamespace::NetworkNamespace(std::string name) : name_(std::move(name)) {
   }
 }
 
-NetworkNamespace::~NetworkNamespace() { try_ip({"netns", "del", name_}); }
+NetworkNamespace::~NetworkNamespace() {
+  kill_namespace_processes(file_of(name_));
+  try_ip({"netns", "del", name_});
+}
+
+std::string NetworkNamespace::file_of(const std::string& name) { return "/run/netns/" + name; }
 
 void NetworkNamespace::ip(const std::vector<std::string>& args) const {
   std::vector<std::string> full{"-n", name_};
@@ -36,7 +42,7 @@ void NetworkNamespace::sysctl(const std::string& key, const std::string& value) 
   // enters the namespace, writes, and ends, so no other thread changes namespace.
   std::string problem;
   std::thread writer([&] {
-    const std::string path = "/run/netns/" + name_;
+    const std::string path = file_of(name_);
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       problem = path + ": " + std::strerror(errno);

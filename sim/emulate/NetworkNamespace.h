@@ -1,5 +1,6 @@
 // One Linux network namespace (`ip netns add`), named so that runs in parallel never collide,
-// removed (`ip netns del`) by the destructor on every exit path.
+// removed (`ip netns del`) by the destructor on every exit path, after every process still
+// inside it is killed (a namespace deleted under its processes keeps them running, unlisted).
 #pragma once
 
 #include <string>
@@ -16,6 +17,8 @@ class NetworkNamespace {
   NetworkNamespace& operator=(const NetworkNamespace&) = delete;
 
   const std::string& name() const { return name_; }
+  /// The file that holds namespace `name` open (/run/netns/NAME).
+  static std::string file_of(const std::string& name);
 
   /// `ip -n NAME ARGS...` (EmulationError on failure).
   void ip(const std::vector<std::string>& args) const;

@@ -1,6 +1,8 @@
 // Starts a program with stdin on /dev/null and stdout and stderr on one pipe, the way the
 // emulator runs both `ip` and the hosts' commands. The signals InterruptCleanup blocks in every
-// thread are unblocked and set to their defaults in the child.
+// thread are unblocked and set to their defaults in the child, and the child is killed
+// (SIGKILL) when the thread that started it ends, so a gradwire killed with SIGKILL takes its
+// commands with it (their own children are found by namespace: NamespaceProcesses.h).
 #pragma once
 
 #include <sys/types.h>

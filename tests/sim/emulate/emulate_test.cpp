@@ -301,6 +301,7 @@ TEST(EmulateArguments, BadArgumentsAreExitTwoBeforeAnythingIsMade) {
   const auto help = testing::run_gradwire("emulate --help");
   EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.output.find("--max-lag"), std::string::npos) << help.output;
+  EXPECT_NE(help.output.find("--clean"), std::string::npos) << help.output;
   struct Case {
     std::string args, expected;
   };
@@ -310,7 +311,9 @@ TEST(EmulateArguments, BadArgumentsAreExitTwoBeforeAnythingIsMade) {
                         Case{"emulate " + path + " --max-lag 0 -- true", "--max-lag"},
                         Case{"emulate " + path + " --bogus -- true", "--bogus"},
                         Case{"emulate " + dir + "/missing.json -- true", "missing.json"},
-                        Case{"emulate " + path + " --set training.workers=0 -- true", "training.workers"}}) {
+                        Case{"emulate " + path + " --set training.workers=0 -- true", "training.workers"},
+                        Case{"emulate --clean " + path, "--clean"},
+                        Case{"emulate --clean -- true", "--clean"}}) {
     const auto r = testing::run_gradwire(c.args);
     EXPECT_EQ(r.code, 2) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.expected), std::string::npos) << c.args << "\n" << r.output;
@@ -497,8 +500,8 @@ int wait_for(pid_t pid, double seconds) {
   return -1;
 }
 
-/// Pids of the processes inside the emulation's namespaces, once every host runs one.
-std::vector<pid_t> processes_of(pid_t emulator, int hosts, double seconds) {
+/// Pids of the processes inside the emulation's namespaces, once every host runs `per_host`.
+std::vector<pid_t> processes_of(pid_t emulator, int hosts, double seconds, std::size_t per_host = 1) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < until) {
     std::vector<pid_t> pids;
@@ -509,7 +512,7 @@ std::vector<pid_t> processes_of(pid_t emulator, int hosts, double seconds) {
       std::size_t before = pids.size();
       std::istringstream in(out);
       for (pid_t p; in >> p;) pids.push_back(p);
-      populated += pids.size() > before ? 1 : 0;
+      populated += pids.size() >= before + per_host ? 1 : 0;
     }
     if (populated == hosts) return pids;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -582,6 +585,135 @@ TEST_F(Emulate, WithoutPrivilegesItRefusesAndMakesNothing) {
   EXPECT_NE(shell_output("cat " + log).find("needs root"), std::string::npos)
       << shell_output("cat " + log);
   expect_nothing_left(pid, {});
+  // --clean too: it says why instead of failing halfway.
+  const pid_t cleaner = start_gradwire({"emulate", "--clean"}, log,
+                                       {setpriv.substr(0, setpriv.find('\n')), "--reuid=65534",
+                                        "--regid=65534", "--clear-groups"});
+  EXPECT_EQ(wait_for(cleaner, 30), 2) << shell_output("cat " + log);
+  EXPECT_NE(shell_output("cat " + log).find("needs root"), std::string::npos)
+      << shell_output("cat " + log);
+}
+
+/// The numbers the hosts printed after `word` ("[hN] word 1234").
+std::vector<pid_t> printed_pids(const std::string& log, const std::string& word) {
+  std::vector<pid_t> pids;
+  const std::string key = "] " + word + " ";
+  for (std::size_t at = 0; (at = log.find(key, at)) != std::string::npos; at += key.size()) {
+    pids.push_back(static_cast<pid_t>(std::stol(log.substr(at + key.size()))));
+  }
+  return pids;
+}
+
+/// Waits up to `seconds` until the log has `count` lines with `word`; their pids.
+std::vector<pid_t> wait_for_pids(const std::string& log, const std::string& word, std::size_t count,
+                                 double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  std::vector<pid_t> pids;
+  while ((pids = printed_pids(shell_output("cat " + log), word)).size() < count &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return pids;
+}
+
+bool namespaces_listed(pid_t emulator) {
+  return shell_output("ip netns list").find("gradwire-" + std::to_string(emulator) + "-") !=
+         std::string::npos;
+}
+
+bool running(pid_t pid) { return ::kill(pid, 0) == 0 && !ended(pid); }
+
+// A command that detaches a child (setsid) and then waits, on every host.
+const std::vector<std::string> kDetaching = {"--", "/bin/sh", "-c",
+                                             "echo direct $$; setsid sleep 1000 & exec sleep 1000"};
+
+TEST_F(Emulate, AfterSigkillTheCommandsDieAndTheNextRunOrCleanRemovesTheRest) {
+  const std::string path = scenario("sigkill", 2, {{"family", "ethernet"}, {"rate", "100Mbps"}});
+  const std::string live_path = scenario("live", 2, {{"family", "ethernet"}, {"rate", "100Mbps"}});
+  std::vector<std::string> args{"emulate", path, "--max-lag", "250"};
+  args.insert(args.end(), kDetaching.begin(), kDetaching.end());
+
+  // A live emulator beside the killed ones: nothing of it may be touched.
+  const std::string live_log = (dir_ / "live.log").string();
+  const pid_t live = start_gradwire({"emulate", live_path, "--max-lag", "250", "--", "sleep", "60"}, live_log);
+  const std::vector<pid_t> live_inside = processes_of(live, 2, 20);
+  ASSERT_EQ(live_inside.size(), 2u) << shell_output("cat " + live_log);
+
+  for (const std::string remover : {"clean", "next run"}) {
+    SCOPED_TRACE(remover);
+    const std::string log = (dir_ / "killed.log").string();
+    const pid_t killed = start_gradwire(args, log);
+    const std::vector<pid_t> inside = processes_of(killed, 2, 20, 2);
+    const std::vector<pid_t> direct = wait_for_pids(log, "direct", 2, 10);
+    ASSERT_EQ(inside.size(), 4u) << shell_output("cat " + log);
+    ASSERT_EQ(direct.size(), 2u) << shell_output("cat " + log);
+    ::kill(killed, SIGKILL);
+    ::waitpid(killed, nullptr, 0);
+    // The commands gradwire started die with it (parent-death signal); what they detached
+    // stays, in namespaces no one removes, until the next emulate.
+    for (pid_t p : direct) EXPECT_TRUE(ended(p)) << "command " << p << " outlived gradwire";
+    EXPECT_TRUE(namespaces_listed(killed));
+
+    const std::string remover_log = (dir_ / "remover.log").string();
+    const pid_t next = remover == "clean"
+                           ? start_gradwire({"emulate", "--clean"}, remover_log)
+                           : start_gradwire({"emulate", path, "--max-lag", "250", "--", "true"}, remover_log);
+    EXPECT_EQ(wait_for(next, 30), 0) << shell_output("cat " + remover_log);
+    const std::string said = shell_output("cat " + remover_log);
+    EXPECT_NE(said.find("emulator " + std::to_string(killed) + " no longer runs"), std::string::npos)
+        << said;
+    EXPECT_NE(said.find("gradwire-" + std::to_string(killed) + "-h1"), std::string::npos) << said;
+    EXPECT_EQ(said.find("emulator " + std::to_string(live) + " "), std::string::npos) << said;
+    expect_nothing_left(killed, inside);
+    EXPECT_FALSE(fs::exists("/run/gradwire/emulate-" + std::to_string(killed) + ".lock"));
+
+    EXPECT_TRUE(namespaces_listed(live));
+    for (pid_t p : live_inside) EXPECT_TRUE(running(p)) << "process " << p << " of a live emulator";
+  }
+
+  // With nothing dead around, --clean says so and leaves the live one alone.
+  const auto clean = testing::run_gradwire("emulate --clean");
+  EXPECT_EQ(clean.code, 0) << clean.output;
+  EXPECT_NE(clean.output.find("nothing left"), std::string::npos) << clean.output;
+  EXPECT_TRUE(namespaces_listed(live));
+  ::kill(live, SIGINT);
+  EXPECT_EQ(wait_for(live, 20), 130) << shell_output("cat " + live_log);
+  expect_nothing_left(live, live_inside);
+}
+
+TEST_F(Emulate, ARunThatSucceedsLeavesNoDetachedProcess) {
+  const std::string path = scenario("detached", 2, {{"family", "ethernet"}, {"rate", "100Mbps"}});
+  const std::string log = (dir_ / "detached.log").string();
+  // The detached sleep keeps the output pipe open too: the run must not wait for it.
+  const pid_t pid = start_gradwire({"emulate", path, "--max-lag", "250", "--", "/bin/sh", "-c",
+                                    "setsid sleep 1000 & echo detached $!"},
+                                   log);
+  EXPECT_EQ(wait_for(pid, 30), 0) << shell_output("cat " + log);
+  const std::vector<pid_t> detached = printed_pids(shell_output("cat " + log), "detached");
+  ASSERT_EQ(detached.size(), 2u) << shell_output("cat " + log);
+  expect_nothing_left(pid, detached);
+  for (pid_t p : detached) {
+    if (!ended(p)) ::kill(p, SIGKILL);  // not left to the machine when the check fails
+  }
+}
+
+TEST_F(Emulate, AnEndlessLineIsCutAndTheRunEnds) {
+  const std::string path = scenario("endless", 2, {{"family", "ethernet"}, {"rate", "100Mbps"}});
+  const std::string log = (dir_ / "endless.log").string();
+  const std::size_t bytes = 50000000;
+  const pid_t pid = start_gradwire(
+      {"emulate", path, "-q", "--max-lag", "250", "--host", "1", "--", "true", "--", "/bin/sh", "-c",
+       "head -c " + std::to_string(bytes) + " /dev/zero | tr '\\0' x; echo; echo after"},
+      log);
+  // Generous: the whole 50 MB passes through in a few seconds; output re-scanned on every
+  // read took minutes.
+  EXPECT_EQ(wait_for(pid, 120), 0);
+  ASSERT_LT(fs::file_size(log), 1000000u) << "the line was not cut";
+  const std::string output = shell_output("cat " + log);
+  const std::string cut_line = "[h0] " + std::string(64 * 1024, 'x') + "[... " +
+                               std::to_string(bytes - 64 * 1024) + " bytes cut]\n";
+  EXPECT_NE(output.find(cut_line), std::string::npos) << output.substr(0, 300);
+  EXPECT_NE(output.find("\n[h0] after\n"), std::string::npos) << output.substr(0, 300);
 }
 
 }  // namespace
