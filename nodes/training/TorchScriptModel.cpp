@@ -1,11 +1,11 @@
 #include "nodes/training/TorchScriptModel.h"
 
-#include <fstream>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
 
+#include "common/InputFile.h"
 #include "nodes/training/ModelFileError.h"
 
 namespace gradwire {
@@ -40,8 +40,12 @@ TorchScriptInfo parse_metadata(const std::string& path, const std::string& text)
 }
 
 torch::jit::Module load_module(const std::string& path, TorchScriptInfo& info) {
-  if (!std::ifstream(path)) {
-    throw ModelFileError(path + ": cannot read the file (export a model with scripts/export-model)");
+  // A file past this is no model gradwire trains on a CPU beside several copies of it.
+  constexpr std::uint64_t kMaxModelFileBytes = std::uint64_t{8} << 30;
+  try {
+    check_input_file(path, kMaxModelFileBytes, "TorchScript model");
+  } catch (const InputFileError& e) {
+    throw ModelFileError(std::string(e.what()) + " (export a model with scripts/export-model)");
   }
   torch::jit::ExtraFilesMap extra{{kMetadataFile, ""}};
   torch::jit::Module module;
