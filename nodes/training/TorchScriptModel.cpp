@@ -1,9 +1,12 @@
 #include "nodes/training/TorchScriptModel.h"
 
+#include <mutex>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
+#include <torch/csrc/jit/runtime/jit_exception.h>
+#include <torch/torch.h>
 
 #include "common/InputFile.h"
 #include "nodes/training/ModelFileError.h"
@@ -64,7 +67,82 @@ torch::jit::Module load_module(const std::string& path, TorchScriptInfo& info) {
   return module;
 }
 
+/// The line of a LibTorch error a user can act on. The TorchScript interpreter wraps the
+/// model's own error ("RuntimeError: mat1 and mat2 shapes cannot be multiplied ...") after its
+/// traceback; elsewhere the first line is the error and the rest is C++ context.
+std::string first_line_of(const std::string& what) {
+  std::string line;
+  const std::string marker = "RuntimeError: ";
+  const auto inner = what.rfind(marker);
+  if (inner != std::string::npos) {
+    line = what.substr(inner + marker.size());
+  } else {
+    const auto text = what.find_first_not_of(" \n");
+    line = text == std::string::npos ? what : what.substr(text);
+  }
+  line = line.substr(0, line.find('\n'));
+  if (line.size() > 300) line = line.substr(0, 300) + "...";
+  return line;
+}
+
+/// Restores the global generator's state when the trial step ends, however it ends: a
+/// model's dropout draws from it, and a run must not depend on whether it was validated.
+class GeneratorStateGuard {
+ public:
+  GeneratorStateGuard() {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    state_ = gen.get_state();
+  }
+  ~GeneratorStateGuard() {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(state_);
+  }
+  GeneratorStateGuard(const GeneratorStateGuard&) = delete;
+  GeneratorStateGuard& operator=(const GeneratorStateGuard&) = delete;
+
+ private:
+  at::Tensor state_;
+};
+
 }  // namespace
+
+std::int64_t try_torchscript_step(const std::string& path,
+                                  const std::vector<std::int64_t>& sample_shape) {
+  TorchScriptInfo info;
+  torch::jit::Module module = load_module(path, info);
+  GeneratorStateGuard generator;
+  std::vector<std::int64_t> batch_shape{2};
+  batch_shape.insert(batch_shape.end(), sample_shape.begin(), sample_shape.end());
+  torch::Tensor out;
+  const auto fail = [&](const std::string& stage, const std::string& what) {
+    return ModelFileError(path + ": the model cannot train on samples shaped " +
+                          shape_text(sample_shape) + ": its " + stage + " fails: " + what);
+  };
+  try {
+    module.train(true);
+    const torch::IValue result = module.forward({torch::zeros(batch_shape)});
+    if (!result.isTensor()) {
+      throw fail("forward", "it returns " + result.tagKind() + ", expected a tensor of logits");
+    }
+    out = result.toTensor();
+  } catch (const c10::Error& e) {
+    throw fail("forward", first_line_of(e.what_without_backtrace()));
+  } catch (const torch::jit::JITException& e) {
+    throw fail("forward", first_line_of(e.what()));
+  }
+  if (out.dim() != 2 || out.size(0) != 2 || !out.is_floating_point()) {
+    throw fail("forward", "it returns a tensor shaped " + shape_text(out.sizes().vec()) +
+                              " for 2 samples, expected [2, classes] floating-point logits");
+  }
+  try {
+    torch::nn::functional::cross_entropy(out, torch::zeros({2}, torch::kLong)).backward();
+  } catch (const c10::Error& e) {
+    throw fail("backward", first_line_of(e.what_without_backtrace()));
+  }
+  return out.size(1);
+}
 
 struct TorchScriptModel::Scripted {
   torch::jit::Module module;

@@ -60,4 +60,14 @@ class TorchScriptModel : public Model {
 /// checks), for scenario validation before any data is loaded.
 TorchScriptInfo read_torchscript_info(const std::string& path);
 
+/// One training step's forward and backward on two zero samples shaped `sample_shape` (two:
+/// batch normalisation refuses one in training mode), run on a copy of the file loaded anew so
+/// the weights a run trains are untouched, with the global generator's state restored after.
+/// Returns the width of the outputs ([batch, width]). ModelFileError naming the file with the
+/// first line of the model's own error (no LibTorch backtrace) when it cannot train: a forward
+/// that fails on such samples, outputs that are not one row of logits per sample, or a
+/// backward that fails (no parameter requires a gradient, ...).
+std::int64_t try_torchscript_step(const std::string& path,
+                                  const std::vector<std::int64_t>& sample_shape);
+
 }  // namespace gradwire
