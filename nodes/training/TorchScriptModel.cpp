@@ -1,11 +1,11 @@
 #include "nodes/training/TorchScriptModel.h"
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
-#include <torch/csrc/jit/runtime/jit_exception.h>
 #include <torch/torch.h>
 
 #include "common/InputFile.h"
@@ -67,20 +67,25 @@ torch::jit::Module load_module(const std::string& path, TorchScriptInfo& info) {
   return module;
 }
 
-/// The line of a LibTorch error a user can act on. The TorchScript interpreter wraps the
-/// model's own error ("RuntimeError: mat1 and mat2 shapes cannot be multiplied ...") after its
-/// traceback; elsewhere the first line is the error and the rest is C++ context.
+/// The line of a LibTorch error a user can act on. The TorchScript interpreter puts the
+/// model's own error ("RuntimeError: mat1 and mat2 shapes cannot be multiplied ...") last,
+/// after its traceback; elsewhere the first line is the error and the rest is C++ context.
 std::string first_line_of(const std::string& what) {
-  std::string line;
-  const std::string marker = "RuntimeError: ";
-  const auto inner = what.rfind(marker);
-  if (inner != std::string::npos) {
-    line = what.substr(inner + marker.size());
-  } else {
-    const auto text = what.find_first_not_of(" \n");
-    line = text == std::string::npos ? what : what.substr(text);
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  while (start <= what.size()) {
+    const auto end = std::min(what.find('\n', start), what.size());
+    const std::string line = what.substr(start, end - start);
+    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
+    start = end + 1;
   }
-  line = line.substr(0, line.find('\n'));
+  if (lines.empty()) return "(no message)";
+  const bool traceback = what.find("Traceback of TorchScript") != std::string::npos;
+  std::string line = traceback ? lines.back() : lines.front();
+  const std::string runtime_error = "RuntimeError: ";
+  if (line.compare(0, runtime_error.size(), runtime_error) == 0) {
+    line = line.substr(runtime_error.size());
+  }
   if (line.size() > 300) line = line.substr(0, 300) + "...";
   return line;
 }
@@ -115,31 +120,35 @@ std::int64_t try_torchscript_step(const std::string& path,
   GeneratorStateGuard generator;
   std::vector<std::int64_t> batch_shape{2};
   batch_shape.insert(batch_shape.end(), sample_shape.begin(), sample_shape.end());
-  torch::Tensor out;
   const auto fail = [&](const std::string& stage, const std::string& what) {
     return ModelFileError(path + ": the model cannot train on samples shaped " +
                           shape_text(sample_shape) + ": its " + stage + " fails: " + what);
   };
+  // The interpreter reports a model's error as c10::Error or, with its TorchScript traceback,
+  // as another std::exception; neither may reach the user whole.
+  const auto message = [](const std::exception& e) {
+    const auto* error = dynamic_cast<const c10::Error*>(&e);
+    return first_line_of(error != nullptr ? error->what_without_backtrace() : e.what());
+  };
+  torch::IValue result;
   try {
     module.train(true);
-    const torch::IValue result = module.forward({torch::zeros(batch_shape)});
-    if (!result.isTensor()) {
-      throw fail("forward", "it returns " + result.tagKind() + ", expected a tensor of logits");
-    }
-    out = result.toTensor();
-  } catch (const c10::Error& e) {
-    throw fail("forward", first_line_of(e.what_without_backtrace()));
-  } catch (const torch::jit::JITException& e) {
-    throw fail("forward", first_line_of(e.what()));
+    result = module.forward({torch::zeros(batch_shape)});
+  } catch (const std::exception& e) {
+    throw fail("forward", message(e));
   }
+  if (!result.isTensor()) {
+    throw fail("forward", "it returns " + result.tagKind() + ", expected a tensor of logits");
+  }
+  const torch::Tensor out = result.toTensor();
   if (out.dim() != 2 || out.size(0) != 2 || !out.is_floating_point()) {
     throw fail("forward", "it returns a tensor shaped " + shape_text(out.sizes().vec()) +
                               " for 2 samples, expected [2, classes] floating-point logits");
   }
   try {
     torch::nn::functional::cross_entropy(out, torch::zeros({2}, torch::kLong)).backward();
-  } catch (const c10::Error& e) {
-    throw fail("backward", first_line_of(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    throw fail("backward", message(e));
   }
   return out.size(1);
 }

@@ -102,8 +102,9 @@ void check_impairment_hosts(const nlohmann::json& network, const std::string& pa
 }
 
 std::string gib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  const double value = bytes / (1024.0 * 1024.0 * 1024.0);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, value < 1e5 ? "%.1f GiB" : "%.3g GiB", value);
   return std::string(buf);
 }
 
