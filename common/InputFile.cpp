@@ -53,7 +53,7 @@ int open_checked(const std::string& path, std::uint64_t max_bytes, const std::st
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     const int code = errno;
-    throw InputFileError(path + ": cannot open the " + what + " (" + std::strerror(code) + ")");
+    throw InputFileError(path + ": cannot read the " + what + " (" + std::strerror(code) + ")");
   }
   Descriptor guard(fd);
   struct stat st {};

@@ -118,7 +118,7 @@ TEST_F(InputFile, RefusesAFileLargerThanTheLimitNamingTheLimit) {
 TEST_F(InputFile, MissingAndEmptyPathsAreRefusedNamingThem) {
   const std::string absent = (dir_ / "absent").string();
   EXPECT_EQ(outcome([&] { read_input_file(absent, 1024, "trace"); },
-                    absent + ": cannot open the trace (No such file"),
+                    absent + ": cannot read the trace (No such file"),
             "refused");
   EXPECT_EQ(outcome([&] { read_input_file("", 1024, "trace"); }, "empty"), "refused");
 }
