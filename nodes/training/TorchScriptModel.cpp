@@ -1,7 +1,10 @@
 #include "nodes/training/TorchScriptModel.h"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
+#include <tuple>
+#include <sys/stat.h>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -111,10 +114,67 @@ class GeneratorStateGuard {
   at::Tensor state_;
 };
 
+/// One file's trial step, once: a sweep validates every run it expands, and a large model's
+/// load and step take a noticeable fraction of a second. Keyed by the file's identity and
+/// modification time, so a file rewritten between two validations is tried again.
+struct TrialKey {
+  std::string path;
+  std::vector<std::int64_t> sample_shape;
+  std::uint64_t device = 0, inode = 0, size = 0;
+  std::int64_t modified_ns = 0;
+  bool operator<(const TrialKey& o) const {
+    return std::tie(path, sample_shape, device, inode, size, modified_ns) <
+           std::tie(o.path, o.sample_shape, o.device, o.inode, o.size, o.modified_ns);
+  }
+};
+
+struct TrialOutcome {
+  std::int64_t outputs = 0;
+  std::string error;  ///< the ModelFileError's message; empty when the step trained
+};
+
+std::int64_t try_torchscript_step_uncached(const std::string& path,
+                                           const std::vector<std::int64_t>& sample_shape);
+
 }  // namespace
 
 std::int64_t try_torchscript_step(const std::string& path,
                                   const std::vector<std::int64_t>& sample_shape) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return try_torchscript_step_uncached(path, sample_shape);  // reports why
+  }
+  const TrialKey key{path, sample_shape, static_cast<std::uint64_t>(st.st_dev),
+                     static_cast<std::uint64_t>(st.st_ino), static_cast<std::uint64_t>(st.st_size),
+                     static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+  static std::mutex mutex;
+  static std::map<TrialKey, TrialOutcome> tried;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    const auto it = tried.find(key);
+    if (it != tried.end()) {
+      if (!it->second.error.empty()) throw ModelFileError(it->second.error);
+      return it->second.outputs;
+    }
+  }
+  TrialOutcome outcome;
+  try {
+    outcome.outputs = try_torchscript_step_uncached(path, sample_shape);
+  } catch (const ModelFileError& e) {
+    outcome.error = e.what();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    tried.emplace(key, outcome);
+  }
+  if (!outcome.error.empty()) throw ModelFileError(outcome.error);
+  return outcome.outputs;
+}
+
+namespace {
+
+std::int64_t try_torchscript_step_uncached(const std::string& path,
+                                           const std::vector<std::int64_t>& sample_shape) {
   TorchScriptInfo info;
   torch::jit::Module module = load_module(path, info);
   GeneratorStateGuard generator;
@@ -152,6 +212,8 @@ std::int64_t try_torchscript_step(const std::string& path,
   }
   return out.size(1);
 }
+
+}  // namespace
 
 struct TorchScriptModel::Scripted {
   torch::jit::Module module;
