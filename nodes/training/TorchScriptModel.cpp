@@ -67,6 +67,7 @@ torch::jit::Module load_module(const std::string& path, TorchScriptInfo& info) {
   if (module.parameters().size() == 0) {
     throw ModelFileError(path + ": the module has no parameters, so there is nothing to train");
   }
+  for (const auto& p : module.parameters()) info.parameters += p.numel();
   return module;
 }
 

@@ -29,6 +29,7 @@ struct TorchScriptInfo {
   };
   std::vector<Layer> layers;  ///< in forward order
   bool has_metadata = false;
+  std::int64_t parameters = 0;  ///< elements of the module's parameters (not from the metadata)
 };
 
 class TorchScriptModel : public Model {

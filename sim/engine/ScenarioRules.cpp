@@ -117,14 +117,16 @@ std::string gib(double bytes) {
 ///  - activations: what a pass keeps per sample until backward (ModelInfo::activations) times
 ///    the batch, for each pass that runs at once (workers compute one after another unless
 ///    compute.parallel_workers runs several together).
-void check_memory(const Scenario& s, std::int64_t train_samples) {
+///  `file_parameters` >= 0: a TorchScript file's own count instead of the kind's estimate.
+void check_memory(const Scenario& s, std::int64_t train_samples, double file_parameters = -1) {
   const ModelInput in = expected_input(s.dataset);
   const ModelInfo& model = ModelRegistry::builtin().at(s.model.kind);
   const DatasetInfo& data = DatasetRegistry::builtin().at(s.dataset.kind);
   double elements = 1;
   for (std::int64_t d : in.sample_shape) elements *= static_cast<double>(d);
 
-  const double parameters = model.parameters(s.model, in);
+  const double parameters =
+      file_parameters >= 0 ? file_parameters : model.parameters(s.model, in);
   const double per_model = 5 * 4 * parameters;
   const double models = static_cast<double>(s.training.workers) + 1;
   const double samples = static_cast<double>(train_samples) +
@@ -178,8 +180,8 @@ void check_memory(const Scenario& s, std::int64_t train_samples) {
 
 /// A TorchScript file is checked before any data is loaded: it must load, have parameters,
 /// and (when it states them) fit the dataset's sample shape and classes; a compute profile
-/// needs the FLOPs the exporter counts.
-void check_torchscript(const Scenario& s) {
+/// needs the FLOPs the exporter counts. Returns the module's parameter count.
+double check_torchscript(const Scenario& s) {
   TorchScriptInfo info;
   try {
     info = read_torchscript_info(s.model.path);
@@ -220,6 +222,7 @@ void check_torchscript(const Scenario& s) {
                       "scripts/export-model), compute.flops_per_sample, or "
                       "compute.seconds_per_sample");
   }
+  return static_cast<double>(info.parameters);
 }
 
 /// Faults are replayed by the schemes that handle them, over TCP, with single-round codecs.
@@ -309,7 +312,11 @@ void check_scenario_rules(const Scenario& s, std::int64_t train_samples) {
   }
   check_model_fits_data(s);
   check_memory(s, train_samples);
-  if (s.model.kind == "torchscript") check_torchscript(s);
+  if (s.model.kind == "torchscript") {
+    // Data and activations were checked before the trial step allocates its two samples; the
+    // parameters are the file's, known once it is read.
+    check_memory(s, train_samples, check_torchscript(s));
+  }
 }
 
 }  // namespace gradwire

@@ -227,6 +227,16 @@ TEST(TorchScriptScenario, OutputsOtherThanTheClassesAreRefusedNamingModelPath) {
   EXPECT_NO_THROW(load_scenario(fixed_compute_scenario_with(save_scripted("outputs10", "m.features_mlp(32, 10)"))));
 }
 
+TEST(TorchScriptScenario, TheFilesParametersCountInTheMemoryCheck) {
+  // 28 M parameters hold about 0.5 GiB per model: 1024 workers' worth fits no test machine.
+  nlohmann::json doc = fixed_compute_scenario_with(
+      save_scripted("wide_layer", "torch.nn.Sequential(torch.nn.Linear(32, 655360), "
+                                  "torch.nn.Linear(655360, 10))"));
+  doc["training"]["workers"] = 1024;
+  doc["dataset"]["train_samples"] = 1024;
+  expect_path_error(doc, "training.workers", "1024 workers x 28180490 parameters");
+}
+
 TEST(TorchScriptScenario, TheTrialStepLeavesTheGlobalGeneratorAsItWas) {
   // A scripted model's dropout draws from the global generator: validating must not move it,
   // or a run's results would depend on whether it was validated first.
