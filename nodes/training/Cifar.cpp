@@ -40,9 +40,11 @@ void read_records(const std::filesystem::path& file, std::int64_t classes, std::
   // CIFAR-100's train.bin, the largest file, has 153,700,000 bytes.
   constexpr std::uint64_t kMaxCifarFileBytes = std::uint64_t{1} << 30;
   try {
-    check_input_file(file.string(), kMaxCifarFileBytes, "CIFAR-" + std::to_string(classes) + " file");
+    check_input_file(file.string(), kMaxCifarFileBytes,
+                     "CIFAR-" + std::to_string(classes) + " file");
   } catch (const InputFileError& e) {
-    throw DatasetError(std::string(e.what()) + "; dataset.path must hold " + expected_files(classes));
+    throw DatasetError(std::string(e.what()) + "; dataset.path must hold " +
+                       expected_files(classes));
   }
   std::ifstream in(file, std::ios::binary);
   if (!in) {

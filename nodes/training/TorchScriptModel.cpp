@@ -145,9 +145,11 @@ std::int64_t try_torchscript_step(const std::string& path,
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return try_torchscript_step_uncached(path, sample_shape);  // reports why
   }
+  const std::int64_t modified_ns =
+      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   const TrialKey key{path, sample_shape, static_cast<std::uint64_t>(st.st_dev),
                      static_cast<std::uint64_t>(st.st_ino), static_cast<std::uint64_t>(st.st_size),
-                     static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+                     modified_ns};
   static std::mutex mutex;
   static std::map<TrialKey, TrialOutcome> tried;
   {

@@ -163,19 +163,16 @@ TEST_F(InputFiles, CodecInputAndStateFilesThatAreNoFilesAreRefused) {
   const std::string npy = (dir_ / "g.npy").string();
   gradwire::write_npy_f32(npy, std::vector<float>(64, 0.5F), {64});
   const std::string out = (dir_ / "out.bin").string();
+  const std::string topk = "codec encode --codec topk --param ratio=0.1 ";
+  const std::string with_feedback = topk + "--param error_feedback=true --in " + npy;
   for (const std::string& path : not_files()) {
-    expect_refused(run("codec encode --codec topk --param ratio=0.1 --in " + path + " --out " + out),
-                   "", path);
-    expect_refused(run("codec decode --codec topk --param ratio=0.1 --in " + path + " --out " + out),
-                   "", path);
-    expect_refused(run("codec encode --codec topk --param ratio=0.1 --param error_feedback=true "
-                       "--in " + npy + " --out " + out + " --state " + path),
-                   "state file", path);
+    expect_refused(run(topk + "--in " + path + " --out " + out), "", path);
+    expect_refused(run("codec decode --codec topk --in " + path + " --out " + out), "", path);
+    expect_refused(run(with_feedback + " --out " + out + " --state " + path), "state file", path);
   }
   // A state file that is not there yet is the first encode's, and is written.
   const std::string state = (dir_ / "state.bin").string();
-  const Result first = run("codec encode --codec topk --param ratio=0.1 --param error_feedback=true "
-                           "--in " + npy + " --out " + out + " --state " + state);
+  const Result first = run(with_feedback + " --out " + out + " --state " + state);
   EXPECT_EQ(first.code, 0) << first.output;
   EXPECT_TRUE(fs::is_regular_file(state));
 }

@@ -204,15 +204,18 @@ void expect_no_backtrace(const nlohmann::json& doc) {
 
 TEST(TorchScriptScenario, AModelThatLoadsButCannotTrainIsRefusedNamingModelPath) {
   // Outputs (logits, features): a run cannot take a tuple for logits.
-  const auto tuple = fixed_compute_scenario_with(save_scripted("tuple_output", "m.TupleOutput()"));
+  const auto tuple =
+      fixed_compute_scenario_with(save_scripted("tuple_output", "m.TupleOutput()"));
   expect_path_error(tuple, "model.path", "forward fails: it returns Tuple");
   expect_no_backtrace(tuple);
   // No parameter requires a gradient: backward fails.
   const auto frozen = fixed_compute_scenario_with(save_scripted("frozen", "m.FrozenMlp()"));
-  expect_path_error(frozen, "model.path", "backward fails: element 0 of tensors does not require grad");
+  expect_path_error(frozen, "model.path",
+                    "backward fails: element 0 of tensors does not require grad");
   expect_no_backtrace(frozen);
   // Made for 16 features without saying so; the data has 32.
-  const auto narrow_input = fixed_compute_scenario_with(save_scripted("features16", "m.features_mlp(16, 10)"));
+  const auto narrow_input =
+      fixed_compute_scenario_with(save_scripted("features16", "m.features_mlp(16, 10)"));
   expect_path_error(narrow_input, "model.path",
                     "cannot train on samples shaped [32]: its forward fails: mat1 and mat2");
   expect_no_backtrace(narrow_input);
@@ -220,11 +223,15 @@ TEST(TorchScriptScenario, AModelThatLoadsButCannotTrainIsRefusedNamingModelPath)
 
 TEST(TorchScriptScenario, OutputsOtherThanTheClassesAreRefusedNamingModelPath) {
   // More outputs than classes would train silently; fewer fail mid-run on a label.
-  expect_path_error(fixed_compute_scenario_with(save_scripted("outputs12", "m.features_mlp(32, 12)")),
-                    "model.path", "expected a model with 10 outputs, one per class");
-  expect_path_error(fixed_compute_scenario_with(save_scripted("outputs5", "m.features_mlp(32, 5)")),
-                    "model.path", "has 5");
-  EXPECT_NO_THROW(load_scenario(fixed_compute_scenario_with(save_scripted("outputs10", "m.features_mlp(32, 10)"))));
+  const auto with_outputs = [](int outputs) {
+    return fixed_compute_scenario_with(
+        save_scripted("outputs" + std::to_string(outputs),
+                      "m.features_mlp(32, " + std::to_string(outputs) + ")"));
+  };
+  expect_path_error(with_outputs(12), "model.path",
+                    "expected a model with 10 outputs, one per class");
+  expect_path_error(with_outputs(5), "model.path", "has 5");
+  EXPECT_NO_THROW(load_scenario(with_outputs(10)));
 }
 
 TEST(TorchScriptScenario, TheFilesParametersCountInTheMemoryCheck) {
@@ -240,7 +247,8 @@ TEST(TorchScriptScenario, TheFilesParametersCountInTheMemoryCheck) {
 TEST(TorchScriptScenario, TheTrialStepLeavesTheGlobalGeneratorAsItWas) {
   // A scripted model's dropout draws from the global generator: validating must not move it,
   // or a run's results would depend on whether it was validated first.
-  const auto doc = fixed_compute_scenario_with(save_scripted("dropout", "torch.nn.Sequential(torch.nn.Linear(32, 10), torch.nn.Dropout(0.5))"));
+  const auto doc = fixed_compute_scenario_with(save_scripted(
+      "dropout", "torch.nn.Sequential(torch.nn.Linear(32, 10), torch.nn.Dropout(0.5))"));
   torch::manual_seed(5);
   const torch::Tensor expected = torch::rand({4});
   torch::manual_seed(5);
