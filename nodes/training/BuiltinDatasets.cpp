@@ -14,9 +14,10 @@ namespace {
 
 using namespace params;
 
-// Fashion-MNIST's and CIFAR's training set sizes (Xiao et al. 2017; Krizhevsky 2009).
+// Fashion-MNIST's and CIFAR's training and test set sizes (Xiao et al. 2017; Krizhevsky 2009).
 constexpr std::int64_t kFashionTrain = 60000;
 constexpr std::int64_t kCifarTrain = 50000;
+constexpr std::int64_t kImageTest = 10000;
 
 bool is_directory(const std::string& path) {
   struct stat st {};
@@ -41,6 +42,10 @@ void write_files(const DatasetSpec& d, nlohmann::json& out) {
 
 std::int64_t limited(const DatasetSpec& d, std::int64_t all) {
   return d.train_limit > 0 ? std::min(d.train_limit, all) : all;
+}
+
+std::int64_t image_test_size(const DatasetSpec& d) {
+  return d.test_limit > 0 ? std::min(d.test_limit, kImageTest) : kImageTest;
 }
 
 /// The first `limit` samples of `d` (all when limit is 0).
@@ -72,6 +77,7 @@ DatasetInfo fashion_mnist_dataset() {
   d.write = write_files;
   d.input = [](const DatasetSpec&) { return ModelInput{{1, 28, 28}, 10, false}; };
   d.train_size = [](const DatasetSpec& s) { return limited(s, kFashionTrain); };
+  d.test_size = image_test_size;
   d.load = [](const DatasetSpec& s, std::uint64_t) {
     return load_fashion_mnist(s.path, s.train_limit, s.test_limit);
   };
@@ -107,6 +113,7 @@ DatasetInfo cifar_dataset(std::int64_t classes) {
   d.write = write_files;
   d.input = [classes](const DatasetSpec&) { return ModelInput{{3, 32, 32}, classes, false}; };
   d.train_size = [](const DatasetSpec& s) { return limited(s, kCifarTrain); };
+  d.test_size = image_test_size;
   d.load = [classes](const DatasetSpec& s, std::uint64_t) {
     return load_cifar(s.path, classes, s.train_limit, s.test_limit);
   };
@@ -231,6 +238,7 @@ DatasetInfo synthetic_dataset() {
     return ModelInput{{c.features}, c.classes, false};
   };
   d.train_size = [](const DatasetSpec& s) { return s.synthetic.train_samples; };
+  d.test_size = [](const DatasetSpec& s) { return s.synthetic.test_samples; };
   d.load = [](const DatasetSpec& s, std::uint64_t seed) { return make_synthetic(s.synthetic, seed); };
   return d;
 }

@@ -44,6 +44,19 @@ void refuse_tokens(const ModelConfig& config, const ModelInput& input) {
   }
 }
 
+/// Elements of one sample, in floating point: a shape such as [3, 2^32, 2^32] overflows int64.
+double elements_of(const ModelInput& in) {
+  double n = 1;
+  for (std::int64_t d : in.sample_shape) n *= static_cast<double>(d);
+  return n;
+}
+
+/// Pixels per channel of an image sample (1 for other samples).
+double pixels_of(const ModelInput& in) {
+  const auto& s = in.sample_shape;
+  return s.size() == 3 ? static_cast<double>(s[1]) * static_cast<double>(s[2]) : 1.0;
+}
+
 /// `dropout`, whose default is the model's own (< 0 in ModelConfig stands for it).
 void add_dropout(FieldTable<ModelConfig>& fields, double model_default) {
   char text[32];
@@ -60,8 +73,10 @@ void add_dropout(FieldTable<ModelConfig>& fields, double model_default) {
 }
 
 /// A fixed CIFAR architecture: an upper bound on its parameters, its trunk plus the classifier.
+/// Its activations: `per_pixel` values per pixel of the image (every convolution's output, its
+/// batch norm's and its activation's, summed over the layers at their resolutions).
 ModelInfo fixed_image_model(std::string name, std::string summary, std::string reference,
-                            double trunk, double per_class,
+                            double trunk, double per_class, double per_pixel,
                             std::function<std::shared_ptr<Model>(const ModelInput&)> build) {
   ModelInfo m;
   m.name = std::move(name);
@@ -70,6 +85,9 @@ ModelInfo fixed_image_model(std::string name, std::string summary, std::string r
   m.reference = std::move(reference);
   m.parameters = [trunk, per_class](const ModelConfig&, const ModelInput& in) {
     return trunk + per_class * static_cast<double>(in.classes);
+  };
+  m.activations = [per_pixel](const ModelConfig&, const ModelInput& in) {
+    return elements_of(in) + per_pixel * pixels_of(in) + 2 * static_cast<double>(in.classes);
   };
   m.make = [build](const ModelConfig& c, const ModelInput& in) -> std::shared_ptr<Model> {
     refuse_tokens(c, in);
@@ -110,6 +128,13 @@ ModelInfo cnn_model() {
     return 25 * (channels * static_cast<double>(c.conv1) + static_cast<double>(c.conv1 * c.conv2)) +
            flat * static_cast<double>(c.fc1) + static_cast<double>(c.fc1 * c.fc2) +
            static_cast<double>(c.fc2) * classes;
+  };
+  // Each convolution's output, activation and pooled map, then the linear layers'.
+  m.activations = [](const ModelConfig& c, const ModelInput& in) {
+    const double pixels = pixels_of(in);
+    return elements_of(in) + 3 * static_cast<double>(c.conv1) * pixels +
+           3 * static_cast<double>(c.conv2) * pixels / 4 +
+           2 * static_cast<double>(c.fc1 + c.fc2 + in.classes);
   };
   m.make = [](const ModelConfig& c, const ModelInput& in) -> std::shared_ptr<Model> {
     refuse_tokens(c, in);
@@ -154,6 +179,12 @@ ModelInfo mlp_model() {
     }
     return total + width * classes + classes;
   };
+  // Each layer's output and activation.
+  m.activations = [](const ModelConfig& c, const ModelInput& in) {
+    double values = elements_of(in) + 2 * static_cast<double>(in.classes);
+    for (std::int64_t h : c.hidden) values += 2 * static_cast<double>(h);
+    return values;
+  };
   m.make = [](const ModelConfig& c, const ModelInput& in) -> std::shared_ptr<Model> {
     refuse_tokens(c, in);
     // An MLP sees every sample flattened, so images work too.
@@ -172,14 +203,14 @@ ModelInfo resnet20_model() {
       "resnet20",
       "CIFAR ResNet-20: 3 stages x 3 basic blocks, 16-64 channels, identity shortcuts (0.27M "
       "parameters)",
-      "He et al. 2016, section 4.2", 1e6, 64,
+      "He et al. 2016, section 4.2", 1e6, 64, 600,
       [](const ModelInput& in) { return std::make_shared<ResNetCifar>(20, in); });
 }
 
 ModelInfo resnet56_model() {
   return fixed_image_model(
       "resnet56", "CIFAR ResNet-56: 3 stages x 9 basic blocks (0.85M parameters)",
-      "He et al. 2016, section 4.2", 1e6, 64,
+      "He et al. 2016, section 4.2", 1e6, 64, 1700,
       [](const ModelInput& in) { return std::make_shared<ResNetCifar>(56, in); });
 }
 
@@ -187,7 +218,7 @@ ModelInfo resnet18_model() {
   return fixed_image_model(
       "resnet18",
       "ResNet-18 with a 3x3 stem and no max pool, as CIFAR studies use it (11.2M parameters)",
-      "He et al. 2016", 1.5e7, 512,
+      "He et al. 2016", 1.5e7, 512, 2000,
       [](const ModelInput& in) { return std::make_shared<ResNet18>(in); });
 }
 
@@ -196,7 +227,7 @@ ModelInfo vgg16_model() {
       "vgg16",
       "VGG-16 with batch normalisation and one linear classifier, as CIFAR studies use it "
       "(14.7M parameters)",
-      "Simonyan & Zisserman 2015", 1.5e7, 512,
+      "Simonyan & Zisserman 2015", 1.5e7, 512, 1000,
       [](const ModelInput& in) { return std::make_shared<Vgg16>(in); });
   m.check_data = [](const ModelConfig&, const ModelInput& in) {
     const auto& s = in.sample_shape;
@@ -222,6 +253,10 @@ ModelInfo mobilenetv2_model() {
   m.declare(fields);
   m.parameters = [](const ModelConfig& c, const ModelInput& in) {
     return 2.3e6 * c.width * c.width + 1280 * c.width * static_cast<double>(in.classes);
+  };
+  // Expanded (6x) maps at full resolution in its first stages, each with batch norm and ReLU6.
+  m.activations = [](const ModelConfig& c, const ModelInput& in) {
+    return elements_of(in) + 3000 * c.width * pixels_of(in) + 2 * static_cast<double>(in.classes);
   };
   m.make = [](const ModelConfig& c, const ModelInput& in) -> std::shared_ptr<Model> {
     refuse_tokens(c, in);
@@ -263,6 +298,14 @@ ModelInfo lstm_lm_model() {
     const double h = static_cast<double>(c.hidden_size);
     const double lstm = 4 * h * (e + h + 2) + static_cast<double>(c.layers - 1) * 4 * h * (2 * h + 2);
     return classes * e + lstm + (c.tied ? 0 : h * classes) + classes;
+  };
+  // Per token: the embedding, each layer's gates, cell and hidden states, and the decoder's
+  // logits with their log-softmax.
+  m.activations = [](const ModelConfig& c, const ModelInput& in) {
+    const double tokens = elements_of(in);
+    return tokens * (static_cast<double>(c.embedding) +
+                     10 * static_cast<double>(c.layers) * static_cast<double>(c.hidden_size) +
+                     3 * static_cast<double>(in.classes));
   };
   m.make = [](const ModelConfig& c, const ModelInput& in) -> std::shared_ptr<Model> {
     if (!in.tokens) {
@@ -316,11 +359,22 @@ ModelInfo transformer_model() {
     const double layer = 4 * dm * dm + 2 * dm * static_cast<double>(c.ff) + 10 * dm +
                          static_cast<double>(c.ff);
     const double tokens = static_cast<double>(shape[0]);
-    const double embed =
-        in.tokens ? classes * dm + tokens * dm
-                  : static_cast<double>(shape[0] * c.patch * c.patch) * dm +
-                        (static_cast<double>(shape.size() == 3 ? shape[1] * shape[2] : 1) + 2) * dm;
+    const double patch = static_cast<double>(c.patch);
+    const double embed = in.tokens ? classes * dm + tokens * dm
+                                   : tokens * patch * patch * dm + (pixels_of(in) + 2) * dm;
     return embed + static_cast<double>(c.layers) * layer + dm * classes + classes + 2 * dm;
+  };
+  // Per layer: each head's sequence x sequence scores, their softmax and dropout, and the
+  // sequence's projections and feed-forward; then a language model's logits per position.
+  m.activations = [](const ModelConfig& c, const ModelInput& in) {
+    const double patch = static_cast<double>(c.patch);
+    const double sequence = in.tokens ? elements_of(in) : pixels_of(in) / (patch * patch) + 1;
+    const double dm = static_cast<double>(c.d_model);
+    const double layer = 3 * static_cast<double>(c.heads) * sequence * sequence +
+                         sequence * (10 * dm + 3 * static_cast<double>(c.ff));
+    const double head = in.tokens ? 3 * sequence * static_cast<double>(in.classes)
+                                  : 2 * static_cast<double>(in.classes);
+    return elements_of(in) + sequence * dm + static_cast<double>(c.layers) * layer + head;
   };
   m.make = [](const ModelConfig& c, const ModelInput& in) -> std::shared_ptr<Model> {
     if (!in.tokens) require_images(c, in);

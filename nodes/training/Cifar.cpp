@@ -12,6 +12,7 @@
 
 #include <torch/torch.h>
 
+#include "common/InputFile.h"
 #include "nodes/training/Dataset.h"
 
 namespace gradwire {
@@ -36,6 +37,15 @@ std::string expected_files(std::int64_t classes) {
 /// Appends the records of one file, at most `limit` in all (0: no limit).
 void read_records(const std::filesystem::path& file, std::int64_t classes, std::int64_t limit,
                   Records& out) {
+  // CIFAR-100's train.bin, the largest file, has 153,700,000 bytes.
+  constexpr std::uint64_t kMaxCifarFileBytes = std::uint64_t{1} << 30;
+  try {
+    check_input_file(file.string(), kMaxCifarFileBytes,
+                     "CIFAR-" + std::to_string(classes) + " file");
+  } catch (const InputFileError& e) {
+    throw DatasetError(std::string(e.what()) + "; dataset.path must hold " +
+                       expected_files(classes));
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     throw DatasetError("CIFAR-" + std::to_string(classes) + ": cannot read " + file.string() +

@@ -28,6 +28,8 @@ struct DatasetInfo : KindDeclaration {
   std::function<ModelInput(const DatasetSpec&)> input;
   /// Training samples after train_limit; may read the data (a text is counted).
   std::function<std::int64_t(const DatasetSpec&)> train_size;
+  /// Test samples after test_limit, from its keys (the memory check counts them); optional.
+  std::function<std::int64_t(const DatasetSpec&)> test_size;
   /// Loads both parts; DatasetError for unusable data.
   std::function<DatasetSplit(const DatasetSpec&, std::uint64_t seed)> load;
 };

@@ -18,6 +18,8 @@
 
 #include <ATen/ATen.h>
 
+#include "common/InputFile.h"
+
 namespace gradwire {
 namespace {
 
@@ -47,6 +49,13 @@ class GzFile {
       throw DatasetError("Fashion-MNIST file not found: " + path_ +
                          ". Install Debian's dataset-fashion-mnist (apt-get install "
                          "dataset-fashion-mnist) or set dataset.path");
+    }
+    // The compressed training images have 26,421,880 bytes.
+    constexpr std::uint64_t kMaxFileBytes = std::uint64_t{1} << 30;
+    try {
+      check_input_file(path_, kMaxFileBytes, "Fashion-MNIST file");
+    } catch (const InputFileError& e) {
+      throw DatasetError(e.what());
     }
     file_ = gzopen(path_.c_str(), "rb");
     if (file_ == nullptr) {

@@ -39,6 +39,11 @@ struct ModelInfo : KindDeclaration {
   /// bound where the count is not exact), so a run too large for memory is refused before
   /// anything is allocated.
   std::function<double(const ModelConfig&, const ModelInput&)> parameters;
+  /// Values a training pass keeps per sample until backward (layer outputs, attention's
+  /// sequence^2 x heads scores), counted from its sizes in floating point (no overflow) as an
+  /// upper-bound estimate: the memory check multiplies it by the batch. Optional: without it
+  /// the check counts the sample and the outputs, twice.
+  std::function<double(const ModelConfig&, const ModelInput&)> activations;
   /// Builds it; std::invalid_argument when the samples do not fit.
   std::function<std::shared_ptr<Model>(const ModelConfig&, const ModelInput&)> make;
 

@@ -16,6 +16,7 @@
 
 #include <torch/types.h>
 
+#include "common/InputFile.h"
 #include "nodes/training/Dataset.h"
 
 namespace gradwire {
@@ -66,14 +67,15 @@ std::vector<fs::path> text_files(const std::string& path) {
   return files;
 }
 
+/// A text file is read whole; past this it is no corpus a simulated run trains on in memory.
+constexpr std::uint64_t kMaxTextFileBytes = std::uint64_t{2} << 30;
+
 std::string read_file(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::string bytes;
-  if (in) bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (!in && !in.eof()) {
-    throw DatasetError(where(file.string()) + ": cannot read (" + std::strerror(errno) + ")");
+  try {
+    return read_input_file(file.string(), kMaxTextFileBytes, "text file");
+  } catch (const InputFileError& e) {
+    throw DatasetError(where(e.what()));
   }
-  return bytes;
 }
 
 /// Length of the UTF-8 sequence starting at bytes[i], or 0 when it is not valid UTF-8

@@ -29,6 +29,7 @@ struct TorchScriptInfo {
   };
   std::vector<Layer> layers;  ///< in forward order
   bool has_metadata = false;
+  std::int64_t parameters = 0;  ///< elements of the module's parameters (not from the metadata)
 };
 
 class TorchScriptModel : public Model {
@@ -59,5 +60,15 @@ class TorchScriptModel : public Model {
 /// Reads only the metadata of a TorchScript file (ModelFileError as above, without the data
 /// checks), for scenario validation before any data is loaded.
 TorchScriptInfo read_torchscript_info(const std::string& path);
+
+/// One training step's forward and backward on two zero samples shaped `sample_shape` (two:
+/// batch normalisation refuses one in training mode), run on a copy of the file loaded anew so
+/// the weights a run trains are untouched, with the global generator's state restored after.
+/// Returns the width of the outputs ([batch, width]). ModelFileError naming the file with the
+/// first line of the model's own error (no LibTorch backtrace) when it cannot train: a forward
+/// that fails on such samples, outputs that are not one row of logits per sample, or a
+/// backward that fails (no parameter requires a gradient, ...).
+std::int64_t try_torchscript_step(const std::string& path,
+                                  const std::vector<std::int64_t>& sample_shape);
 
 }  // namespace gradwire

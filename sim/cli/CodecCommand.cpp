@@ -2,7 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
+#include <limits>
 #include <ostream>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +12,7 @@
 #include "codecs/CodecRegistry.h"
 #include "codecs/wire/WireFormat.h"
 #include "common/ConfigError.h"
+#include "common/InputFile.h"
 #include "common/JsonFields.h"
 #include "sim/cli/Cli.h"
 #include "sim/cli/NpyFile.h"
@@ -25,13 +26,22 @@ struct InputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-Bytes read_file(const std::string& path, const char* what) {
-  if (std::filesystem::is_directory(path)) {
-    throw InputError(std::string(what) + " '" + path + "' is a directory; expected a file");
+/// The largest codec file (payload, state, .npy input) a run accepts: 16 bytes for each of
+/// --max-elements elements (the widest encoding: a 64-bit index and a value, with room for a
+/// codec's several buffers of state) and 1 MiB of headers.
+std::uint64_t max_codec_file_bytes(const CodecCommandOptions& o) {
+  constexpr std::uint64_t kHeaders = std::uint64_t{1} << 20;
+  constexpr std::uint64_t kMost = std::numeric_limits<std::uint64_t>::max();
+  return o.max_elements > (kMost - kHeaders) / 16 ? kMost : 16 * o.max_elements + kHeaders;
+}
+
+Bytes read_file(const std::string& path, const char* what, std::uint64_t max_bytes) {
+  try {
+    const std::string bytes = read_input_file(path, max_bytes, what);
+    return Bytes(bytes.begin(), bytes.end());
+  } catch (const InputFileError& e) {
+    throw InputError(e.what());
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(std::string("cannot open ") + what + " '" + path + "'");
-  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 void write_file(const std::string& path, const Bytes& bytes) {
@@ -123,14 +133,16 @@ int run_codec_command(const CodecCommandOptions& o, std::ostream& out, std::ostr
     ctx.seed = o.seed;
     if (o.action == "encode") {
       std::vector<std::int64_t> shape;
-      std::vector<float> values = read_npy_f32(o.in, &shape);
+      std::vector<float> values = read_npy_f32(o.in, &shape, max_codec_file_bytes(o));
       ctx.numel = static_cast<std::int64_t>(values.size());
       ctx.layers = layout_of(o.shape, ctx.numel);
       std::unique_ptr<Codec> codec = registry.create(resolved, ctx);
       if (!o.state.empty()) {
-        std::ifstream probe(o.state, std::ios::binary);
-        if (probe) {
-          const Bytes st = read_file(o.state, "state file");
+        // No state file yet is the first encode; whatever is there must be a regular file
+        // (a dangling link is reported as unreadable, not taken for a first encode).
+        std::error_code ec;
+        if (std::filesystem::exists(o.state, ec) || std::filesystem::is_symlink(o.state, ec)) {
+          const Bytes st = read_file(o.state, "state file", max_codec_file_bytes(o));
           codec->load_state(ByteSpan(st));
         }
       }
@@ -143,7 +155,7 @@ int run_codec_command(const CodecCommandOptions& o, std::ostream& out, std::ostr
           << " bytes (density " << codec->last_density() << ")\n";
       return kExitOk;
     }
-    const Bytes payload = read_file(o.in, "payload");
+    const Bytes payload = read_file(o.in, "payload", max_codec_file_bytes(o));
     const PayloadHeader h = peek_header(ByteSpan(payload));
     if (h.numel > o.max_elements) {
       throw DecodeError("payload states " + std::to_string(h.numel) +

@@ -1,14 +1,12 @@
 #include "sim/cli/NpyFile.h"
 
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <regex>
 #include <sstream>
 
 #include "common/AtomicOutput.h"
 #include "common/ByteIo.h"
+#include "common/InputFile.h"
 
 namespace gradwire {
 
@@ -108,14 +106,16 @@ Bytes format_npy_f32(const std::vector<float>& values, const std::vector<std::in
   return w.take();
 }
 
-std::vector<float> read_npy_f32(const std::string& path, std::vector<std::int64_t>* shape_out) {
-  if (std::filesystem::is_directory(path)) {
-    throw NpyError("'" + path + "' is a directory; expected a .npy file");
+std::vector<float> read_npy_f32(const std::string& path, std::vector<std::int64_t>* shape_out,
+                                std::uint64_t max_bytes) {
+  std::string bytes;
+  try {
+    bytes = read_input_file(path, max_bytes, ".npy file");
+  } catch (const InputFileError& e) {
+    throw NpyError(e.what());
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw NpyError("cannot open '" + path + "'");
-  const Bytes bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_npy_f32(ByteSpan(bytes), "'" + path + "': ", shape_out);
+  return parse_npy_f32(ByteSpan(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()),
+                       "'" + path + "': ", shape_out);
 }
 
 void write_npy_f32(const std::string& path, const std::vector<float>& values,

@@ -28,8 +28,13 @@ std::vector<float> parse_npy_f32(ByteSpan bytes, const std::string& where,
 /// The .npy image (format 1.0) of `values` shaped `shape` (product must equal size).
 Bytes format_npy_f32(const std::vector<float>& values, const std::vector<std::int64_t>& shape);
 
-/// Reads a .npy file; NpyError naming the file and the problem.
-std::vector<float> read_npy_f32(const std::string& path, std::vector<std::int64_t>* shape = nullptr);
+/// The largest .npy file read_npy_f32 reads by default: 2^30 float32 values and a header.
+constexpr std::uint64_t kMaxNpyFileBytes = (std::uint64_t{1} << 32) + (std::uint64_t{1} << 20);
+
+/// Reads a .npy file, a regular file of at most `max_bytes`; NpyError naming the file and the
+/// problem (a FIFO, a device or a directory is refused before it is read).
+std::vector<float> read_npy_f32(const std::string& path, std::vector<std::int64_t>* shape = nullptr,
+                                std::uint64_t max_bytes = kMaxNpyFileBytes);
 /// Writes a float32 .npy file (format 1.0) of the given shape, atomically.
 void write_npy_f32(const std::string& path, const std::vector<float>& values,
                    const std::vector<std::int64_t>& shape);

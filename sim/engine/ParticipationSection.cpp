@@ -3,12 +3,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
 #include "common/ConfigError.h"
 #include "common/DeclaredFields.h"
+#include "common/InputFile.h"
 #include "common/JsonFields.h"
 #include "common/Units.h"
 
@@ -183,17 +183,11 @@ ParticipationSpec read_participation(const nlohmann::json& document, int workers
     p.availability = "trace";
     p.trace = a.string("trace", "");
     if (p.trace.empty()) throw ConfigError(a.path_of("trace"), "expected a trace file's path");
-    std::ifstream in(p.trace, std::ios::binary);
-    // Read at most one byte past the limit first: a device such as /dev/zero never ends.
-    std::string text(kMaxTraceBytes + 1, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    if (!in && !in.eof()) {
-      throw ConfigError(a.path_of("trace"), "cannot read availability trace " + p.trace);
-    }
-    text.resize(static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxTraceBytes) {
-      throw ConfigError(a.path_of("trace"), p.trace + ": expected a trace of at most " +
-                                                std::to_string(kMaxTraceBytes >> 20) + " MiB");
+    std::string text;
+    try {
+      text = read_input_file(p.trace, kMaxTraceBytes, "availability trace");
+    } catch (const InputFileError& e) {
+      throw ConfigError(a.path_of("trace"), e.what());
     }
     std::istringstream lines(text);
     p.trace_intervals = read_availability_trace(lines, p.trace, workers);

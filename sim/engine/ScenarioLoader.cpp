@@ -4,11 +4,10 @@
 #include "sim/engine/ScenarioLoader.h"
 
 #include <cctype>
-#include <fstream>
-#include <sys/stat.h>
 
 #include "codecs/CodecRegistry.h"
 #include "common/ConfigError.h"
+#include "common/InputFile.h"
 #include "common/JsonFields.h"
 #include "netmodels/NetworkFactory.h"
 #include "nodes/schemes/TopologyConfig.h"
@@ -23,11 +22,6 @@
 namespace gradwire {
 
 namespace {
-
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 bool valid_name(const std::string& name) {
   if (name.empty() || name.size() > 128 || name[0] == '.') return false;
@@ -64,18 +58,11 @@ nlohmann::json to_json(const Scenario& s) {
 }  // namespace
 
 nlohmann::json read_scenario_file(const std::string& path) {
-  if (is_directory(path)) {
-    throw ConfigError("(file)", path + " is a directory; expected a scenario file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError("(file)", "cannot read scenario file " + path);
-  // Read at most one byte past the limit: a device such as /dev/zero never ends.
-  std::string text(kMaxScenarioBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > kMaxScenarioBytes) {
-    throw ConfigError("(file)", path + ": expected a scenario file of at most " +
-                                    std::to_string(kMaxScenarioBytes >> 20) + " MiB");
+  std::string text;
+  try {
+    text = read_input_file(path, kMaxScenarioBytes, "scenario file");
+  } catch (const InputFileError& e) {
+    throw ConfigError("(file)", e.what());
   }
   try {
     return parse_json(text);

@@ -1,5 +1,6 @@
 #include "sim/engine/ScenarioRules.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <unistd.h>
 
@@ -100,35 +101,87 @@ void check_impairment_hosts(const nlohmann::json& network, const std::string& pa
   }
 }
 
-/// Memory the in-process run holds per model: weights, gradient, momentum, the flat gradient
-/// and a codec's residual, 4 bytes each; every worker and the evaluation model have one.
-void check_memory(const Scenario& s) {
+std::string gib(double bytes) {
+  const double value = bytes / (1024.0 * 1024.0 * 1024.0);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, value < 1e5 ? "%.1f GiB" : "%.3g GiB", value);
+  return std::string(buf);
+}
+
+/// What an in-process run holds, estimated from the scenario's sizes before anything is
+/// allocated. Everything is counted in double: sizes such as [3, 2^32, 2^32] overflow int64,
+/// and an estimate past double's range is infinite, which no machine fits.
+///  - per model: weights, gradient, momentum, the flat gradient and a codec's residual, 4 bytes
+///    each; every worker and the evaluation model have one;
+///  - the data set, held once: float32 samples (int64 token ids and as many targets);
+///  - activations: what a pass keeps per sample until backward (ModelInfo::activations) times
+///    the batch, for each pass that runs at once (workers compute one after another unless
+///    compute.parallel_workers runs several together).
+///  `file_parameters` >= 0: a TorchScript file's own count instead of the kind's estimate.
+void check_memory(const Scenario& s, std::int64_t train_samples, double file_parameters = -1) {
+  const ModelInput in = expected_input(s.dataset);
+  const ModelInfo& model = ModelRegistry::builtin().at(s.model.kind);
+  const DatasetInfo& data = DatasetRegistry::builtin().at(s.dataset.kind);
+  double elements = 1;
+  for (std::int64_t d : in.sample_shape) elements *= static_cast<double>(d);
+
   const double parameters =
-      ModelRegistry::builtin().at(s.model.kind).parameters(s.model, expected_input(s.dataset));
+      file_parameters >= 0 ? file_parameters : model.parameters(s.model, in);
   const double per_model = 5 * 4 * parameters;
   const double models = static_cast<double>(s.training.workers) + 1;
+  const double samples = static_cast<double>(train_samples) +
+                         static_cast<double>(data.test_size ? data.test_size(s.dataset) : 0);
+  const double data_bytes = samples * (in.tokens ? 16 * elements : 4 * elements + 8);
+  const double per_sample = model.activations
+                                ? model.activations(s.model, in)
+                                : 2 * (elements + static_cast<double>(in.classes));
+  const double passes = static_cast<double>(
+      std::min<std::int64_t>(s.training.workers, std::max(1, s.compute.parallel_workers)));
+  const double activation_bytes =
+      4 * per_sample * static_cast<double>(s.training.batch) * passes;
+  const double total = per_model * models + data_bytes + activation_bytes;
+
   const double pages = static_cast<double>(::sysconf(_SC_PHYS_PAGES));
   const double memory = pages * static_cast<double>(::sysconf(_SC_PAGESIZE));
-  if (memory <= 0 || per_model * models <= 0.8 * memory) return;
-  const auto gib = [](double bytes) {
+  const double fits = 0.8 * memory;
+  if (memory <= 0 || total <= fits) return;  // an infinite or NaN total does not fit
+
+  // The key to change: the part that alone does not fit, or else the largest part.
+  std::string where;
+  if (!(per_model <= fits)) {
+    where = "model";
+  } else if (!(per_model * models <= fits)) {
+    where = "training.workers";
+  } else if (!(data_bytes <= fits)) {
+    where = "dataset";
+  } else if (!(activation_bytes <= fits)) {
+    where = "training.batch";
+  } else {
+    const double largest = std::max({per_model * models, data_bytes, activation_bytes});
+    where = largest == per_model * models ? "training.workers"
+            : largest == data_bytes       ? "dataset"
+                                          : "training.batch";
+  }
+  const auto count = [](double n) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+    std::snprintf(buf, sizeof buf, n < 1e15 ? "%.0f" : "%.3g", n);
     return std::string(buf);
   };
-  const bool one_model_too_large = per_model > 0.8 * memory;
-  throw ConfigError(one_model_too_large ? "model" : "training.workers",
-                    "expected a run that fits in memory: " +
-                        std::to_string(s.training.workers) + " workers x " +
-                        std::to_string(static_cast<long long>(parameters)) +
-                        " parameters need about " + gib(per_model * models) +
-                        " (weights, gradients, optimizer and codec state), this machine has " +
-                        gib(memory));
+  throw ConfigError(
+      where, "expected a run that fits in memory: " + std::to_string(s.training.workers) +
+                 " workers x " + count(parameters) + " parameters (weights, gradients, optimizer "
+                 "and codec state) need about " + gib(per_model * models) + ", the data set (" +
+                 count(samples) + " samples shaped " + shape_text(in.sample_shape) + ") " +
+                 gib(data_bytes) + ", activations (" + count(passes) + " pass(es) at once x " +
+                 std::to_string(s.training.batch) + " samples x " + count(per_sample) +
+                 " values) " + gib(activation_bytes) + "; " + gib(total) + " in all, this "
+                 "machine has " + gib(memory));
 }
 
 /// A TorchScript file is checked before any data is loaded: it must load, have parameters,
 /// and (when it states them) fit the dataset's sample shape and classes; a compute profile
-/// needs the FLOPs the exporter counts.
-void check_torchscript(const Scenario& s) {
+/// needs the FLOPs the exporter counts. Returns the module's parameter count.
+double check_torchscript(const Scenario& s) {
   TorchScriptInfo info;
   try {
     info = read_torchscript_info(s.model.path);
@@ -148,6 +201,20 @@ void check_torchscript(const Scenario& s) {
                                         " classes (" + s.dataset.kind + "); " + s.model.path +
                                         " has " + std::to_string(info.classes));
   }
+  // Loading is not training: one step on two samples finds a forward that does not fit the
+  // data and a backward that fails, and the outputs' width must be the data's classes (more
+  // outputs would train silently on classes that never occur, fewer fail mid-run).
+  std::int64_t outputs = 0;
+  try {
+    outputs = try_torchscript_step(s.model.path, shape);
+  } catch (const ModelFileError& e) {
+    throw ConfigError("model.path", e.what());
+  }
+  if (outputs != classes) {
+    throw ConfigError("model.path", "expected a model with " + std::to_string(classes) +
+                                        " outputs, one per class (" + s.dataset.kind + "); " +
+                                        s.model.path + " has " + std::to_string(outputs));
+  }
   if (s.compute.mode == "profile" && !s.compute.profile_of(0).empty() &&
       s.compute.flops_per_sample <= 0 && info.forward_flops_per_sample <= 0) {
     throw ConfigError("compute.profile",
@@ -155,6 +222,7 @@ void check_torchscript(const Scenario& s) {
                       "scripts/export-model), compute.flops_per_sample, or "
                       "compute.seconds_per_sample");
   }
+  return static_cast<double>(info.parameters);
 }
 
 /// Faults are replayed by the schemes that handle them, over TCP, with single-round codecs.
@@ -243,8 +311,12 @@ void check_scenario_rules(const Scenario& s, std::int64_t train_samples) {
                                         "parameters is not supported yet");
   }
   check_model_fits_data(s);
-  check_memory(s);
-  if (s.model.kind == "torchscript") check_torchscript(s);
+  check_memory(s, train_samples);
+  if (s.model.kind == "torchscript") {
+    // Data and activations were checked before the trial step allocates its two samples; the
+    // parameters are the file's, known once it is read.
+    check_memory(s, train_samples, check_torchscript(s));
+  }
 }
 
 }  // namespace gradwire

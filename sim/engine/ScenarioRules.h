@@ -15,8 +15,10 @@ namespace gradwire {
 ///    refuses (gossip's overlap), not with a multi-round codec, not over UDP;
 ///  - network: impairment host indices within the run's hosts;
 ///  - codec: `none` with schemes that send parameters;
-///  - model: reads the dataset's samples, its data-dependent sizes (patches, image sides), fits
-///    in memory, a TorchScript file that loads and matches the data.
+///  - model: reads the dataset's samples, its data-dependent sizes (patches, image sides); the
+///    run fits in memory (parameters per model, the data set, a batch's activations; named
+///    model, training.workers, dataset or training.batch); a TorchScript file that loads,
+///    matches the data, trains one step and has one output per class.
 void check_scenario_rules(const Scenario& scenario, std::int64_t train_samples);
 
 }  // namespace gradwire

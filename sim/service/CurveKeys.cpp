@@ -1,8 +1,6 @@
 #include "sim/service/CurveKeys.h"
 
 #include <cctype>
-#include <fstream>
-#include <sstream>
 
 #include <cerrno>
 #include <cstring>
@@ -14,6 +12,7 @@
 
 #include "common/AtomicOutput.h"
 #include "common/ConfigError.h"
+#include "common/InputFile.h"
 
 namespace gradwire {
 
@@ -22,12 +21,15 @@ namespace {
 constexpr std::size_t kZ85KeyChars = 40;
 
 std::string read_key_file(const std::string& path, const std::string& option) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(option, "cannot read key file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
+  // A key file holds 40 characters and a newline; no key file comes near 4 KiB.
+  std::string text;
+  try {
+    text = read_input_file(path, 4096, "key file");
+  } catch (const InputFileError& e) {
+    throw ConfigError(option, e.what());
+  }
   std::string key;
-  for (char c : text.str()) {
+  for (char c : text) {
     if (!std::isspace(static_cast<unsigned char>(c))) key += c;
   }
   if (key.size() != kZ85KeyChars) {

@@ -39,6 +39,20 @@ TEST_P(ScenarioRule, IsRefusedAtValidationNamingTheKey) {
   }
 }
 
+TEST(ScenarioRules, SizesPastInt64AreCountedWithoutWrappingAround) {
+  nlohmann::json doc = valid();
+  doc["dataset"]["shape"] = {3, 4294967296LL, 4294967296LL};
+  try {
+    load_scenario(doc);
+    ADD_FAILURE() << "loaded " << doc.dump();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "model") << e.what();
+    EXPECT_EQ(std::string(e.what()).find("-9223372036854775808"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[3, 4294967296, 4294967296]"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ScenarioRules, TheValidScenarioLoadsWithEachSectionThatTheCasesBreak) {
   // Each case's section is fine on its own: only the combination is refused.
   for (const nlohmann::json& patch : {
@@ -107,6 +121,21 @@ INSTANTIATE_TEST_SUITE_P(
                  "model.kind"},
         RuleCase{"a_model_too_large_for_memory",
                  {{"model", {{"hidden", {1000000, 1000000}}}}}, "model"},
+        // Data and activations count too, in floating point: each case allocates terabytes.
+        RuleCase{"data_too_large_for_memory",
+                 {{"model", {{"kind", "cnn"}, {"hidden", nullptr}}},
+                  {"dataset", {{"shape", {3, 256, 256}}, {"train_samples", 10000000}}}},
+                 "dataset"},
+        RuleCase{"a_sample_shape_whose_size_overflows_int64",
+                 {{"model", {{"kind", "transformer"}, {"d_model", 8}, {"heads", 8}, {"ff", 8},
+                             {"layers", 1}, {"hidden", nullptr}}},
+                  {"dataset", {{"shape", {3, 4294967296LL, 4294967296LL}}}}},
+                 "model"},
+        RuleCase{"attention_scores_too_large_for_memory",
+                 {{"model", {{"kind", "transformer"}, {"d_model", 8}, {"heads", 8}, {"ff", 8},
+                             {"layers", 1}, {"hidden", nullptr}}},
+                  {"dataset", {{"vocab", 100}, {"bptt", 100000}}}},
+                 "training.batch"},
         RuleCase{"a_torchscript_file_that_is_not_there",
                  {{"model", {{"kind", "torchscript"}, {"path", "/nonexistent/model.pt"},
                              {"hidden", nullptr}}}},

@@ -1,4 +1,6 @@
 """Small modules for the TorchScript tests: what a user's own model file looks like."""
+from typing import Tuple
+
 import torch
 from torch import nn
 
@@ -34,3 +36,32 @@ class FeatureMlp(nn.Module):
 class NoParameters(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x * 2
+
+
+class TupleOutput(nn.Module):
+    """Loads, but returns (logits, features): gradwire trains on one tensor of logits."""
+
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        return self.head(x), x
+
+
+class FrozenMlp(nn.Module):
+    """Loads and runs forward, but no parameter requires a gradient: backward fails."""
+
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(32, 10)
+        for p in self.parameters():
+            p.requires_grad_(False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(x)
+
+
+def features_mlp(features: int, outputs: int) -> nn.Module:
+    """A linear classifier from `features` inputs to `outputs` logits."""
+    return nn.Sequential(nn.Linear(features, 16), nn.ReLU(), nn.Linear(16, outputs))

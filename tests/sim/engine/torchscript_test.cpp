@@ -171,6 +171,91 @@ TEST(TorchScriptScenario, UnusableFilesAreErrorsNamingModelPath) {
   expect_path_error(no_path, "model.path", "missing");
 }
 
+/// Saves `expression` (a module built from torchscript_models.py) scripted, without gradwire's
+/// metadata, as a user's own torch.jit.save would, and returns the file.
+std::string save_scripted(const std::string& name, const std::string& expression) {
+  const std::string file = (reference_dir() / (name + ".pt")).string();
+  const int rc = run_python("-c \"import sys; sys.path.insert(0, '" + kHere +
+                            "'); import torch, torchscript_models as m; "
+                            "torch.jit.save(torch.jit.script(" + expression + "), '" + file +
+                            "')\"");
+  EXPECT_EQ(rc, 0) << expression;
+  return file;
+}
+
+/// scenario_with, with fixed compute: a file without metadata states no FLOPs for a profile.
+nlohmann::json fixed_compute_scenario_with(const std::string& path) {
+  nlohmann::json doc = scenario_with(path);
+  doc["compute"] = {{"mode", "fixed"}, {"seconds", 0.001}};
+  return doc;
+}
+
+/// What a user reads must be the model's error, not LibTorch's C++ backtrace.
+void expect_no_backtrace(const nlohmann::json& doc) {
+  try {
+    load_scenario(doc);
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find("frame #"), std::string::npos) << what;
+    EXPECT_EQ(what.find("Exception raised from"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
+TEST(TorchScriptScenario, AModelThatLoadsButCannotTrainIsRefusedNamingModelPath) {
+  // Outputs (logits, features): a run cannot take a tuple for logits.
+  const auto tuple =
+      fixed_compute_scenario_with(save_scripted("tuple_output", "m.TupleOutput()"));
+  expect_path_error(tuple, "model.path", "forward fails: it returns Tuple");
+  expect_no_backtrace(tuple);
+  // No parameter requires a gradient: backward fails.
+  const auto frozen = fixed_compute_scenario_with(save_scripted("frozen", "m.FrozenMlp()"));
+  expect_path_error(frozen, "model.path",
+                    "backward fails: element 0 of tensors does not require grad");
+  expect_no_backtrace(frozen);
+  // Made for 16 features without saying so; the data has 32.
+  const auto narrow_input =
+      fixed_compute_scenario_with(save_scripted("features16", "m.features_mlp(16, 10)"));
+  expect_path_error(narrow_input, "model.path",
+                    "cannot train on samples shaped [32]: its forward fails: mat1 and mat2");
+  expect_no_backtrace(narrow_input);
+}
+
+TEST(TorchScriptScenario, OutputsOtherThanTheClassesAreRefusedNamingModelPath) {
+  // More outputs than classes would train silently; fewer fail mid-run on a label.
+  const auto with_outputs = [](int outputs) {
+    return fixed_compute_scenario_with(
+        save_scripted("outputs" + std::to_string(outputs),
+                      "m.features_mlp(32, " + std::to_string(outputs) + ")"));
+  };
+  expect_path_error(with_outputs(12), "model.path",
+                    "expected a model with 10 outputs, one per class");
+  expect_path_error(with_outputs(5), "model.path", "has 5");
+  EXPECT_NO_THROW(load_scenario(with_outputs(10)));
+}
+
+TEST(TorchScriptScenario, TheFilesParametersCountInTheMemoryCheck) {
+  // 28 M parameters hold about 0.5 GiB per model: 1024 workers' worth fits no test machine.
+  nlohmann::json doc = fixed_compute_scenario_with(
+      save_scripted("wide_layer", "torch.nn.Sequential(torch.nn.Linear(32, 655360), "
+                                  "torch.nn.Linear(655360, 10))"));
+  doc["training"]["workers"] = 1024;
+  doc["dataset"]["train_samples"] = 1024;
+  expect_path_error(doc, "training.workers", "1024 workers x 28180490 parameters");
+}
+
+TEST(TorchScriptScenario, TheTrialStepLeavesTheGlobalGeneratorAsItWas) {
+  // A scripted model's dropout draws from the global generator: validating must not move it,
+  // or a run's results would depend on whether it was validated first.
+  const auto doc = fixed_compute_scenario_with(save_scripted(
+      "dropout", "torch.nn.Sequential(torch.nn.Linear(32, 10), torch.nn.Dropout(0.5))"));
+  torch::manual_seed(5);
+  const torch::Tensor expected = torch::rand({4});
+  torch::manual_seed(5);
+  load_scenario(doc);
+  EXPECT_TRUE(torch::rand({4}).equal(expected));
+}
+
 TEST(TorchScriptScenario, TrainsInARunAndItsLossFalls) {
   const fs::path dir = reference_dir();
   const Scenario sc = load_scenario(scenario_with((dir / "features_mlp.pt").string()));
