@@ -97,7 +97,8 @@ int run_advise_command(const AdviseCommandOptions& o, std::ostream& out, std::os
   if (!document.contains("compute") || !document["compute"].is_object()) {
     document["compute"] = nlohmann::json::object();
   }
-  if (document["compute"].value("threads", 0) == 0) {
+  if (document["compute"].value("threads", 0) == 0 &&
+      document["compute"].contains("mode") && document["compute"]["mode"] != "measured") {
     document["compute"]["threads"] = std::max(1, cores / jobs);
   }
   const Scenario scenario = load_scenario(document);
