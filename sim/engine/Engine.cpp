@@ -202,8 +202,7 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   if (progress) recorder.print_final(*progress, result.summary);
   // Warnings are not progress: they are printed even when the run is quiet.
   for (const auto& warning : result.summary.value("warnings", nlohmann::json::array())) {
-    std::cerr << "[" << sc.name << "] warning: " << warning.get<std::string>() << "
-";
+    std::cerr << "[" << sc.name << "] warning: " << warning.get<std::string>() << "\n";
   }
   return result;
 }
