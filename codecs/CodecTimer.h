@@ -4,6 +4,7 @@
 #pragma once
 
 #include "codecs/CodecWork.h"
+#include "common/WorkStopwatch.h"
 
 namespace gradwire {
 
@@ -17,12 +18,15 @@ class CodecTimer {
 /// How a timed codec turns an operation into simulated seconds.
 struct CodecTiming {
   enum class Mode {
-    kMeasured,  ///< the call's steady_clock wall time x scale (depends on the machine's load)
+    kMeasured,  ///< the call's time on `clock` x scale
     kProfile,   ///< seconds_on(the codec's declared work, device): repeats bit for bit
   };
   Mode mode = Mode::kProfile;
-  double scale = 1.0;   ///< kMeasured: simulated seconds per wall second
+  double scale = 1.0;   ///< kMeasured: simulated seconds per measured second
   CodecDevice device{}; ///< kProfile: the device's sustained rates
+  /// kMeasured: the calling thread's CPU time (what the call costs on a core of its own,
+  /// whatever else the machine runs), or wall time (work on a GPU, or on several threads).
+  MeasuredClock clock = MeasuredClock::kThreadCpu;
 };
 
 }  // namespace gradwire

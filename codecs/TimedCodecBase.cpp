@@ -38,9 +38,9 @@ TimedCodecBase<Base>::TimedCodecBase(Base& inner, CodecTimer& timer, const Codec
 
 template <class Base>
 Bytes TimedCodecBase<Base>::encode(const torch::Tensor& grad) {
-  const auto start = Clock::now();
+  const auto started = start();
   Bytes payload = inner_.encode(grad);
-  charge(CodecOp::kEncode, start,
+  charge(CodecOp::kEncode, started,
          [&] { return inner_.work(CodecOp::kEncode, grad.numel(), payload.size()); });
   return payload;
 }
@@ -48,36 +48,36 @@ Bytes TimedCodecBase<Base>::encode(const torch::Tensor& grad) {
 template <class Base>
 std::vector<Bytes> TimedCodecBase<Base>::encode_chunks(const torch::Tensor& grad,
                                                        const std::vector<std::int64_t>& bounds) {
-  const auto start = Clock::now();
+  const auto started = start();
   std::vector<Bytes> payloads = inner_.encode_chunks(grad, bounds);
-  charge(CodecOp::kEncode, start,
+  charge(CodecOp::kEncode, started,
          [&] { return inner_.work(CodecOp::kEncode, grad.numel(), total_bytes(payloads)); });
   return payloads;
 }
 
 template <class Base>
 torch::Tensor TimedCodecBase<Base>::decode(ByteSpan payload) const {
-  const auto start = Clock::now();
+  const auto started = start();
   torch::Tensor out = inner_.decode(payload);
-  charge(CodecOp::kDecode, start,
+  charge(CodecOp::kDecode, started,
          [&] { return inner_.work(CodecOp::kDecode, out.numel(), payload.size); });
   return out;
 }
 
 template <class Base>
 torch::Tensor TimedCodecBase<Base>::decode_to(ByteSpan payload, const c10::Device& device) const {
-  const auto start = Clock::now();
+  const auto started = start();
   torch::Tensor out = inner_.decode_to(payload, device);
-  charge(CodecOp::kDecode, start,
+  charge(CodecOp::kDecode, started,
          [&] { return inner_.work(CodecOp::kDecode, out.numel(), payload.size); });
   return out;
 }
 
 template <class Base>
 void TimedCodecBase<Base>::accumulate(Bytes& acc, ByteSpan other) const {
-  const auto start = Clock::now();
+  const auto started = start();
   inner_.accumulate(acc, other);
-  charge(CodecOp::kAccumulate, start, [&] {
+  charge(CodecOp::kAccumulate, started, [&] {
     // The inner codec has validated `other` by now, so its header states the element count.
     const std::uint64_t numel = peek_header(other).numel;
     return inner_.work(CodecOp::kAccumulate, static_cast<std::int64_t>(numel), other.size);
@@ -86,18 +86,18 @@ void TimedCodecBase<Base>::accumulate(Bytes& acc, ByteSpan other) const {
 
 template <class Base>
 torch::Tensor TimedCodecBase<Base>::finalize(torch::Tensor sum, int workers) const {
-  const auto start = Clock::now();
+  const auto started = start();
   const std::int64_t numel = sum.numel();
   torch::Tensor out = inner_.finalize(std::move(sum), workers);
-  charge(CodecOp::kFinalize, start, [&] { return inner_.work(CodecOp::kFinalize, numel, 0); });
+  charge(CodecOp::kFinalize, started, [&] { return inner_.work(CodecOp::kFinalize, numel, 0); });
   return out;
 }
 
 template <class Base>
 void TimedCodecBase<Base>::observe_aggregate(const torch::Tensor& update) {
-  const auto start = Clock::now();
+  const auto started = start();
   inner_.observe_aggregate(update);
-  charge(CodecOp::kObserve, start,
+  charge(CodecOp::kObserve, started,
          [&] { return inner_.work(CodecOp::kObserve, update.numel(), 0); });
 }
 

@@ -9,13 +9,14 @@
 // stay where the training setup put them) and must keep it alive while the decorator is used.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "codecs/Codec.h"
 #include "codecs/CodecTimer.h"
+#include "common/WorkStopwatch.h"
 
 namespace gradwire {
 
@@ -51,15 +52,19 @@ class TimedCodecBase : public Base {
   const CodecTiming& timing() const { return timing_; }
 
  protected:
-  using Clock = std::chrono::steady_clock;
-  /// Charges `op`: the wall time since `start` x scale (kMeasured), or the seconds `declared`
-  /// work takes on the device (kProfile). `declared` is called only in profile mode, so
-  /// measured runs do not pay for the declaration.
+  /// A stopwatch started now when the call is measured; none in profile mode, which does not
+  /// read the clocks.
+  std::optional<WorkStopwatch> start() const {
+    if (timing_.mode != CodecTiming::Mode::kMeasured) return std::nullopt;
+    return std::optional<WorkStopwatch>(std::in_place);
+  }
+  /// Charges `op`: the time on timing's clock since `start` x scale (kMeasured), or the seconds
+  /// `declared` work takes on the device (kProfile). `declared` is called only in profile
+  /// mode, so measured runs do not pay for the declaration.
   template <class Declared>
-  void charge(CodecOp op, Clock::time_point start, Declared declared) const {
-    if (timing_.mode == CodecTiming::Mode::kMeasured) {
-      const std::chrono::duration<double> wall = Clock::now() - start;
-      timer_.charge(op, wall.count() * timing_.scale);
+  void charge(CodecOp op, const std::optional<WorkStopwatch>& start, Declared declared) const {
+    if (start) {
+      timer_.charge(op, start->elapsed().on(timing_.clock) * timing_.scale);
     } else {
       timer_.charge(op, seconds_on(declared(), timing_.device));
     }

@@ -72,30 +72,35 @@ void Worker::Setup(const WorkerOptions& options, std::shared_ptr<Model> model,
   }
 }
 
+double Worker::MeasuredNow() const {
+  if (options_.clock == MeasuredClock::kThreadCpu) return thread_cpu_seconds();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 void Worker::InstallReadyHooks() {
-  // The wall instant autograd computes each parameter's gradient: the real order and spacing
-  // of gradient completion in this machine's backward pass.
+  // The instant autograd computes each parameter's gradient: the real order and spacing of
+  // gradient completion in this machine's backward pass. On the CPU, autograd runs backward
+  // on the thread that called it, so the thread's CPU clock orders the hooks too.
   const auto params = model_->parameters();
-  ready_wall_.assign(params.size(), 0.0);
+  ready_at_.assign(params.size(), 0.0);
   for (std::size_t i = 0; i < params.size(); ++i) {
     params[i].register_hook([this, i](const at::Tensor&) {
       // On a GPU the hook runs when the kernels are queued; the gradient is ready once they
       // have run.
       if (device_.is_cuda()) torch::cuda::synchronize();
-      ready_wall_[i] = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now().time_since_epoch())
-                           .count();
+      ready_at_[i] = MeasuredNow();
     });
   }
 }
 
-std::vector<double> Worker::BucketReleaseFractions(double wall_start, double wall_end) const {
+std::vector<double> Worker::BucketReleaseFractions(double pass_start, double backward_end) const {
   std::vector<double> per_parameter = options_.ready_fractions;
   if (per_parameter.empty()) {
-    const double span = wall_end - wall_start;
-    for (double t : ready_wall_) {
+    const double span = backward_end - pass_start;
+    for (double t : ready_at_) {
       // A parameter without a gradient this step (unused) is ready when backward ends.
-      per_parameter.push_back(t >= wall_start && span > 0 ? std::min(1.0, (t - wall_start) / span)
+      per_parameter.push_back(t >= pass_start && span > 0 ? std::min(1.0, (t - pass_start) / span)
                                                           : 1.0);
     }
   }
@@ -145,7 +150,7 @@ void Worker::StartStep() {
   current_.step = step_;
   current_.start_s = ns3::Simulator::Now().GetSeconds();
   bytes_at_step_start_ = messenger_->bytes_sent();
-  optimizer_wall_s_ = 0;
+  optimizer_measured_s_ = 0;
   codec_at_start_ = options_.device ? options_.device->codec_seconds() : 0;
   if (!scheme_->computes(*this)) {
     // Not taking part in this round: no pass, no gradient; the scheme ends the step.
@@ -163,14 +168,17 @@ void Worker::StartStep() {
     WallClockAccount::Charge charge(account_);
     Compute();
   }
-  current_.compute_s = compute_time_(current_.compute_wall_s, step_);
+  current_.compute_s = compute_time_(options_.clock == MeasuredClock::kThreadCpu
+                                         ? current_.compute_cpu_s
+                                         : current_.compute_wall_s,
+                                     step_);
   if (!bucketed_) {
     ns3::Simulator::Schedule(ns3::Seconds(ComputeDelay(current_.compute_s)), &Worker::ComputeDone,
                              this, generation_);
     return;
   }
   release_s_ = options_.ready_fractions.empty()
-                   ? BucketReleaseFractions(wall_started_, backward_end_)
+                   ? BucketReleaseFractions(pass_started_, backward_end_)
                    : bucket_fractions_;
   for (double& t : release_s_) t *= current_.compute_s;
   ns3::Simulator::Schedule(ns3::Seconds(ComputeDelay(release_s_.front())), &Worker::BucketReady,
@@ -178,7 +186,8 @@ void Worker::StartStep() {
 }
 
 void Worker::Compute() {
-  const auto wall_start = std::chrono::steady_clock::now();
+  const WorkStopwatch stopwatch;
+  pass_started_ = MeasuredNow();
   {
     const StepRandomness::Scope randomness(generator_);
     model_->train();
@@ -191,17 +200,15 @@ void Worker::Compute() {
     loss.backward();
     // Kernel time, not launch time: on a GPU, backward returns once its kernels are queued.
     if (device_.is_cuda()) torch::cuda::synchronize();
-    backward_end_ = std::chrono::duration<double>(
-                        std::chrono::steady_clock::now().time_since_epoch())
-                        .count();
+    backward_end_ = MeasuredNow();
     current_.loss = loss.item<double>();
     // One flat vector: the unit codecs and collectives work on. It stays on the GPU where
     // the scheme hands it to codecs that encode there.
     step_gradient_ = gradient_.take(parameters, device_.is_cuda() && scheme_->takes_device_gradients());
   }
-  wall_started_ = std::chrono::duration<double>(wall_start.time_since_epoch()).count();
-  current_.compute_wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  const WorkTime took = stopwatch.elapsed();
+  current_.compute_wall_s = took.wall_s;
+  current_.compute_cpu_s = took.cpu_s;
   computing_ = false;
 }
 
@@ -266,10 +273,9 @@ void Worker::ApplyGradient(const at::Tensor& update) {
   for (auto& group : optimizer_->param_groups()) {
     static_cast<torch::optim::SGDOptions&>(group.options()).lr(learning_rate());
   }
-  const auto wall_start = std::chrono::steady_clock::now();
+  const WorkStopwatch stopwatch;
   optimizer_->step();
-  optimizer_wall_s_ +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  optimizer_measured_s_ += stopwatch.elapsed().on(options_.clock);
   FlatGradient::release(parameters);
 }
 
@@ -300,7 +306,7 @@ void Worker::FinishStep() {
   double delay = 0;
   if (options_.device) delay = options_.device->idle_at() - ns3::Simulator::Now().GetSeconds();
   if (options_.optimizer_time) {
-    current_.optimizer_s = options_.optimizer_time(optimizer_wall_s_);
+    current_.optimizer_s = options_.optimizer_time(optimizer_measured_s_);
     delay += current_.optimizer_s;
   }
   if (delay > 0) {

@@ -24,6 +24,7 @@
 #include <ns3/application.h>
 #include <torch/types.h>
 
+#include "common/WorkStopwatch.h"
 #include "nodes/training/FlatGradient.h"
 #include "nodes/training/GradientBuckets.h"
 #include "nodes/training/LearningRateSchedule.h"
@@ -61,7 +62,11 @@ struct WorkerOptions {
   DeviceStreams* device = nullptr;
   /// Simulated seconds of one optimizer step, given the wall seconds it took here; empty: the
   /// step's compute time covers it.
-  std::function<double(double wall_seconds)> optimizer_time;
+  std::function<double(double measured_seconds)> optimizer_time;
+  /// The clock measured compute reads: the pass's, the optimizer step's and the bucket
+  /// release instants' (common/WorkStopwatch.h). The thread's CPU time charges what the work
+  /// costs on a core of its own; wall time is for passes on a GPU or on several threads.
+  MeasuredClock clock = MeasuredClock::kWall;
   /// Seed of the worker's own generator, from which its steps draw dropout masks
   /// (nodes/training/StepRandomness.h).
   std::uint64_t dropout_seed = 0;
@@ -87,13 +92,15 @@ struct StepRecord {
   double density = 1.0;             ///< fraction of gradient elements the codec sent
   double loss = 0;
   double compute_wall_s = 0;  ///< wall seconds the real forward/backward took
+  double compute_cpu_s = 0;   ///< CPU seconds of the thread that ran it, in that time
   /// False when the worker sat the step out (partial participation: not sampled for the
   /// round); it then computed nothing and only waited for the round's result.
   bool participated = true;
 };
 
-/// Simulated seconds for `step`, given the wall seconds the real computation took.
-using ComputeTimeModel = std::function<double(double wall_seconds, std::int64_t step)>;
+/// Simulated seconds for `step`, given the seconds the real computation took on the worker's
+/// measured clock (WorkerOptions::clock).
+using ComputeTimeModel = std::function<double(double measured_seconds, std::int64_t step)>;
 
 class Worker : public ns3::Application {
  public:
@@ -161,8 +168,10 @@ class Worker : public ns3::Application {
   void ComputeDone(std::uint64_t generation);
   void BucketReady(std::uint64_t generation, int bucket);
   /// Release instants of the buckets as fractions of the step's compute time.
-  std::vector<double> BucketReleaseFractions(double wall_start, double wall_end) const;
+  std::vector<double> BucketReleaseFractions(double pass_start, double backward_end) const;
   void InstallReadyHooks();
+  /// Now on the measured clock (WorkerOptions::clock), in seconds.
+  double MeasuredNow() const;
   void MakeOptimizer();
   /// Simulated seconds from now until `seconds` of compute have run on the device.
   double ComputeDelay(double seconds);
@@ -186,15 +195,17 @@ class Worker : public ns3::Application {
   StepRecord current_;
   at::Generator generator_;  // dropout masks (nodes/training/StepRandomness.h)
   bool computing_ = false;   // the step's forward/backward waits in the batch
-  double wall_started_ = 0;  // wall instants (seconds) the pass began and backward ended
+  // Instants on the measured clock (WorkerOptions::clock), in seconds, the pass began and
+  // backward ended.
+  double pass_started_ = 0;
   double backward_end_ = 0;
   bool bucketed_ = false;
   at::Tensor step_gradient_;             // the step's flat gradient (released bucket by bucket)
   FlatGradient gradient_;                 // the parameters' gradients, as one flat vector
   std::vector<double> bucket_fractions_;  // per bucket: release as a fraction of compute (fixed)
   std::vector<double> release_s_;        // per bucket: simulated seconds after the step began
-  std::vector<double> ready_wall_;       // per parameter: wall instant its gradient was done
-  double optimizer_wall_s_ = 0;          // wall seconds of this step's optimizer step
+  std::vector<double> ready_at_;         // per parameter: the instant its gradient was done
+  double optimizer_measured_s_ = 0;      // measured seconds of this step's optimizer step
   double codec_at_start_ = 0;            // the device's codec seconds when the step began
   std::uint64_t bytes_at_step_start_ = 0;
 };

@@ -95,11 +95,13 @@ int run_advise_command(const AdviseCommandOptions& o, std::ostream& out, std::os
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int jobs = o.jobs > 0 ? o.jobs : cores;
   // The pilot prices a step for the screening, so it runs with the screening's share of the
-  // cores (a sweep gives each of its runs cores / jobs threads unless the scenario pins them).
+  // cores (a sweep gives each of its runs cores / jobs threads unless the scenario pins them);
+  // measured compute keeps its one thread, whose CPU time it charges.
   if (!document.contains("compute") || !document["compute"].is_object()) {
     document["compute"] = nlohmann::json::object();
   }
-  if (document["compute"].value("threads", 0) == 0) {
+  if (document["compute"].value("threads", 0) == 0 &&
+      document["compute"].contains("mode") && document["compute"]["mode"] != "measured") {
     document["compute"]["threads"] = std::max(1, cores / jobs);
   }
   const Scenario scenario = load_scenario(document);

@@ -149,8 +149,8 @@ ComputeSpec read_compute(const JsonFields& f) {
   c.threads = static_cast<int>(f.integer("threads", 0, 0, 256));
   c.parallel_workers = static_cast<int>(f.integer("parallel_workers", 1, 1, 256));
   if (c.parallel_workers > 1 && c.mode == "measured") {
-    // Measured compute times each pass's wall time, which passes running at once inflate, and
-    // the pass's simulated time must be known before it runs to keep the events in order.
+    // The pass's simulated time must be known before it runs to keep the events in order, and
+    // passes running at once share caches and memory bandwidth.
     throw ConfigError(f.path_of("parallel_workers"),
                       "expected 1 with compute.mode \"measured\" (measured compute times each "
                       "worker's pass alone); use \"fixed\" or \"profile\" to compute workers "

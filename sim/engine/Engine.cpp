@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <iomanip>
+#include <iostream>
 #include <memory>
 #include <ostream>
 #include <sstream>
@@ -45,9 +46,7 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   const auto wall_start = Clock::now();
   const int n = sc.training.workers;
 
-  torch::set_num_threads(sc.compute.threads > 0
-                             ? sc.compute.threads
-                             : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  torch::set_num_threads(sc.compute.intra_op_threads());
 
   // Everything that can fail on bad input happens before any output exists.
   std::vector<int> all_ranks;
@@ -67,6 +66,9 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   for (int r = 0; r < n; ++r) worker_messengers.push_back(ns3::PeekPointer(messengers[r]));
   Endpoint* server_messenger = setup.with_server() ? ns3::PeekPointer(messengers[n]) : nullptr;
   MetricsRecorder recorder(sc, setup.parameters(), progress, wall_start);
+  if (sc.compute.mode == "measured" && !setup.on_gpu()) {
+    recorder.check_measured_load(setup.measured_clock(), at::get_num_threads());
+  }
   // The workers' radios (hosts 0..n-1) count in the energy of every line and to the target.
   recorder.set_radio_meter([&network, n] {
     double joules = 0;
@@ -198,6 +200,10 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
     result.directory = dir->final_path();
   }
   if (progress) recorder.print_final(*progress, result.summary);
+  // Warnings are not progress: they are printed even when the run is quiet.
+  for (const auto& warning : result.summary.value("warnings", nlohmann::json::array())) {
+    std::cerr << "[" << sc.name << "] warning: " << warning.get<std::string>() << "\n";
+  }
   return result;
 }
 

@@ -60,6 +60,7 @@ bool MetricsRecorder::complete(std::int64_t step, int workers) {
 }
 
 bool MetricsRecorder::record(const StepRecord& record, int workers) {
+  if (load_check_ && record.participated) load_check_->add(record.compute_wall_s, record.compute_cpu_s);
   pending_[record.step].push_back(record);
   if (!complete(record.step, workers)) return false;
   write_step(record.step, workers);
@@ -345,6 +346,10 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
                 {"loss_tolerant_messages", t.messages}};
     // Flat copy for results.csv and reports (one column beside the times it bought).
     s["lost_gradient_fraction"] = t.loss_fraction();
+  }
+  if (load_check_) {
+    s["measured_compute"] = load_check_->to_json();
+    if (load_check_->contended()) s["warnings"].push_back(load_check_->warning());
   }
   return s;
 }

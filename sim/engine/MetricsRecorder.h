@@ -30,6 +30,9 @@
 // step) and step and eval lines "energy_j" (every worker's joules from time 0 to the line's
 // sim_time_s: busy seconds at the device's busy watts, the rest at its idle watts), and
 // summary.json an "energy" object (docs/outputs.md).
+// With compute.mode "measured" on the CPU, summary.json carries "measured_compute" (the clock
+// charged and the passes' wall and CPU totals) and, when those disagree by more than 20 %,
+// "warnings" (a list of sentences; absent when there is nothing to warn about).
 // `step` counts completed steps (1-based). Fields ending in "wall_time_s" are wall-clock and
 // differ between runs; everything else is deterministic for fixed/profile compute.
 #pragma once
@@ -49,6 +52,7 @@
 #include "nodes/schemes/Faults.h"
 #include "nodes/schemes/Worker.h"
 #include "sim/engine/Evaluation.h"
+#include "sim/engine/MeasuredLoadCheck.h"
 
 namespace gradwire {
 
@@ -77,6 +81,10 @@ class MetricsRecorder {
   void set_loss_ledger(const LossLedger* ledger) { ledger_ = ledger; }
   /// Who took part in each round (null: every worker, every step).
   void set_participation(const Participation* participation) { participation_ = participation; }
+
+  /// Measured compute on the CPU: add up each pass's wall and CPU time, and give summary.json
+  /// a "measured_compute" object and, when they disagree, a warning (MeasuredLoadCheck.h).
+  void check_measured_load(MeasuredClock charged, int threads) { load_check_.emplace(charged, threads); }
 
   /// A fault event (an "event" line; counted in summary.json's fault_events).
   void event(const FaultEvent& event);
@@ -127,6 +135,7 @@ class MetricsRecorder {
   std::vector<std::int64_t> member_from_;  // per rank: first step it reports (faults)
   std::map<std::string, int> event_counts_;
   const LossLedger* ledger_ = nullptr;
+  std::optional<MeasuredLoadCheck> load_check_;
   // Energy: each worker's device (empty when some worker has none), busy and compute seconds
   // and steps it reported.
   std::vector<const DeviceProfile*> devices_;

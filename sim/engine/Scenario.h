@@ -2,8 +2,10 @@
 // filled in) that is written to runs/<name>/scenario.json so a run documents itself.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -59,7 +61,7 @@ struct ComputeSpec {
   double seconds_per_sample = 0;  ///< profile: explicit cost instead of a named device
   std::int64_t flops_per_sample = 0;  ///< profile: forward FLOPs per sample (0: the model's count)
   std::string device = "auto";    ///< "auto" | "cpu" | "cuda"
-  int threads = 0;                ///< LibTorch intra-op threads; 0: one per core
+  int threads = 0;                ///< LibTorch intra-op threads; 0: see intra_op_threads()
   /// Workers' forward/backward passes that overlap in simulated time run this many at a time, each
   /// with `threads` intra-op threads (nodes/schemes/ComputeBatch.h); 1: one after another.
   int parallel_workers = 1;
@@ -71,6 +73,15 @@ struct ComputeSpec {
   std::string codec_time = "free";
   double codec_scale = 1.0;
   std::string codec_device;  ///< a device profile name (profile codec time)
+
+  /// LibTorch intra-op threads of a pass: `threads` when set; else 1 with measured compute
+  /// (one thread's CPU time is what a measured pass charges, docs/scenarios.md) and one per
+  /// core otherwise.
+  int intra_op_threads() const {
+    if (threads > 0) return threads;
+    if (mode == "measured") return 1;
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }
 
   /// Worker `rank`'s device name (empty when compute names none).
   const std::string& profile_of(int rank) const {

@@ -51,6 +51,7 @@ struct TrainingSetup::Impl {
   int n;
   bool with_server;
   torch::Device device{torch::kCPU};
+  MeasuredClock clock = MeasuredClock::kWall;
   DatasetSplit data;
   Shards shards;
   std::vector<std::shared_ptr<Model>> models;  // index = rank; null where not built here
@@ -93,6 +94,7 @@ void TrainingSetup::Impl::time_codecs() {
   if (c.codec_time == "measured") {
     timing.mode = CodecTiming::Mode::kMeasured;
     timing.scale = c.codec_scale;
+    timing.clock = s.clock;
   } else {
     timing.mode = CodecTiming::Mode::kProfile;
   }
@@ -131,6 +133,8 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
   s.n = sc.training.workers;
   s.with_server = sc.topology.with_server();
   s.device = pick_device(sc.compute.device);
+  s.clock = s.device.is_cuda() || at::get_num_threads() > 1 ? MeasuredClock::kWall
+                                                            : MeasuredClock::kThreadCpu;
   s.data = load_dataset(sc.dataset, sc.seed);
   s.shards = sc.dataset.partition == "dirichlet"
                  ? partition_dirichlet(s.data.train.labels, s.data.train.classes, s.n,
@@ -225,6 +229,10 @@ std::size_t TrainingSetup::hosts() const {
 }
 std::int64_t TrainingSetup::parameters() const { return impl_->numel; }
 std::string TrainingSetup::device_name() const { return impl_->device.str(); }
+
+bool TrainingSetup::on_gpu() const { return impl_->device.is_cuda(); }
+
+MeasuredClock TrainingSetup::measured_clock() const { return impl_->clock; }
 TrainingScheme& TrainingSetup::scheme() { return *impl_->scheme; }
 const Participation* TrainingSetup::participation() const { return impl_->participation.get(); }
 WallClockAccount& TrainingSetup::torch_account() { return impl_->torch_account; }
@@ -326,6 +334,7 @@ ns3::Ptr<Worker> TrainingSetup::make_worker(int r, Endpoint* endpoint,
   options.optimizer_time = optimizer_time_model(sc.compute, s.numel, options.momentum > 0, r);
   options.dropout_seed = sc.seed * 0xBF58476D1CE4E5B9ull + static_cast<std::uint64_t>(r) + 1;
   options.batch = s.batch.get();
+  options.clock = s.clock;
   auto loader = std::make_unique<ShardLoader>(s.data.train, s.shards[r], sc.training.batch,
                                               sc.seed * 7919 + static_cast<std::uint64_t>(r));
   auto w = ns3::CreateObject<Worker>();

@@ -14,6 +14,7 @@
 
 #include <ns3/ptr.h>
 
+#include "common/WorkStopwatch.h"
 #include "sim/engine/Scenario.h"
 
 namespace gradwire {
@@ -45,6 +46,13 @@ class TrainingSetup {
   std::size_t hosts() const;
   std::int64_t parameters() const;
   std::string device_name() const;
+  /// True when the passes run on a GPU (compute.device).
+  bool on_gpu() const;
+  /// The clock measured compute and codec time read (common/WorkStopwatch.h): the calling
+  /// thread's CPU time for passes on the CPU with one LibTorch intra-op thread, wall time on
+  /// a GPU (kernels are not CPU time) or with several threads (their parallel speed-up is
+  /// part of what is measured). Decided from LibTorch's thread count when the setup is made.
+  MeasuredClock measured_clock() const;
 
   /// Builds the training scheme over `workers` (one endpoint per rank) and `server` (null
   /// without a server host). Endpoints must outlive the setup. `on_update` receives the

@@ -107,10 +107,11 @@ RunResult run_with_processes(const Scenario& sc, const std::string& out_dir,
   const int n = sc.training.workers;
   const bool with_server = sc.topology.with_server();
   const int processes = n + (with_server ? 1 : 0);
-  // Workers share this machine's cores unless the scenario pins a thread count.
+  // Workers share this machine's cores unless the scenario pins a thread count; measured
+  // compute keeps its one thread (ComputeSpec::intra_op_threads).
   const int threads =
-      sc.compute.threads > 0
-          ? sc.compute.threads
+      sc.compute.threads > 0 || sc.compute.mode == "measured"
+          ? sc.compute.intra_op_threads()
           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / processes);
 
   ChildProcesses children;

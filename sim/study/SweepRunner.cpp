@@ -96,13 +96,17 @@ SweepRunner::SweepRunner(SweepPlan plan, SweepOptions options)
   status_.assign(plan_.runs.size(), "pending");
   options_.jobs = std::max(1, options_.jobs);
   // Parallel runs share the cores: unless a scenario pins LibTorch's thread count, give each
-  // run its share so N runs do not oversubscribe the machine N-fold.
+  // run its share so N runs do not oversubscribe the machine N-fold. Measured compute keeps
+  // its own default of one thread, whose CPU time it charges (ComputeSpec::intra_op_threads).
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   const int share = std::max(1, cores / options_.jobs);
   for (auto& run : plan_.runs) {
     auto& compute = run.scenario["compute"];
     if (compute.is_null()) compute = nlohmann::json::object();
-    if (compute.value("threads", 0) == 0) compute["threads"] = share;
+    if (compute.value("threads", 0) == 0 && compute.contains("mode") &&
+        compute["mode"] != "measured") {
+      compute["threads"] = share;
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@
 #include "codecs/TimedCodec.h"
 #include "codecs/TimedMultiRoundCodec.h"
 #include "codecs/sparsify/TopKCodec.h"
+#include "common/WorkStopwatch.h"
 
 namespace gradwire {
 namespace {
@@ -464,29 +466,40 @@ TEST(CodecTimeProfile, LgcAutoencoderTrainingIsChargedToRankZeroAndGrowsWithIter
 // --- Measured mode ------------------------------------------------------------------------------
 
 /// Dense, but every encode takes at least 20 ms of wall time.
+/// An encode that first waits `wait` (asleep, as for a lock or a device) and then computes
+/// for `work` of its thread's CPU time.
 class SlowCodec : public DenseCodec {
  public:
-  static constexpr std::chrono::milliseconds kDelay{20};
+  explicit SlowCodec(std::chrono::milliseconds work = std::chrono::milliseconds(20),
+                     std::chrono::milliseconds wait = std::chrono::milliseconds(0))
+      : work_(work), wait_(wait) {}
   Bytes encode(const torch::Tensor& grad) override {
-    const auto until = std::chrono::steady_clock::now() + kDelay;
-    while (std::chrono::steady_clock::now() < until) {
-    }
+    std::this_thread::sleep_for(wait_);
+    const double until = thread_cpu_seconds() + std::chrono::duration<double>(work_).count();
+    volatile unsigned sink = 0;
+    while (thread_cpu_seconds() < until) sink = sink + 1;
     return DenseCodec::encode(grad);
   }
+
+ private:
+  std::chrono::milliseconds work_;
+  std::chrono::milliseconds wait_;
 };
 
-double measured_encode(double scale) {
-  SlowCodec slow;
+double measured_encode(double scale, SlowCodec slow = SlowCodec(),
+                       MeasuredClock clock = MeasuredClock::kThreadCpu) {
   RecordingTimer timer;
-  std::unique_ptr<Codec> timed = time_codec(slow, timer, measured(scale));
+  CodecTiming timing = measured(scale);
+  timing.clock = clock;
+  std::unique_ptr<Codec> timed = time_codec(slow, timer, timing);
   timed->encode(gradient(100, 1));
   EXPECT_EQ(timer.count(CodecOp::kEncode), 1u);
   return timer.total(CodecOp::kEncode);
 }
 
-TEST(CodecTimeMeasured, ChargesWallTimeTimesScale) {
-  // Best of three against the machine's load; wall time only grows under load, so the lower
-  // bounds are exact and the ordering holds unless a run is delayed by more than 2x.
+TEST(CodecTimeMeasured, ChargesTheCallsCpuTimeTimesScale) {
+  // Best of three against the machine's load; CPU time is what the encode computed, so the
+  // lower bounds are exact and the ordering holds unless a run is slowed by more than 2x.
   double full = 1e9;
   double half = 1e9;
   for (int i = 0; i < 3; ++i) {
@@ -497,6 +510,19 @@ TEST(CodecTimeMeasured, ChargesWallTimeTimesScale) {
   EXPECT_GE(half, 0.010);
   EXPECT_LT(half, full);
   EXPECT_LT(half, 0.75 * full);
+}
+
+TEST(CodecTimeMeasured, AWaitIsNotChargedByDefaultAndIsOnTheWallClock) {
+  // 40 ms asleep, then 10 ms of computing: measured codec time charges what the call computed
+  // on its thread, as it would on a core of its own, not the time it spent off the CPU (what
+  // other programs holding the cores make of a call looks the same to the thread's clock).
+  const SlowCodec waits(std::chrono::milliseconds(10), std::chrono::milliseconds(40));
+  const double cpu = measured_encode(1.0, waits);
+  EXPECT_GE(cpu, 0.010);
+  EXPECT_LT(cpu, 0.030);
+  // The wall clock (passes on a GPU or on several threads) charges the wait too.
+  const double wall = measured_encode(1.0, waits, MeasuredClock::kWall);
+  EXPECT_GE(wall, 0.050);
 }
 
 }  // namespace

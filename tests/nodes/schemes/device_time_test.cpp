@@ -1,6 +1,5 @@
 // Codec work costs simulated time on the device that does it: the two streams' rules, and a
 // codec whose encode is made 100x slower finishing its ring all-reduce measurably later.
-#include <chrono>
 #include <memory>
 
 #include <gtest/gtest.h>
@@ -11,6 +10,7 @@
 #include "OneTorchThread.h"
 #include "codecs/DenseCodec.h"
 #include "codecs/TimedCodec.h"
+#include "common/WorkStopwatch.h"
 #include "nodes/schemes/DeviceStreams.h"
 #include "nodes/schemes/DeviceTimedEndpoint.h"
 #include "nodes/schemes/RingAllReduce.h"
@@ -34,14 +34,15 @@ TEST(DeviceStreams, EncodingDelaysBackwardAndReceivedWorkDoesNot) {
   EXPECT_DOUBLE_EQ(d.codec_seconds(), 0.006);
 }
 
-/// fp32 with an encode that spins for a set wall time, as a slow implementation would.
+/// fp32 with an encode that computes for a set CPU time of its thread, as a slow
+/// implementation would (measured codec time charges the thread's CPU time).
 class SpinningCodec : public DenseCodec {
  public:
   explicit SpinningCodec(double spin_s) : spin_s_(spin_s) {}
   Bytes encode(const torch::Tensor& grad) override {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(spin_s_);
-    while (std::chrono::steady_clock::now() < until) {
-    }
+    const double until = thread_cpu_seconds() + spin_s_;
+    volatile unsigned sink = 0;
+    while (thread_cpu_seconds() < until) sink = sink + 1;
     return DenseCodec::encode(grad);
   }
 

@@ -457,6 +457,35 @@ TEST_F(Study, EmitSlurmWritesAnArrayJobAndRunsNothing) {
   }
 }
 
+// Runs at once share the cores: a sweep gives each run cores / jobs LibTorch threads, except
+// measured runs, which keep one thread (the thread's CPU time is what they charge).
+TEST_F(Study, MeasuredRunsKeepOneThreadTheOthersGetTheirShareOfTheCores) {
+  nlohmann::json doc = sweep_doc();
+  doc.erase("grid");
+  doc.erase("seeds");
+  doc["zip"] = {{"compute", {{{"mode", "measured"}}, {{"mode", "fixed"}, {"seconds", 0.001}}}}};
+  std::ofstream(dir_ / "sweep.json") << doc.dump(2);
+  const Result r = run("sweep " + (dir_ / "sweep.json").string() + " -j 1 --emit-slurm --out " +
+                       (dir_ / "out").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  int measured = 0, fixed = 0;
+  for (const auto& e : fs::directory_iterator(dir_ / "out" / "tiny" / "scenarios")) {
+    const nlohmann::json run = nlohmann::json::parse(std::ifstream(e.path()));
+    const nlohmann::json& compute = run["compute"];
+    if (compute["mode"] == "measured") {
+      ++measured;
+      EXPECT_FALSE(compute.contains("threads")) << compute.dump();
+      EXPECT_EQ(load_scenario(run).compute.intra_op_threads(), 1);
+    } else {
+      ++fixed;
+      EXPECT_EQ(compute["threads"], cores) << compute.dump();
+    }
+  }
+  EXPECT_EQ(measured, 1);
+  EXPECT_EQ(fixed, 1);
+}
+
 // An --out that cannot hold the sweep folder (a file, somewhere under /proc, a folder where a
 // file has the sweep's name) is exit 2 naming --out, for running, --emit-slurm and --collect
 // alike, before anything is written.
