@@ -208,6 +208,7 @@ int run_advise_command(const AdviseCommandOptions& o, std::ostream& out, std::os
       {python, analysis_dir() + "/advise.py", "--plan", folder + "/plan.json", "--elapsed-s",
        std::to_string(seconds_since(start)), "--rank-by", o.rank_by},
       false);
+  if (code == 2) return kExitBadInput;  // advise.py named the unreadable input and why
   if (code != 0) {
     err << "error: the projection failed (analysis/advise.py exit " << code << ")\n";
     return kExitFailure;

@@ -97,9 +97,10 @@ int run_report_command(const ReportCommandOptions& o, std::ostream& out, std::os
   }
   argv.insert(argv.end(), o.dirs.begin(), o.dirs.end());
   const int code = run_child_process(argv, false);
+  if (code == 2) return kExitBadInput;  // report.py named the input and what it expected
   if (code != 0) {
     err << "error: report generation failed (exit " << code << ")\n";
-    return code == 2 ? kExitBadInput : kExitFailure;
+    return kExitFailure;
   }
   out << "report: " << o.out_dir << "/report.html\n";
   return kExitOk;

@@ -567,6 +567,9 @@ TEST_F(Study, ReportRejectsFoldersWithoutRuns) {
   fs::create_directories(dir_ / "empty");
   const Result r = run("report " + (dir_ / "empty").string() + " --out " + (dir_ / "rep").string());
   EXPECT_EQ(r.code, 2) << r.output;
+  // report.py's own line says what is wrong; the command adds nothing to it.
+  EXPECT_NE(r.output.find("error: no run folders"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("report generation failed"), std::string::npos) << r.output;
 }
 
 }  // namespace
