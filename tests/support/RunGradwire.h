@@ -13,8 +13,10 @@ struct CommandResult {
   std::string output;
 };
 
-inline CommandResult run_gradwire(const std::string& args) {
-  const std::string cmd = std::string(GRADWIRE_BINARY) + " " + args + " 2>&1";
+/// `wrapper` (e.g. "timeout -k 5 30") is put before the binary.
+inline CommandResult run_gradwire(const std::string& args, const std::string& wrapper = "") {
+  const std::string cmd =
+      (wrapper.empty() ? "" : wrapper + " ") + std::string(GRADWIRE_BINARY) + " " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];

@@ -5,10 +5,8 @@
 // under `timeout`, so a reader that blocks on a FIFO fails the test (exit 124) instead of
 // blocking it.
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -17,27 +15,19 @@
 
 #include <gtest/gtest.h>
 
+#include "RunGradwire.h"
 #include "sim/cli/NpyFile.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string output;
-};
+using Result = gradwire::testing::CommandResult;
 
-/// gradwire with `args`, killed after 30 s (exit 124); stdout and stderr together.
+/// gradwire with `args` and no standard input, killed after 30 s (exit 124); stdout and
+/// stderr together.
 Result run(const std::string& args) {
-  const std::string cmd =
-      "timeout -k 5 30 " + std::string(GRADWIRE_BINARY) + " " + args + " 2>&1 < /dev/null";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return gradwire::testing::run_gradwire(args + " < /dev/null", "timeout -k 5 30");
 }
 
 class InputFiles : public ::testing::Test {

@@ -371,6 +371,17 @@ const ServiceResult& finish_run(ServiceThread& service, ServiceConnection& a,
   return r;
 }
 
+/// From two welcomed workers' first reports to the end of the run: a finishes at its first
+/// command, b at whatever follows (finish_run).
+void run_two_workers_to_the_end(ServiceThread& service, ServiceConnection& a, ServiceConnection& b) {
+  a.send(report(0, 1000));
+  b.send(report(0, 5000));
+  ProtocolMessage cmd = expect_message(a);
+  ASSERT_EQ(cmd.type(), "advance");
+  a.send(report(cmd.header["seq"], std::nullopt, true));
+  finish_run(service, a, b);
+}
+
 TEST(Faults, MalformedOversizedAndOutOfOrderMessagesGetErrorsWhileOthersAreServed) {
   ServiceOptions options;
   options.max_message_bytes = 4096;
@@ -627,12 +638,7 @@ TEST(Faults, AHostWhoseClientDisconnectsAfterHelloIsFreeAgain) {
   ServiceConnection a(co), b(co);
   ASSERT_TRUE(welcomed_within(a, 0, 3)) << service.log();
   ASSERT_TRUE(welcomed_within(b, 1, 3)) << service.log();
-  a.send(report(0, 1000));
-  b.send(report(0, 5000));
-  ProtocolMessage cmd = expect_message(a);
-  ASSERT_EQ(cmd.type(), "advance");
-  a.send(report(cmd.header["seq"], std::nullopt, true));
-  finish_run(service, a, b);
+  run_two_workers_to_the_end(service, a, b);
   EXPECT_NE(service.log().find("worker 0 is free again: its client disconnected"),
             std::string::npos) << service.log();
 }
@@ -657,12 +663,7 @@ TEST(Faults, AHostWhoseClientNeverAnswersItsWelcomeIsFreedAfterTheClientTimeout)
   // The silent client's late answer is refused; it does not end the service.
   silent.send(report(0, 1000));
   EXPECT_EQ(expect_error(silent), "unknown_client");
-  a.send(report(0, 1000));
-  b.send(report(0, 5000));
-  ProtocolMessage cmd = expect_message(a);
-  ASSERT_EQ(cmd.type(), "advance");
-  a.send(report(cmd.header["seq"], std::nullopt, true));
-  finish_run(service, a, b);
+  run_two_workers_to_the_end(service, a, b);
   EXPECT_NE(service.log().find("worker 0 is free again: its client sent no report"),
             std::string::npos) << service.log();
 }
