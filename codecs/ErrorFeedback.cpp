@@ -28,15 +28,7 @@ torch::Tensor ErrorFeedback::decode_to(ByteSpan payload, const c10::Device& devi
 torch::Tensor ErrorFeedback::compensate(const torch::Tensor& grad) {
   check_gradient(grad, name() + " (error feedback) encode", encodes_on_device());
   torch::Tensor& e = *residual_;
-  if (!e.defined()) {
-    e = torch::zeros_like(grad);
-  } else if (e.numel() == grad.numel() && e.device() != grad.device()) {
-    e = e.to(grad.device());  // a residual loaded from a state file, on the host
-  } else if (e.numel() != grad.numel()) {
-    throw std::invalid_argument("error feedback: gradient has " + std::to_string(grad.numel()) +
-                                " elements but the residual has " + std::to_string(e.numel()) +
-                                "; one ErrorFeedback object serves one flat gradient");
-  }
+  ensure_state(e, grad, "error feedback");
   // In place: the residual becomes the compensated gradient (no new gradient-sized tensor per
   // step; with 25M elements every allocation and extra pass shows), then loses what was sent.
   e.add_(grad);

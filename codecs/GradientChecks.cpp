@@ -47,6 +47,15 @@ void check_chunk_bounds(std::int64_t numel, const std::vector<std::int64_t>& bou
   }
 }
 
+void ensure_state(torch::Tensor& state, const torch::Tensor& grad, const std::string& who) {
+  if (!state.defined()) {
+    state = torch::zeros_like(grad);
+    return;
+  }
+  ensure_state(state, grad.numel(), who);
+  if (state.device() != grad.device()) state = state.to(grad.device());
+}
+
 void ensure_state(torch::Tensor& state, std::int64_t n, const std::string& who) {
   if (!state.defined()) {
     state = torch::zeros({n}, torch::kFloat);

@@ -29,4 +29,8 @@ void check_chunk_bounds(std::int64_t numel, const std::vector<std::int64_t>& bou
 /// object serves one flat gradient).
 void ensure_state(torch::Tensor& state, std::int64_t n, const std::string& who);
 
+/// The same for a codec that encodes where `grad` lives: zeros like `grad` on first use, and a
+/// state that is elsewhere (loaded from a state file, on the host) moved to grad's device.
+void ensure_state(torch::Tensor& state, const torch::Tensor& grad, const std::string& who);
+
 }  // namespace gradwire

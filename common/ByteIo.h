@@ -38,6 +38,11 @@ inline void store_u32_le(std::uint8_t* p, std::uint32_t v) {
   std::memcpy(p, &v, sizeof v);
 }
 
+inline void store_u64_le(std::uint8_t* p, std::uint64_t v) {
+  store_u32_le(p, static_cast<std::uint32_t>(v));
+  store_u32_le(p + 4, static_cast<std::uint32_t>(v >> 32));
+}
+
 inline float load_f32_le(const std::uint8_t* p) {
   const std::uint32_t bits = load_u32_le(p);
   float f;

@@ -200,12 +200,7 @@ Round PowerSgdCodec::begin_exchange(const at::Tensor& grad) {
     return round;
   }
   if (options_.error_feedback) {
-    if (!error_.defined()) {
-      error_ = at::zeros_like(grad);
-    } else {
-      ensure_state(error_, numel_, "powersgd");
-      if (error_.device() != grad.device()) error_ = error_.to(grad.device());  // loaded state
-    }
+    ensure_state(error_, grad, "powersgd");
     input_ = grad + error_;
   } else {
     input_ = grad.clone();

@@ -13,11 +13,6 @@ namespace gradwire {
 
 namespace {
 constexpr const char* kWhat = "onebit payload";
-
-void put_u64(std::uint8_t* p, std::uint64_t v) {
-  store_u32_le(p, static_cast<std::uint32_t>(v));
-  store_u32_le(p + 4, static_cast<std::uint32_t>(v >> 32));
-}
 }  // namespace
 
 OneBitCodec::OneBitCodec(bool per_column, const CodecContext& ctx)
@@ -34,17 +29,47 @@ std::size_t OneBitCodec::payload_size(std::uint64_t n, const std::vector<quant::
   return size;
 }
 
-Bytes OneBitCodec::write_payload(std::uint64_t n, const std::vector<quant::Segment>& segs,
-                                 const std::vector<quant::Moments>& moments, const std::uint8_t* signs) {
+Bytes OneBitCodec::encode(const torch::Tensor& grad) {
+  check_gradient(grad, "onebit encode", /*on_device=*/true);
+  return encode_payload(grad, !grad.device().is_cpu());
+}
+
+Bytes OneBitCodec::encode_with_tensor_ops(const torch::Tensor& grad) const {
+  return encode_payload(grad, /*tensor_ops=*/true);
+}
+
+Bytes OneBitCodec::encode_payload(const torch::Tensor& grad, bool tensor_ops) const {
+  const auto n = static_cast<std::uint64_t>(grad.numel());
+  const std::vector<quant::Segment> segs = segments(n);
   ByteWriter writer(payload_size(n, segs));
   write_header(writer, CodecId::kOneBit, kFormatVersion, n);
   writer.u32(static_cast<std::uint32_t>(segs.size()));
+  // The sign bits go last in the payload; the table before them, of a known size, is filled
+  // once the pass over the gradient has given every group's moments (the signs do not depend
+  // on the reconstruction values).
+  std::size_t table_bytes = 0;
+  for (const auto& seg : segs) table_bytes += 12 + 8 * static_cast<std::size_t>(seg.groups);
+  std::uint8_t* table = writer.extend(table_bytes);
+  std::uint8_t* signs = writer.extend((n + 7) / 8);
+  std::vector<quant::Moments> moments;
+  if (tensor_ops) {
+    moments = quant::group_moments_with_tensor_ops(grad, segs);
+    const torch::Tensor packed = quant::pack_signs_with_tensor_ops(grad);
+    if (n != 0) std::memcpy(signs, packed.data_ptr<std::uint8_t>(), (n + 7) / 8);
+  } else {
+    std::vector<std::uint64_t> group_ends;
+    for (const auto& seg : segs) {
+      const std::uint64_t group_len = seg.length / seg.groups;
+      for (std::uint32_t g = 0; g < seg.groups; ++g) group_ends.push_back(seg.offset + (g + 1) * group_len);
+    }
+    moments.resize(group_ends.size());
+    quant::grouped_moments_and_signs(grad.data_ptr<float>(), n, group_ends, moments.data(), signs);
+  }
   std::size_t group = 0;
   for (const auto& seg : segs) {
-    std::uint8_t* entry = writer.extend(12 + 8 * static_cast<std::size_t>(seg.groups));
-    put_u64(entry, seg.length);
-    store_u32_le(entry + 8, seg.groups);
-    entry += 12;
+    store_u64_le(table, seg.length);
+    store_u32_le(table + 8, seg.groups);
+    table += 12;
     const std::uint64_t group_len = seg.length / seg.groups;
     for (std::uint32_t g = 0; g < seg.groups; ++g, ++group) {
       // Reconstruction values: the means of the non-negative and of the negative part
@@ -55,38 +80,12 @@ Bytes OneBitCodec::write_payload(std::uint64_t n, const std::vector<quant::Segme
       const double pos = (m.sum + m.sum_abs) / 2, neg = (m.sum - m.sum_abs) / 2;
       const std::uint64_t pos_count = m.non_negative;
       const std::uint64_t neg_count = group_len - pos_count;
-      store_f32_le(entry, pos_count ? static_cast<float>(pos / static_cast<double>(pos_count)) : 0.0f);
-      store_f32_le(entry + 4, neg_count ? static_cast<float>(neg / static_cast<double>(neg_count)) : 0.0f);
-      entry += 8;
+      store_f32_le(table, pos_count ? static_cast<float>(pos / static_cast<double>(pos_count)) : 0.0f);
+      store_f32_le(table + 4, neg_count ? static_cast<float>(neg / static_cast<double>(neg_count)) : 0.0f);
+      table += 8;
     }
   }
-  if (n != 0) std::memcpy(writer.extend((n + 7) / 8), signs, (n + 7) / 8);
   return writer.take();
-}
-
-Bytes OneBitCodec::encode(const torch::Tensor& grad) {
-  check_gradient(grad, "onebit encode", /*on_device=*/true);
-  if (!grad.device().is_cpu()) return encode_with_tensor_ops(grad);
-  const auto n = static_cast<std::uint64_t>(grad.numel());
-  const std::vector<quant::Segment> segs = segments(n);
-  // One pass over the gradient: every group's moments and all sign bits (the signs do not
-  // depend on the reconstruction values).
-  std::vector<std::uint64_t> group_ends;
-  for (const auto& seg : segs) {
-    const std::uint64_t group_len = seg.length / seg.groups;
-    for (std::uint32_t g = 0; g < seg.groups; ++g) group_ends.push_back(seg.offset + (g + 1) * group_len);
-  }
-  std::vector<quant::Moments> moments(group_ends.size());
-  std::vector<std::uint8_t> signs((n + 7) / 8);
-  quant::grouped_moments_and_signs(grad.data_ptr<float>(), n, group_ends, moments.data(), signs.data());
-  return write_payload(n, segs, moments, signs.data());
-}
-
-Bytes OneBitCodec::encode_with_tensor_ops(const torch::Tensor& grad) const {
-  const auto n = static_cast<std::uint64_t>(grad.numel());
-  const std::vector<quant::Segment> segs = segments(n);
-  const torch::Tensor signs = quant::pack_signs_with_tensor_ops(grad);
-  return write_payload(n, segs, quant::group_moments_with_tensor_ops(grad, segs), signs.data_ptr<std::uint8_t>());
 }
 
 quant::SignGroups OneBitCodec::read_groups(ByteSpan payload) {

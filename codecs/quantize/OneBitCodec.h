@@ -53,9 +53,8 @@ class OneBitCodec : public Codec {
  private:
   /// Checks a payload and returns its groups' reconstruction values and the sign bits.
   static quant::SignGroups read_groups(ByteSpan payload);
-  /// Writes the payload given every group's moments and the packed signs.
-  static Bytes write_payload(std::uint64_t n, const std::vector<quant::Segment>& segs,
-                             const std::vector<quant::Moments>& moments, const std::uint8_t* signs);
+  /// The payload, from the host's one pass or from tensor operations.
+  Bytes encode_payload(const torch::Tensor& grad, bool tensor_ops) const;
 
   bool per_column_;
   std::vector<LayerSlice> layers_;

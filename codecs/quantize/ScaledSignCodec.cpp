@@ -12,13 +12,6 @@
 
 namespace gradwire {
 
-namespace {
-void put_u64(std::uint8_t* p, std::uint64_t v) {
-  store_u32_le(p, static_cast<std::uint32_t>(v));
-  store_u32_le(p + 4, static_cast<std::uint32_t>(v >> 32));
-}
-}  // namespace
-
 ScaledSignCodec::ScaledSignCodec(bool per_layer, const CodecContext& ctx)
     : per_layer_(per_layer), layers_(ctx.layers) {}
 
@@ -26,40 +19,43 @@ std::vector<quant::Segment> ScaledSignCodec::segments(std::uint64_t n) const {
   return quant::segments_for(n, layers_, per_layer_ ? quant::Granularity::kLayer : quant::Granularity::kTensor);
 }
 
-Bytes ScaledSignCodec::write_payload(std::uint64_t n, const std::vector<quant::Segment>& segs,
-                                     const std::vector<quant::Moments>& moments, const std::uint8_t* signs) {
-  ByteWriter writer(payload_size(n, segs.size()));
-  write_header(writer, CodecId::kScaledSign, kFormatVersion, n);
-  writer.u32(static_cast<std::uint32_t>(segs.size()));
-  for (std::size_t s = 0; s < segs.size(); ++s) {
-    std::uint8_t* entry = writer.extend(12);
-    put_u64(entry, segs[s].length);
-    // ||p||_1 / d
-    store_f32_le(entry + 8, static_cast<float>(moments[s].sum_abs / static_cast<double>(segs[s].length)));
-  }
-  if (n != 0) std::memcpy(writer.extend((n + 7) / 8), signs, (n + 7) / 8);
-  return writer.take();
-}
-
 Bytes ScaledSignCodec::encode(const torch::Tensor& grad) {
   check_gradient(grad, "efsignsgd encode", /*on_device=*/true);
-  if (!grad.device().is_cpu()) return encode_with_tensor_ops(grad);
-  const auto n = static_cast<std::uint64_t>(grad.numel());
-  const auto segs = segments(n);
-  // One pass over the gradient: every segment's ||p||_1 and all sign bits.
-  std::vector<std::uint64_t> ends;
-  for (const auto& seg : segs) ends.push_back(seg.offset + seg.length);
-  std::vector<quant::Moments> moments(segs.size());
-  std::vector<std::uint8_t> signs((n + 7) / 8);
-  quant::grouped_moments_and_signs(grad.data_ptr<float>(), n, ends, moments.data(), signs.data());
-  return write_payload(n, segs, moments, signs.data());
+  return encode_payload(grad, !grad.device().is_cpu());
 }
 
 Bytes ScaledSignCodec::encode_with_tensor_ops(const torch::Tensor& grad) const {
+  return encode_payload(grad, /*tensor_ops=*/true);
+}
+
+Bytes ScaledSignCodec::encode_payload(const torch::Tensor& grad, bool tensor_ops) const {
   const auto n = static_cast<std::uint64_t>(grad.numel());
   const auto segs = segments(n);
-  const torch::Tensor signs = quant::pack_signs_with_tensor_ops(grad);
-  return write_payload(n, segs, quant::group_moments_with_tensor_ops(grad, segs), signs.data_ptr<std::uint8_t>());
+  ByteWriter writer(payload_size(n, segs.size()));
+  write_header(writer, CodecId::kScaledSign, kFormatVersion, n);
+  writer.u32(static_cast<std::uint32_t>(segs.size()));
+  // The table is filled once the signs' pass has given every segment's ||p||_1.
+  std::uint8_t* table = writer.extend(12 * segs.size());
+  std::uint8_t* signs = writer.extend((n + 7) / 8);
+  std::vector<quant::Moments> moments;
+  if (tensor_ops) {
+    moments = quant::group_moments_with_tensor_ops(grad, segs);
+    const torch::Tensor packed = quant::pack_signs_with_tensor_ops(grad);
+    if (n != 0) std::memcpy(signs, packed.data_ptr<std::uint8_t>(), (n + 7) / 8);
+  } else {
+    // One pass over the gradient: every segment's ||p||_1 and all sign bits.
+    std::vector<std::uint64_t> ends;
+    for (const auto& seg : segs) ends.push_back(seg.offset + seg.length);
+    moments.resize(segs.size());
+    quant::grouped_moments_and_signs(grad.data_ptr<float>(), n, ends, moments.data(), signs);
+  }
+  for (std::size_t s = 0; s < segs.size(); ++s) {
+    store_u64_le(table + 12 * s, segs[s].length);
+    // ||p||_1 / d
+    store_f32_le(table + 12 * s + 8,
+                 static_cast<float>(moments[s].sum_abs / static_cast<double>(segs[s].length)));
+  }
+  return writer.take();
 }
 
 quant::SignGroups ScaledSignCodec::read_groups(ByteSpan payload) {

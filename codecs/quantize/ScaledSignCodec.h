@@ -50,9 +50,8 @@ class ScaledSignCodec : public Codec {
   /// Checks a payload and returns its segments as sign groups (+-scale).
   static quant::SignGroups read_groups(ByteSpan payload);
   std::vector<quant::Segment> segments(std::uint64_t n) const;
-  /// Writes the payload given each segment's moments and the packed signs.
-  static Bytes write_payload(std::uint64_t n, const std::vector<quant::Segment>& segs,
-                             const std::vector<quant::Moments>& moments, const std::uint8_t* signs);
+  /// The payload, from the host's one pass or from tensor operations.
+  Bytes encode_payload(const torch::Tensor& grad, bool tensor_ops) const;
 
   bool per_layer_;
   std::vector<LayerSlice> layers_;

@@ -48,12 +48,7 @@ Bytes SignCodec::encode(const torch::Tensor& grad) {
     return writer.take();
   }
   torch::Tensor& m = *m_;
-  if (!m.defined()) {
-    m = torch::zeros_like(grad);
-  } else if (m.numel() != grad.numel()) {
-    throw std::invalid_argument("signum: gradient has " + std::to_string(grad.numel()) +
-                                " elements but the momentum has " + std::to_string(m.numel()));
-  }
+  ensure_state(m, grad, "signum");
   // m = beta m + (1 - beta) g and its sign bits in one pass, in chunks that stay in L1.
   const float beta = static_cast<float>(momentum_);
   const float alpha = static_cast<float>(1.0 - momentum_);
@@ -74,14 +69,7 @@ torch::Tensor SignCodec::signs_with_tensor_ops(const torch::Tensor& grad) {
   torch::Tensor values = grad;
   if (momentum_ != 0) {
     torch::Tensor& m = *m_;
-    if (!m.defined()) {
-      m = torch::zeros_like(grad);
-    } else if (m.numel() != grad.numel()) {
-      throw std::invalid_argument("signum: gradient has " + std::to_string(grad.numel()) +
-                                  " elements but the momentum has " + std::to_string(m.numel()));
-    } else if (m.device() != grad.device()) {
-      m = m.to(grad.device());  // a momentum loaded from a state file, on the host
-    }
+    ensure_state(m, grad, "signum");
     // beta m + (1 - beta) g as the host computes it: each product rounded, then their sum
     // (three operations, so that no fused multiply-add rounds once where the host rounds twice).
     m = m.mul(static_cast<float>(momentum_)).add_(grad.mul(static_cast<float>(1.0 - momentum_)));

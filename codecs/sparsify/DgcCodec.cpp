@@ -212,15 +212,8 @@ Bytes DgcCodec::encode(const torch::Tensor& grad) {
 
 Bytes DgcCodec::encode_with_tensor_ops(const torch::Tensor& grad) {
   const std::int64_t n = grad.numel();
-  for (torch::Tensor* buffer : {u_.get(), v_.get()}) {
-    if (!buffer->defined()) {
-      *buffer = torch::zeros_like(grad);
-    } else if (buffer->numel() != n) {
-      ensure_state(*buffer, n, "dgc");  // throws the usual message
-    } else if (buffer->device() != grad.device()) {
-      *buffer = buffer->to(grad.device());  // buffers loaded from a state file, on the host
-    }
-  }
+  ensure_state(*u_, grad, "dgc");
+  ensure_state(*v_, grad, "dgc");
   torch::Tensor& u = *u_;
   torch::Tensor& v = *v_;
   const double density = density_at(step_);

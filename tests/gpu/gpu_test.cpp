@@ -215,12 +215,10 @@ TEST(DeviceCodecs, ErrorFeedbackKeepsTheCpuResidualStepAfterStep) {
 
 TEST(DeviceCodecs, OthersReadAHostCopy) {
   SKIP_WITHOUT_CUDA();
-  const CodecRegistry& registry = CodecRegistry::builtin();
-  const nlohmann::json spec = registry.resolve({{"kind", "terngrad"}}, "codec");
   CodecContext context;
   context.numel = 4096;
-  auto a = registry.find("terngrad")->make(spec, context);
-  auto b = registry.find("terngrad")->make(spec, context);
+  auto a = CodecRegistry::builtin().create({{"kind", "terngrad"}}, context);
+  auto b = CodecRegistry::builtin().create({{"kind", "terngrad"}}, context);
   EXPECT_FALSE(b->encodes_on_device());
   const torch::Tensor g = torch::randn({4096});
   const torch::Tensor input = codec_input(*b, g.to(kCuda));
@@ -278,12 +276,10 @@ TEST(DeviceCodecs, QuantisersWriteTheCpuBitsAndSumsWithinTolerance) {
 
 TEST(DeviceCodecs, EfSignSgdKeepsItsResidualOnTheDevice) {
   SKIP_WITHOUT_CUDA();
-  const CodecRegistry& registry = CodecRegistry::builtin();
-  const nlohmann::json spec = registry.resolve({{"kind", "efsignsgd"}}, "codec");
   CodecContext context;
   context.numel = 50000;
-  auto on_host = registry.find("efsignsgd")->make(spec, context);
-  auto on_device = registry.find("efsignsgd")->make(spec, context);
+  auto on_host = CodecRegistry::builtin().create({{"kind", "efsignsgd"}}, context);
+  auto on_device = CodecRegistry::builtin().create({{"kind", "efsignsgd"}}, context);
   ASSERT_TRUE(on_device->encodes_on_device());
   torch::manual_seed(6);
   for (int step = 0; step < 5; ++step) {
