@@ -159,6 +159,10 @@ void Worker::StartStep() {
     return;
   }
 
+  if (options_.replay) {
+    ReplayStep();
+    return;
+  }
   if (options_.batch) {
     // The pass runs with the other workers' when its result is first needed (ComputeBatch.h);
     // the compute time does not depend on its wall time here.
@@ -173,16 +177,53 @@ void Worker::StartStep() {
                                          : current_.compute_wall_s,
                                      step_);
   if (!bucketed_) {
-    ns3::Simulator::Schedule(ns3::Seconds(ComputeDelay(current_.compute_s)), &Worker::ComputeDone,
-                             this, generation_);
+    ScheduleRelease();
     return;
   }
   release_s_ = options_.ready_fractions.empty()
                    ? BucketReleaseFractions(pass_started_, backward_end_)
                    : bucket_fractions_;
   for (double& t : release_s_) t *= current_.compute_s;
+  current_.release_s = release_s_;
+  ScheduleRelease();
+}
+
+void Worker::ScheduleRelease() {
+  if (!bucketed_) {
+    ns3::Simulator::Schedule(ns3::Seconds(ComputeDelay(current_.compute_s)), &Worker::ComputeDone,
+                             this, generation_);
+    return;
+  }
   ns3::Simulator::Schedule(ns3::Seconds(ComputeDelay(release_s_.front())), &Worker::BucketReady,
                            this, generation_, 0);
+}
+
+void Worker::ReplayStep() {
+  const auto& steps = *options_.replay;
+  if (step_ >= static_cast<std::int64_t>(steps.size()) ||
+      !steps[static_cast<std::size_t>(step_)].participated) {
+    throw std::runtime_error("replay: worker " + std::to_string(options_.rank) + " computes step " +
+                             std::to_string(step_) + ", which the trace does not hold");
+  }
+  const StepRecord& recorded = steps[static_cast<std::size_t>(step_)];
+  current_.loss = recorded.loss;
+  current_.compute_s = recorded.compute_s;
+  // What the scheme does with the gradient's values does not reach the network in a replayable
+  // run (sim/engine/ReplaySafety.h): only its length matters.
+  if (replay_numel_ == 0) {
+    for (const auto& p : model_->parameters()) replay_numel_ += p.numel();
+  }
+  step_gradient_ = at::zeros({replay_numel_}, at::kFloat);
+  if (bucketed_) {
+    if (recorded.release_s.size() != options_.buckets.size()) {
+      throw std::runtime_error("replay: the trace's step " + std::to_string(step_) + " releases " +
+                               std::to_string(recorded.release_s.size()) + " buckets, the run has " +
+                               std::to_string(options_.buckets.size()));
+    }
+    release_s_ = recorded.release_s;
+    current_.release_s = release_s_;
+  }
+  ScheduleRelease();
 }
 
 void Worker::Compute() {
@@ -266,6 +307,7 @@ void Worker::Resume(std::int64_t step, const at::Tensor& parameters) {
 double Worker::learning_rate() const { return options_.lr.at(step_); }
 
 void Worker::ApplyGradient(const at::Tensor& update) {
+  if (options_.replay) return;  // the recorded run's parameters are not replayed
   AwaitCompute();
   WallClockAccount::Charge charge(account_);
   const std::vector<at::Tensor> parameters = model_->parameters();
@@ -305,7 +347,10 @@ void Worker::FinishStep() {
   // The optimizer step runs once the device has done its codec work, then takes its own time.
   double delay = 0;
   if (options_.device) delay = options_.device->idle_at() - ns3::Simulator::Now().GetSeconds();
-  if (options_.optimizer_time) {
+  if (options_.replay) {
+    current_.optimizer_s = options_.replay->at(static_cast<std::size_t>(step_)).optimizer_s;
+    delay += current_.optimizer_s;
+  } else if (options_.optimizer_time) {
     current_.optimizer_s = options_.optimizer_time(optimizer_measured_s_);
     delay += current_.optimizer_s;
   }

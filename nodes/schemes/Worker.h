@@ -43,6 +43,31 @@ class ShardLoader;
 class TrainingScheme;
 class WallClockAccount;
 
+/// What one worker did in one step, in simulated seconds.
+struct StepRecord {
+  int rank = 0;
+  std::int64_t step = 0;
+  double start_s = 0;    ///< compute began
+  double compute_s = 0;  ///< simulated compute duration
+  double comm_s = 0;     ///< exposed: step time beyond compute_s (communication, codec and
+                         ///< optimizer work that backward did not hide)
+  double codec_s = 0;    ///< simulated codec work on this worker's device in the step
+  double optimizer_s = 0;  ///< simulated optimizer step on this worker's device
+  double end_s = 0;
+  std::uint64_t bytes_sent = 0;  ///< application bytes this worker's host sent in the step
+  std::uint64_t payload_bytes = 0;  ///< size of the encoded gradient (before forwarding)
+  double density = 1.0;             ///< fraction of gradient elements the codec sent
+  double loss = 0;
+  double compute_wall_s = 0;  ///< wall seconds the real forward/backward took
+  double compute_cpu_s = 0;   ///< CPU seconds of the thread that ran it, in that time
+  /// False when the worker sat the step out (partial participation: not sampled for the
+  /// round); it then computed nothing and only waited for the round's result.
+  bool participated = true;
+  /// With gradient buckets: simulated seconds after the step began at which backward released
+  /// each bucket (empty without buckets).
+  std::vector<double> release_s;
+};
+
 struct WorkerOptions {
   int rank = 0;
   std::int64_t steps = 1;
@@ -74,29 +99,13 @@ struct WorkerOptions {
   /// needed (nodes/schemes/ComputeBatch.h). Only with compute time that does not depend on
   /// the pass's wall time, and with fixed bucket release fractions. Must outlive the worker.
   ComputeBatch* batch = nullptr;
+  /// Replays a recorded training instead of computing (sim/engine/StepTrace.h): per step, its
+  /// record's loss, compute time, bucket release instants and optimizer time; the gradient
+  /// handed to the scheme is zeros of the model's size and no optimizer step runs. Null:
+  /// train. Must outlive the worker.
+  const std::vector<StepRecord>* replay = nullptr;
 };
 
-/// What one worker did in one step, in simulated seconds.
-struct StepRecord {
-  int rank = 0;
-  std::int64_t step = 0;
-  double start_s = 0;    ///< compute began
-  double compute_s = 0;  ///< simulated compute duration
-  double comm_s = 0;     ///< exposed: step time beyond compute_s (communication, codec and
-                         ///< optimizer work that backward did not hide)
-  double codec_s = 0;    ///< simulated codec work on this worker's device in the step
-  double optimizer_s = 0;  ///< simulated optimizer step on this worker's device
-  double end_s = 0;
-  std::uint64_t bytes_sent = 0;  ///< application bytes this worker's host sent in the step
-  std::uint64_t payload_bytes = 0;  ///< size of the encoded gradient (before forwarding)
-  double density = 1.0;             ///< fraction of gradient elements the codec sent
-  double loss = 0;
-  double compute_wall_s = 0;  ///< wall seconds the real forward/backward took
-  double compute_cpu_s = 0;   ///< CPU seconds of the thread that ran it, in that time
-  /// False when the worker sat the step out (partial participation: not sampled for the
-  /// round); it then computed nothing and only waited for the round's result.
-  bool participated = true;
-};
 
 /// Simulated seconds for `step`, given the seconds the real computation took on the worker's
 /// measured clock (WorkerOptions::clock).
@@ -176,6 +185,11 @@ class Worker : public ns3::Application {
   /// Simulated seconds from now until `seconds` of compute have run on the device.
   double ComputeDelay(double seconds);
   void CompleteStep(std::uint64_t generation);
+  /// Schedules the step's gradient (or its first bucket) once compute_s (or the first release)
+  /// has run on the device.
+  void ScheduleRelease();
+  /// Starts the step from the recorded training (WorkerOptions::replay).
+  void ReplayStep();
 
   WorkerOptions options_;
   std::shared_ptr<Model> model_;
@@ -208,6 +222,7 @@ class Worker : public ns3::Application {
   double optimizer_measured_s_ = 0;      // measured seconds of this step's optimizer step
   double codec_at_start_ = 0;            // the device's codec seconds when the step began
   std::uint64_t bytes_at_step_start_ = 0;
+  std::int64_t replay_numel_ = 0;  // the gradient's length, when replaying
 };
 
 }  // namespace gradwire

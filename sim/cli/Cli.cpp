@@ -21,6 +21,8 @@
 #include "sim/cli/StudyCommands.h"
 #include "sim/engine/ComputeTime.h"
 #include "sim/engine/Engine.h"
+#include "sim/engine/StepTrace.h"
+#include "sim/engine/StepTraceFile.h"
 #include "sim/engine/ScenarioLoader.h"
 #include "sim/service/ProcessRun.h"
 #include "sim/study/NetworkLabel.h"
@@ -188,6 +190,14 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   run->add_option("--out", out_dir, "parent folder for the run folder (default: output.dir)");
   run->add_option("--set", overrides, "override a scenario value: path.to.key=value (repeatable)");
   run->add_flag("--quiet,-q", quiet, "no progress lines on stderr");
+  bool record_trace = false;
+  run->add_flag("--trace", record_trace,
+                "also write the run's step trace (trace/steps.gwtrace), from which the same "
+                "training replays over other networks (--replay)");
+  std::string replay_path;
+  run->add_option("--replay", replay_path,
+                  "replay the training of this step trace (a file, or a run folder recorded "
+                  "with --trace) over this scenario's network instead of training again");
   bool processes = false;
   run->add_flag("--processes", processes,
                 "one `gradwire worker` process per worker (and server), the network served to "
@@ -272,12 +282,27 @@ int run_cli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       }
       // Once the run folder is in place the run has succeeded: a late SIGINT is not exit 130.
       InterruptCleanup::finish_with_commit();
+      if (processes && (record_trace || !replay_path.empty())) {
+        throw ConfigError(record_trace ? "--trace" : "--replay",
+                          "step traces are recorded and replayed in-process only, not with "
+                          "--processes");
+      }
       if (processes) {
         RunResult result = run_with_processes(scenario, parent, quiet ? nullptr : &err, err);
         out << "results: " << result.directory << "\n";
         return kExitOk;
       }
-      Engine engine(scenario);
+      TraceOptions trace;
+      trace.record = record_trace;
+      if (!replay_path.empty()) {
+        try {
+          trace.replay = std::make_shared<StepTrace>(read_step_trace(replay_path));
+        } catch (const StepTraceError& e) {
+          throw ConfigError("--replay", e.what());
+        }
+        trace.replay_source = step_trace_path(replay_path);
+      }
+      Engine engine(scenario, trace);
       RunResult result = engine.run(parent, quiet ? nullptr : &err);
       out << "results: " << result.directory << "\n";
       return kExitOk;

@@ -1,6 +1,7 @@
 #include "sim/engine/Engine.h"
 
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include <torch/torch.h>
 
 #include "common/AtomicOutput.h"
+#include "common/ConfigError.h"
 #include "netmodels/NetworkFactory.h"
 #include "netmodels/RadioEnergySummary.h"
 #include "nodes/schemes/AsyncParameterServer.h"
@@ -23,6 +25,9 @@
 #include "nodes/transport/Messenger.h"
 #include "sim/engine/Evaluation.h"
 #include "sim/engine/MetricsRecorder.h"
+#include "sim/engine/ReplaySafety.h"
+#include "sim/engine/StepTrace.h"
+#include "sim/engine/StepTraceFile.h"
 #include "sim/engine/SimulatedWorld.h"
 #include "sim/engine/TrainingSetup.h"
 
@@ -30,6 +35,14 @@ namespace gradwire {
 
 namespace {
 
+/// The recorded evaluation after `step` steps.
+const RecordedEvaluation& recorded_evaluation(const StepTrace& trace, std::int64_t step) {
+  for (const RecordedEvaluation& e : trace.evaluations) {
+    if (e.step == step) return e;
+  }
+  throw std::runtime_error("replay: the run evaluates after step " + std::to_string(step) +
+                           ", the trace holds no evaluation there");
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -39,7 +52,8 @@ double seconds_since(Clock::time_point t) {
 
 }  // namespace
 
-Engine::Engine(Scenario scenario) : scenario_(std::move(scenario)) {}
+Engine::Engine(Scenario scenario, TraceOptions trace)
+    : scenario_(std::move(scenario)), trace_(std::move(trace)) {}
 
 RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   const Scenario& sc = scenario_;
@@ -49,9 +63,31 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   torch::set_num_threads(sc.compute.intra_op_threads());
 
   // Everything that can fail on bad input happens before any output exists.
+  const StepTrace* replay = trace_.replay.get();
+  if (trace_.record || replay) {
+    if (auto refusal = replay_refusal(sc)) throw *refusal;
+  }
+  if (replay) check_trace_matches(sc, replay->scenario, trace_.replay_source);
   std::vector<int> all_ranks;
   for (int r = 0; r < n; ++r) all_ranks.push_back(r);
   TrainingSetup setup(sc, all_ranks);
+  std::shared_ptr<StepTrace> recorded;
+  if (trace_.record) {
+    recorded = std::make_shared<StepTrace>();
+    recorded->scenario = sc.resolved;
+    recorded->parameters = setup.parameters();
+    recorded->steps.resize(static_cast<std::size_t>(n));
+    setup.record_codecs(recorded->codecs);
+  }
+  if (replay) {
+    if (replay->parameters != setup.parameters()) {
+      throw ConfigError("--replay", trace_.replay_source + " records a model of " +
+                                        std::to_string(replay->parameters) +
+                                        " parameters, this run's has " +
+                                        std::to_string(setup.parameters()));
+    }
+    setup.replay(replay->codecs, replay->steps);
+  }
 
   std::unique_ptr<RunDirectory> dir;
   if (!out_dir.empty()) dir = std::make_unique<RunDirectory>(out_dir, sc.name);
@@ -95,15 +131,24 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
     const std::int64_t done = step + 1;
     if (done % sc.training.eval_every == 0 || done == sc.training.steps) {
       setup.await_compute();  // LibTorch's account, not the evaluation's
+      const double now = ns3::Simulator::Now().GetSeconds();
+      if (replay) {
+        const RecordedEvaluation& e = recorded_evaluation(*replay, done);
+        recorder.evaluation(done, now, e.result, e.consensus_distance);
+        return;
+      }
       WallClockAccount::Charge charge(&eval_account);
-      recorder.evaluation(done, ns3::Simulator::Now().GetSeconds(), setup.evaluate(),
-                          setup.consensus_distance());
+      const EvalResult result = setup.evaluate();
+      const double consensus = setup.consensus_distance();
+      if (recorded) recorded->evaluations.push_back(RecordedEvaluation{done, result, consensus});
+      recorder.evaluation(done, now, result, consensus);
     }
   };
   for (int r = 0; r < n; ++r) {
     auto w = setup.make_worker(
         r, worker_messengers[r],
         [&](const StepRecord& record) {
+          if (recorded) recorded->steps[static_cast<std::size_t>(record.rank)].push_back(record);
           if (recorder.record(record, n)) step_complete(record.step);
         },
         [&](int) {
@@ -166,7 +211,7 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   for (const auto& m : messengers) bytes_on_wire += m->bytes_sent();
   const bool complete = finished + departed == n;
   std::vector<float> final_parameters;
-  if (complete) final_parameters = setup.model_parameters();
+  if (complete && !replay) final_parameters = setup.model_parameters();
   ns3::Simulator::Destroy();
   if (!complete) {
     throw std::runtime_error("simulation ended before every worker finished (" +
@@ -190,10 +235,16 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
     result.summary["parallel_compute"] = {{"passes", setup.parallel_passes()},
                                           {"batches", setup.parallel_batches()}};
   }
+  if (replay) result.summary["replayed_from"] = trace_.replay_source;
   result.metrics_jsonl = recorder.jsonl();
   result.final_parameters = std::move(final_parameters);
+  result.trace = recorded;
   if (dir) {
     write_file_atomically(dir->staging() + "/scenario.json", sc.resolved.dump(2) + "\n");
+    if (recorded) {
+      std::filesystem::create_directories(dir->staging() + "/trace");
+      write_step_trace(*recorded, dir->staging() + "/" + kStepTraceFile);
+    }
     write_file_atomically(dir->staging() + "/metrics.jsonl", result.metrics_jsonl);
     write_file_atomically(dir->staging() + "/summary.json", result.summary.dump(2) + "\n");
     dir->commit();

@@ -10,6 +10,8 @@
 #include "codecs/CodecRegistry.h"
 #include "common/ConfigError.h"
 #include "nodes/schemes/AsyncParameterServer.h"
+#include "codecs/RecordingCodec.h"
+#include "codecs/ReplayCodec.h"
 #include "codecs/TimedCodec.h"
 #include "nodes/schemes/BucketedCollective.h"
 #include "nodes/schemes/ComputeBatch.h"
@@ -64,6 +66,12 @@ struct TrainingSetup::Impl {
   // codecs[b][r]: worker r's codec for bucket b (state per bucket, as DDP's hooks keep it).
   std::vector<std::vector<std::unique_ptr<Codec>>> codecs;
   std::vector<std::unique_ptr<Codec>> server_codecs;  // per bucket
+  // When the run records or replays a step trace: every codec decorated to log its calls or to
+  // replay them ([b][r], then the servers' per bucket); the timing decorators sit on these.
+  std::vector<std::vector<std::unique_ptr<Codec>>> logged_codecs;
+  std::vector<std::unique_ptr<Codec>> logged_server_codecs;
+  // [rank][step] when replaying a trace; null when training.
+  const std::vector<std::vector<StepRecord>>* replayed_steps = nullptr;
   // When codec work is timed: each host's device (workers, then the server), the endpoints
   // whose messages wait for it, and the codecs decorated to charge it ([b][r], per bucket).
   std::vector<std::unique_ptr<DeviceStreams>> devices;
@@ -84,7 +92,31 @@ struct TrainingSetup::Impl {
 
   explicit Impl(const Scenario& scenario) : sc(scenario) {}
   void time_codecs();
+  /// Worker r's codec for bucket b beneath any timing: the logging decorator when there is one.
+  Codec& plain_codec(std::size_t b, std::size_t r) const {
+    return logged_codecs.empty() ? *codecs[b][r] : *logged_codecs[b][r];
+  }
+  Codec& plain_server_codec(std::size_t b) const {
+    return logged_server_codecs.empty() ? *server_codecs[b] : *logged_server_codecs[b];
+  }
+  /// Decorates every codec with `decorate(codec, its log)`, logs[b][r] (r = n: the server's).
+  template <class Logs, class Decorate>
+  void log_codecs(Logs& logs, Decorate decorate);
 };
+
+template <class Logs, class Decorate>
+void TrainingSetup::Impl::log_codecs(Logs& logs, Decorate decorate) {
+  if (!logged_codecs.empty() || !devices.empty()) {
+    throw std::logic_error("TrainingSetup: a step trace is recorded or replayed before build_scheme");
+  }
+  for (std::size_t b = 0; b < codecs.size(); ++b) {
+    logged_codecs.emplace_back();
+    for (std::size_t r = 0; r < codecs[b].size(); ++r) {
+      logged_codecs[b].push_back(decorate(*codecs[b][r], logs[b][r]));
+    }
+    logged_server_codecs.push_back(decorate(*server_codecs[b], logs[b][codecs[b].size()]));
+  }
+}
 
 /// Gives every host a device and decorates every codec to charge its work there.
 void TrainingSetup::Impl::time_codecs() {
@@ -117,12 +149,12 @@ void TrainingSetup::Impl::time_codecs() {
   for (std::size_t b = 0; b < s.codecs.size(); ++b) {
     s.timed_codecs.emplace_back();
     for (std::size_t r = 0; r < s.codecs[b].size(); ++r) {
-      s.timed_codecs[b].push_back(time_codec(*s.codecs[b][r], *s.devices[r], timing_of(r)));
+      s.timed_codecs[b].push_back(time_codec(s.plain_codec(b, r), *s.devices[r], timing_of(r)));
     }
     // The server's instance works on the server's device; without a server it is unused.
     const std::size_t server = s.with_server ? hosts - 1 : 0;
     s.timed_server_codecs.push_back(
-        time_codec(*s.server_codecs[b], *s.devices[server], timing_of(server)));
+        time_codec(s.plain_server_codec(b), *s.devices[server], timing_of(server)));
   }
 }
 
@@ -191,7 +223,6 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
     for (int r = 0; r < s.n; ++r) s.codecs.back().push_back(registry.create(sc.codec, context(r)));
     s.server_codecs.push_back(registry.create(sc.codec, context(-1)));
   }
-  if (sc.compute.codec_time != "free") s.time_codecs();
   // The other rules on faults are the scenario's (ScenarioRules); this one is the run's.
   if (!sc.faults.empty()) {
     if (model_ranks.size() != static_cast<std::size_t>(s.n)) {
@@ -222,6 +253,42 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
 
 TrainingSetup::~TrainingSetup() = default;
 
+TrainingSetup::CodecLogs TrainingSetup::empty_codec_logs() const {
+  const Impl& s = *impl_;
+  return CodecLogs(s.codecs.size(), std::vector<CodecCallLog>(static_cast<std::size_t>(s.n) + 1));
+}
+
+void TrainingSetup::record_codecs(CodecLogs& logs) {
+  if (logs.size() != impl_->codecs.size()) logs = empty_codec_logs();
+  impl_->log_codecs(logs, [](Codec& codec, CodecCallLog& log) { return record_codec(codec, log); });
+}
+
+void TrainingSetup::replay(const CodecLogs& logs, const std::vector<std::vector<StepRecord>>& steps) {
+  Impl& s = *impl_;
+  if (steps.size() != static_cast<std::size_t>(s.n)) {
+    throw std::invalid_argument("replay: the trace holds " + std::to_string(steps.size()) +
+                                " workers' steps, the run has " + std::to_string(s.n) + " workers");
+  }
+  for (const auto& rank : steps) {
+    if (static_cast<std::int64_t>(rank.size()) != s.sc.training.steps) {
+      throw std::invalid_argument("replay: the trace holds " + std::to_string(rank.size()) +
+                                  " steps of a worker, the run has " +
+                                  std::to_string(s.sc.training.steps));
+    }
+  }
+  s.replayed_steps = &steps;
+  const CodecLogs expected = empty_codec_logs();
+  bool fits = logs.size() == expected.size();
+  for (std::size_t b = 0; fits && b < logs.size(); ++b) fits = logs[b].size() == expected[b].size();
+  if (!fits) {
+    throw std::invalid_argument("replay: the trace's codec logs are not laid out for this run's " +
+                                std::to_string(expected.size()) + " bucket(s) and " +
+                                std::to_string(s.n) + " workers");
+  }
+  s.log_codecs(logs, [](Codec& codec, const CodecCallLog& log) { return replay_codec(codec, log); });
+  s.batch.reset();  // nothing is computed
+}
+
 int TrainingSetup::workers() const { return impl_->n; }
 bool TrainingSetup::with_server() const { return impl_->with_server; }
 std::size_t TrainingSetup::hosts() const {
@@ -241,14 +308,17 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
                                  std::function<void(const StalenessEvent&)> on_update) {
   Impl& s = *impl_;
   const Scenario& sc = s.sc;
+  if (sc.compute.codec_time != "free") s.time_codecs();
   const bool timed = !s.devices.empty();
   auto codecs_of = [&](std::size_t b) {
     std::vector<Codec*> out;
-    for (const auto& c : timed ? s.timed_codecs[b] : s.codecs[b]) out.push_back(c.get());
+    for (std::size_t r = 0; r < s.codecs[b].size(); ++r) {
+      out.push_back(timed ? s.timed_codecs[b][r].get() : &s.plain_codec(b, r));
+    }
     return out;
   };
   auto server_codec_of = [&](std::size_t b) {
-    return timed ? s.timed_server_codecs[b].get() : s.server_codecs[b].get();
+    return timed ? s.timed_server_codecs[b].get() : &s.plain_server_codec(b);
   };
   if (timed) {
     // Messages leave when the codec work that made them is done on their host's device.
@@ -335,13 +405,14 @@ ns3::Ptr<Worker> TrainingSetup::make_worker(int r, Endpoint* endpoint,
   options.dropout_seed = sc.seed * 0xBF58476D1CE4E5B9ull + static_cast<std::uint64_t>(r) + 1;
   options.batch = s.batch.get();
   options.clock = s.clock;
+  if (s.replayed_steps) options.replay = &(*s.replayed_steps)[static_cast<std::size_t>(r)];
   auto loader = std::make_unique<ShardLoader>(s.data.train, s.shards[r], sc.training.batch,
                                               sc.seed * 7919 + static_cast<std::uint64_t>(r));
   auto w = ns3::CreateObject<Worker>();
   Collective* collective = s.collective.get();
   std::vector<std::pair<Codec*, double>> codecs;  // each bucket's codec and share of elements
   for (std::size_t b = 0; b < s.buckets.size(); ++b) {
-    codecs.emplace_back(s.codecs[b][static_cast<std::size_t>(r)].get(),
+    codecs.emplace_back(&s.plain_codec(b, static_cast<std::size_t>(r)),
                         static_cast<double>(s.buckets[b].numel) / static_cast<double>(s.numel));
   }
   w->Setup(

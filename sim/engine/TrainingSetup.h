@@ -14,6 +14,7 @@
 
 #include <ns3/ptr.h>
 
+#include "codecs/CodecCallLog.h"
 #include "common/WorkStopwatch.h"
 #include "sim/engine/Scenario.h"
 
@@ -54,6 +55,18 @@ class TrainingSetup {
   /// part of what is measured). Decided from LibTorch's thread count when the setup is made.
   MeasuredClock measured_clock() const;
 
+  /// A step trace's codec logs (codecs/CodecCallLog.h): [bucket][rank], rank workers() being
+  /// the server's instance.
+  using CodecLogs = std::vector<std::vector<CodecCallLog>>;
+  /// Empty logs laid out for this run.
+  CodecLogs empty_codec_logs() const;
+  /// Logs every codec's calls into `logs` (laid out here when it is not), which must outlive
+  /// the setup. Before build_scheme.
+  void record_codecs(CodecLogs& logs);
+  /// The run replays a recorded training: every codec replays its log from `logs`, every
+  /// worker its steps from `steps` ([rank][step]), and nothing is computed. Both must outlive
+  /// the setup and be laid out for this run, else std::invalid_argument. Before build_scheme.
+  void replay(const CodecLogs& logs, const std::vector<std::vector<StepRecord>>& steps);
   /// Builds the training scheme over `workers` (one endpoint per rank) and `server` (null
   /// without a server host). Endpoints must outlive the setup. `on_update` receives the
   /// asynchronous parameter server's applied updates.

@@ -1,0 +1,67 @@
+// A codec that replays a CodecCallLog (codecs/CodecCallLog.h) instead of encoding: every call
+// the log holds in sequence returns what the recorded call returned as far as a collective and
+// the network can tell (payloads of the recorded sizes and headers with zero bodies, the
+// recorded density, declared work and round shapes), and every decode returns zeros of the
+// element count its payload's header states. Only the recorded codec's capabilities (name,
+// aggregation, loss tolerance, momentum) come from the real codec it wraps, which never
+// encodes. A call the log does not hold in that place raises ReplayMismatch.
+//
+// Exact only for a run whose codec calls do not depend on the values they carry beyond what the
+// log holds; the engine allows replay only for such runs (sim/engine/ReplaySafety.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codecs/Codec.h"
+#include "codecs/CodecCallLog.h"
+
+namespace gradwire {
+
+template <class Base>
+class ReplayCodecBase : public Base {
+ public:
+  /// `inner` (the real codec, for its capabilities) and `log` must outlive this object.
+  ReplayCodecBase(Base& inner, const CodecCallLog& log) : inner_(inner), log_(log) {}
+
+  std::string name() const override { return inner_.name(); }
+  Bytes encode(const torch::Tensor& grad) override;
+  torch::Tensor decode(ByteSpan payload) const override;
+  bool encodes_on_device() const override { return false; }
+  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
+  Aggregation aggregation() const override { return inner_.aggregation(); }
+  /// Zeros but for the recorded count of non-zero elements (ones), so that an exact encoding
+  /// of the update has the recorded size.
+  torch::Tensor finalize(torch::Tensor sum, int workers) const override;
+  double last_density() const override { return density_; }
+  bool applies_momentum() const override { return inner_.applies_momentum(); }
+  LossTolerance loss_tolerance() const override { return inner_.loss_tolerance(); }
+  /// Leaves `acc` as it is: summable payloads keep their size when added.
+  void accumulate(Bytes& acc, ByteSpan other) const override;
+  std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
+                                   const std::vector<std::int64_t>& bounds) override;
+  void observe_aggregate(const torch::Tensor& update) override;
+  Bytes save_state() const override { return {}; }
+  void load_state(ByteSpan /*state*/) override {}
+  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
+
+ protected:
+  /// The next call of the log, which must be of `kind`.
+  const CodecCall& next(CodecCall::Kind kind) const;
+  /// The work of the latest replayed call of `kind`.
+  CodecWork replayed_work(CodecCall::Kind kind) const;
+
+  Base& inner_;
+  const CodecCallLog& log_;
+  mutable std::size_t cursor_ = 0;
+  mutable const CodecCall* latest_[8] = {};  // per CodecCall::Kind
+  double density_ = 1.0;
+};
+
+/// Wraps `inner` (a MultiRoundCodec keeps its rounds) to replay `log`.
+std::unique_ptr<Codec> replay_codec(Codec& inner, const CodecCallLog& log);
+
+}  // namespace gradwire
