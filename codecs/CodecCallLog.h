@@ -49,7 +49,7 @@ struct CodecCall {
   };
   Kind kind = Kind::kEncode;
   std::vector<PayloadShape> payloads;  ///< kEncode, kEncodeChunks; kRound: its payload, if any
-  double density = 1.0;                ///< kEncode, kEncodeChunks: last_density() after the call
+  double density = 1.0;                ///< kEncode, kEncodeChunks, kRound: last_density() after it
   bool has_work = false;               ///< the run asked the call's declared work (timed codecs)
   CodecWork work;
   // kRound
@@ -58,7 +58,9 @@ struct CodecCall {
   std::int32_t root = 0;
   std::int64_t values = 0;    ///< kRound: kSum values' length; kReduce, kFinalize: result numel;
                               ///< kRound call 0: the gradient's length
-  std::int64_t nonzero = 0;   ///< kFinalize: elements whose bits are not +0.0
+  /// Elements whose bits are not +0.0 in kFinalize's and kReduce's result, and in the sum a
+  /// kRound call (continue_exchange) received: what an exact encoding of them sends.
+  std::int64_t nonzero = 0;
 };
 
 /// Raised when a replayed run asks a codec for a call its log does not hold in that place:

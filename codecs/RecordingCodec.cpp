@@ -9,8 +9,6 @@
 
 namespace gradwire {
 
-namespace {
-
 /// Elements whose bit pattern is not +0.0: what decides the size of a payload that carries a
 /// finalised update exactly (codecs/ExactEncoding.h picks sparse or dense by this count).
 std::int64_t nonzero_bits(const torch::Tensor& t) {
@@ -20,8 +18,6 @@ std::int64_t nonzero_bits(const torch::Tensor& t) {
   }
   return t.ne(0).sum().item<std::int64_t>();
 }
-
-}  // namespace
 
 template <class Base>
 CodecCall& RecordingCodecBase<Base>::log_call(CodecCall::Kind kind) const {
@@ -107,6 +103,7 @@ template class RecordingCodecBase<MultiRoundCodec>;
 
 void RecordingMultiRoundCodec::log_round(const std::optional<Round>& round) {
   CodecCall& call = log_call(CodecCall::Kind::kRound);
+  call.density = inner_.last_density();
   if (!round) {
     call.last = true;
     return;
@@ -124,14 +121,18 @@ Round RecordingMultiRoundCodec::begin_exchange(const at::Tensor& grad) {
 }
 
 std::optional<Round> RecordingMultiRoundCodec::continue_exchange(int round, RoundOutcome&& outcome) {
+  const std::int64_t received = nonzero_bits(outcome.sum);
   std::optional<Round> next = inner_.continue_exchange(round, std::move(outcome));
   log_round(next);
+  log_.calls.back().nonzero = received;
   return next;
 }
 
 at::Tensor RecordingMultiRoundCodec::reduce_round(int round, const std::vector<ByteSpan>& payloads) {
   at::Tensor out = inner_.reduce_round(round, payloads);
-  log_call(CodecCall::Kind::kReduce).values = out.numel();
+  CodecCall& call = log_call(CodecCall::Kind::kReduce);
+  call.values = out.numel();
+  call.nonzero = nonzero_bits(out);
   return out;
 }
 

@@ -52,6 +52,10 @@ class RecordingCodecBase : public Base {
   CodecCallLog& log_;
 };
 
+/// Elements of `t` whose bit pattern is not +0.0 (any count of non-zero elements for other
+/// types): what decides the size of an exact encoding of it (codecs/ExactEncoding.h).
+std::int64_t nonzero_bits(const torch::Tensor& t);
+
 /// Wraps `inner` (a MultiRoundCodec keeps its rounds) to log into `log`.
 std::unique_ptr<Codec> record_codec(Codec& inner, CodecCallLog& log);
 

@@ -1,5 +1,7 @@
 #include "codecs/ReplayCodec.h"
 
+#include <algorithm>
+
 #include <torch/types.h>
 
 #include "codecs/ReplayMultiRoundCodec.h"
@@ -43,6 +45,14 @@ const CodecCall& ReplayCodecBase<Base>::next(CodecCall::Kind kind) const {
   ++cursor_;
   latest_[static_cast<int>(kind)] = &call;
   return call;
+}
+
+template <class Base>
+torch::Tensor ReplayCodecBase<Base>::with_nonzero(std::int64_t numel, std::int64_t nonzero,
+                                                  const c10::Device& device) {
+  torch::Tensor out = zeros(numel, device);
+  if (nonzero > 0) out.narrow(0, 0, std::min(nonzero, numel)).fill_(1.0f);
+  return out;
 }
 
 template <class Base>
@@ -101,9 +111,7 @@ torch::Tensor ReplayCodecBase<Base>::finalize(torch::Tensor sum, int /*workers*/
                          std::to_string(sum.numel()) + " elements, " +
                          std::to_string(call.values) + " in the trace");
   }
-  torch::Tensor out = zeros(call.values, sum.device());
-  if (call.nonzero > 0) out.narrow(0, 0, call.nonzero).fill_(1.0f);
-  return out;
+  return with_nonzero(call.values, call.nonzero, sum.device());
 }
 
 template <class Base>
@@ -145,11 +153,20 @@ template class ReplayCodecBase<MultiRoundCodec>;
 
 std::optional<Round> ReplayMultiRoundCodec::replay_round() {
   const CodecCall& call = next(CodecCall::Kind::kRound);
+  density_ = call.density;
   if (call.last) return std::nullopt;
   Round round;
   round.op = static_cast<RoundOp>(call.round_op);
   round.root = call.root;
-  if (round.op == RoundOp::kSum) round.values = zeros(call.values);
+  if (round.op == RoundOp::kSum) {
+    // The sum of this round reaches the next call of the exchange, whose record says how many
+    // of its elements were not zero.
+    std::int64_t nonzero = 0;
+    if (lead_ && cursor_ < log_.calls.size() && log_.calls[cursor_].kind == CodecCall::Kind::kRound) {
+      nonzero = log_.calls[cursor_].nonzero;
+    }
+    round.values = with_nonzero(call.values, nonzero, c10::Device(c10::kCPU));
+  }
   if (!call.payloads.empty()) round.payload = call.payloads.front().materialise();
   return round;
 }
@@ -170,7 +187,8 @@ at::Tensor ReplayMultiRoundCodec::exchange_result() { return zeros(numel_); }
 
 at::Tensor ReplayMultiRoundCodec::reduce_round(int /*round*/,
                                                const std::vector<ByteSpan>& /*payloads*/) {
-  return zeros(next(CodecCall::Kind::kReduce).values);
+  const CodecCall& call = next(CodecCall::Kind::kReduce);
+  return with_nonzero(call.values, call.nonzero, c10::Device(c10::kCPU));
 }
 
 CodecWork ReplayMultiRoundCodec::round_work(int /*call*/, std::int64_t /*numel*/) const {
@@ -183,9 +201,9 @@ CodecWork ReplayMultiRoundCodec::reduce_work(int /*round*/, std::int64_t /*numel
   return replayed_work(CodecCall::Kind::kReduce);
 }
 
-std::unique_ptr<Codec> replay_codec(Codec& inner, const CodecCallLog& log) {
+std::unique_ptr<Codec> replay_codec(Codec& inner, const CodecCallLog& log, bool lead) {
   if (auto* rounds = dynamic_cast<MultiRoundCodec*>(&inner)) {
-    return std::make_unique<ReplayMultiRoundCodec>(*rounds, log);
+    return std::make_unique<ReplayMultiRoundCodec>(*rounds, log, lead);
   }
   return std::make_unique<ReplayCodecBase<Codec>>(inner, log);
 }

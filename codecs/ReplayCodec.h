@@ -51,6 +51,9 @@ class ReplayCodecBase : public Base {
  protected:
   /// The next call of the log, which must be of `kind`.
   const CodecCall& next(CodecCall::Kind kind) const;
+  /// Zeros of `numel` elements but the first `nonzero`, which are ones.
+  static torch::Tensor with_nonzero(std::int64_t numel, std::int64_t nonzero,
+                                    const c10::Device& device);
   /// The work of the latest replayed call of `kind`.
   CodecWork replayed_work(CodecCall::Kind kind) const;
 
@@ -61,7 +64,9 @@ class ReplayCodecBase : public Base {
   double density_ = 1.0;
 };
 
-/// Wraps `inner` (a MultiRoundCodec keeps its rounds) to replay `log`.
-std::unique_ptr<Codec> replay_codec(Codec& inner, const CodecCallLog& log);
+/// Wraps `inner` (a MultiRoundCodec keeps its rounds) to replay `log`. The `lead` worker's
+/// (rank 0's) kSum rounds carry the recorded count of non-zero elements of the round's sum, so
+/// that an aggregator that sends the sum exactly sends the recorded bytes.
+std::unique_ptr<Codec> replay_codec(Codec& inner, const CodecCallLog& log, bool lead);
 
 }  // namespace gradwire

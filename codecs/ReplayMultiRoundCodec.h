@@ -11,8 +11,9 @@ namespace gradwire {
 class ReplayMultiRoundCodec final : public ReplayCodecBase<MultiRoundCodec> {
  public:
   /// `inner` and `log` must outlive this object.
-  ReplayMultiRoundCodec(MultiRoundCodec& inner, const CodecCallLog& log)
-      : ReplayCodecBase<MultiRoundCodec>(inner, log) {}
+  /// `lead`: see replay_codec.
+  ReplayMultiRoundCodec(MultiRoundCodec& inner, const CodecCallLog& log, bool lead)
+      : ReplayCodecBase<MultiRoundCodec>(inner, log), lead_(lead) {}
 
   Round begin_exchange(const at::Tensor& grad) override;
   std::optional<Round> continue_exchange(int round, RoundOutcome&& outcome) override;
@@ -26,6 +27,7 @@ class ReplayMultiRoundCodec final : public ReplayCodecBase<MultiRoundCodec> {
  private:
   std::optional<Round> replay_round();
   std::int64_t numel_ = 0;  ///< this step's gradient length
+  bool lead_ = false;
 };
 
 }  // namespace gradwire

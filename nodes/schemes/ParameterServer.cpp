@@ -34,6 +34,10 @@ enum Kind : std::uint32_t {
 
 struct ParameterServer::StepState {
   int received = 0;
+  int added = 0;       // contributions in the sum so far
+  int next_rank = 0;   // in rank order: the rank whose contribution is added next
+  std::map<int, Bytes> early_payloads;       // summable payloads of ranks ahead of next_rank
+  std::map<int, at::Tensor> early_decoded;   // decoded tensors of ranks ahead of next_rank
   std::vector<bool> seen;
   Bytes compressed_sum;          // summable payloads: running sum in the compressed domain
   at::Tensor sum;                // other codecs: running sum of decoded tensors
@@ -177,23 +181,64 @@ void ParameterServer::send_round(int rank, Round&& round) {
   }
 }
 
-void ParameterServer::add_to_sum(StepState& s, Bytes&& payload) const {
+const Codec& ParameterServer::summing_codec() const {
   // Multi-round codecs push kSum rounds as dense vectors; others push their own payloads.
-  const Codec& codec = server_multi_ ? static_cast<const Codec&>(*dense_) : *server_codec_;
+  return server_multi_ ? static_cast<const Codec&>(*dense_) : *server_codec_;
+}
+
+void ParameterServer::add_to_sum(StepState& s, Bytes&& payload) const {
+  const Codec& codec = summing_codec();
   if (codec.aggregation() == Aggregation::kSummable) {
-    if (s.received == 0) {
+    if (s.added == 0) {
       s.compressed_sum = std::move(payload);
     } else {
       codec.accumulate(s.compressed_sum, payload);
     }
+    ++s.added;
     return;
   }
-  at::Tensor g = codec.decode(payload);
-  if (s.received == 0) {
+  add_decoded(s, codec.decode(payload));
+}
+
+void ParameterServer::add_decoded(StepState& s, const at::Tensor& g) const {
+  if (s.added == 0) {
     s.sum = g;
   } else {
     if (g.numel() != s.sum.numel()) throw DecodeError("parameter server: size mismatch");
     s.sum.add_(g);
+  }
+  ++s.added;
+}
+
+void ParameterServer::add_in_rank_order(StepState& s, int rank, Bytes&& payload) const {
+  const bool summable = summing_codec().aggregation() == Aggregation::kSummable;
+  if (summable) {
+    if (rank != s.next_rank) {
+      s.early_payloads.emplace(rank, std::move(payload));
+      return;
+    }
+    add_to_sum(s, std::move(payload));
+  } else {
+    // Decoded on arrival, as a server would; only the addition waits for its turn.
+    at::Tensor g = summing_codec().decode(payload);
+    if (rank != s.next_rank) {
+      s.early_decoded.emplace(rank, std::move(g));
+      return;
+    }
+    add_decoded(s, g);
+  }
+  for (++s.next_rank;; ++s.next_rank) {
+    if (summable) {
+      const auto it = s.early_payloads.find(s.next_rank);
+      if (it == s.early_payloads.end()) return;
+      add_to_sum(s, std::move(it->second));
+      s.early_payloads.erase(it);
+    } else {
+      const auto it = s.early_decoded.find(s.next_rank);
+      if (it == s.early_decoded.end()) return;
+      add_decoded(s, it->second);
+      s.early_decoded.erase(it);
+    }
   }
 }
 
@@ -270,8 +315,10 @@ void ParameterServer::on_push(Message&& message) {
     if (message.kind == kPushReduce) {
       if (s.payloads.empty()) s.payloads.resize(workers_.size());
       s.payloads[rank] = std::move(message.payload);
+    } else if (faults_) {
+      add_to_sum(s, std::move(message.payload));  // who contributes is known only at the end
     } else {
-      add_to_sum(s, std::move(message.payload));
+      add_in_rank_order(s, rank, std::move(message.payload));
     }
   }
   ++s.received;

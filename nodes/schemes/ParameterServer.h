@@ -78,7 +78,17 @@ class ParameterServer : public Collective, public FaultTolerant {
  private:
   struct StepState;
   struct WorkerState;
+  /// The codec that adds the pushes: the server's, or dense fp32 for a multi-round codec's
+  /// kSum rounds.
+  const Codec& summing_codec() const;
+  /// Adds a push to the step's sum now, in arrival order.
   void add_to_sum(StepState& s, Bytes&& payload) const;
+  void add_decoded(StepState& s, const at::Tensor& g) const;
+  /// Adds worker `rank`'s push in rank order: one that arrives before a lower rank's waits
+  /// (decoded already, when its codec decodes before adding). Floating-point addition depends
+  /// on its order, so the aggregate, and the training, do not then depend on which worker's
+  /// link is faster: every network trains alike (what a step trace's replay relies on).
+  void add_in_rank_order(StepState& s, int rank, Bytes&& payload) const;
   void on_push(Message&& message);
   void on_pull(int rank, Message&& message);
   void send_round(int rank, Round&& round);

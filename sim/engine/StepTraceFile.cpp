@@ -138,15 +138,17 @@ Bytes codec_section(const StepTrace& t) {
           case CodecCall::Kind::kEncode:
           case CodecCall::Kind::kEncodeChunks: f64(w, c.density); break;
           case CodecCall::Kind::kRound:
+            f64(w, c.density);
             w.u8(c.round_op);
             w.u32(static_cast<std::uint32_t>(c.root));
             w.u64(static_cast<std::uint64_t>(c.values));
+            w.u64(static_cast<std::uint64_t>(c.nonzero));
             break;
           case CodecCall::Kind::kFinalize:
+          case CodecCall::Kind::kReduce:
             w.u64(static_cast<std::uint64_t>(c.values));
             w.u64(static_cast<std::uint64_t>(c.nonzero));
             break;
-          case CodecCall::Kind::kReduce:
           case CodecCall::Kind::kObserve: w.u64(static_cast<std::uint64_t>(c.values)); break;
         }
         w.u32(static_cast<std::uint32_t>(c.payloads.size()));
@@ -237,19 +239,23 @@ void read_codecs(ByteReader& r, StepTrace& t, std::uint64_t buckets, std::uint64
           case CodecCall::Kind::kEncode:
           case CodecCall::Kind::kEncodeChunks: c.density = f64(r, "call.density"); break;
           case CodecCall::Kind::kRound:
+            c.density = f64(r, "call.density");
             c.round_op = r.u8("call.round_op");
             if (c.round_op > 2) r.fail("unknown round operation " + std::to_string(c.round_op) + " at offset " + std::to_string(r.offset() - 1));
             c.root = static_cast<std::int32_t>(r.u32("call.root"));
             c.values = as_count(r.u64("call.values"));
+            c.nonzero = as_count(r.u64("call.nonzero"));
             break;
           case CodecCall::Kind::kFinalize:
+          case CodecCall::Kind::kReduce:
             c.values = as_count(r.u64("call.values"));
             c.nonzero = as_count(r.u64("call.nonzero"));
             break;
-          case CodecCall::Kind::kReduce:
           case CodecCall::Kind::kObserve: c.values = as_count(r.u64("call.values")); break;
         }
-        if (c.values < 0 || c.nonzero < 0 || c.nonzero > c.values) {
+        // A round's count describes the sum it received, which may be longer than its values.
+        if (c.values < 0 || c.nonzero < 0 ||
+            (c.nonzero > c.values && c.kind != CodecCall::Kind::kRound)) {
           r.fail("element counts of the call at offset " + std::to_string(at) + " are inconsistent");
         }
         const std::uint64_t payloads = count(r, r.u32("call.payloads"), 9, "call.payloads");

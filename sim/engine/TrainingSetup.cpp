@@ -99,7 +99,8 @@ struct TrainingSetup::Impl {
   Codec& plain_server_codec(std::size_t b) const {
     return logged_server_codecs.empty() ? *server_codecs[b] : *logged_server_codecs[b];
   }
-  /// Decorates every codec with `decorate(codec, its log)`, logs[b][r] (r = n: the server's).
+  /// Decorates every codec with `decorate(codec, its log, rank)`, logs[b][r] (r = n: the
+  /// server's, whose rank is -1).
   template <class Logs, class Decorate>
   void log_codecs(Logs& logs, Decorate decorate);
 };
@@ -112,9 +113,9 @@ void TrainingSetup::Impl::log_codecs(Logs& logs, Decorate decorate) {
   for (std::size_t b = 0; b < codecs.size(); ++b) {
     logged_codecs.emplace_back();
     for (std::size_t r = 0; r < codecs[b].size(); ++r) {
-      logged_codecs[b].push_back(decorate(*codecs[b][r], logs[b][r]));
+      logged_codecs[b].push_back(decorate(*codecs[b][r], logs[b][r], static_cast<int>(r)));
     }
-    logged_server_codecs.push_back(decorate(*server_codecs[b], logs[b][codecs[b].size()]));
+    logged_server_codecs.push_back(decorate(*server_codecs[b], logs[b][codecs[b].size()], -1));
   }
 }
 
@@ -260,7 +261,9 @@ TrainingSetup::CodecLogs TrainingSetup::empty_codec_logs() const {
 
 void TrainingSetup::record_codecs(CodecLogs& logs) {
   if (logs.size() != impl_->codecs.size()) logs = empty_codec_logs();
-  impl_->log_codecs(logs, [](Codec& codec, CodecCallLog& log) { return record_codec(codec, log); });
+  impl_->log_codecs(logs, [](Codec& codec, CodecCallLog& log, int /*rank*/) {
+    return record_codec(codec, log);
+  });
 }
 
 void TrainingSetup::replay(const CodecLogs& logs, const std::vector<std::vector<StepRecord>>& steps) {
@@ -285,7 +288,9 @@ void TrainingSetup::replay(const CodecLogs& logs, const std::vector<std::vector<
                                 std::to_string(expected.size()) + " bucket(s) and " +
                                 std::to_string(s.n) + " workers");
   }
-  s.log_codecs(logs, [](Codec& codec, const CodecCallLog& log) { return replay_codec(codec, log); });
+  s.log_codecs(logs, [](Codec& codec, const CodecCallLog& log, int rank) {
+    return replay_codec(codec, log, rank == 0);
+  });
   s.batch.reset();  // nothing is computed
 }
 
