@@ -31,6 +31,9 @@ CLI::App* add_sweep_command(CLI::App& app, SweepCommandOptions& o) {
                 "of the Slurm array does this when it ends)")
       ->excludes(slurm);
   cmd->add_flag("--quiet,-q", o.quiet, "no progress lines");
+  cmd->add_flag("--no-replay", o.no_replay,
+                "train every run, even runs that differ only in their network (by default the "
+                "first of them trains and records a step trace and the others replay it)");
   return cmd;
 }
 
@@ -54,6 +57,7 @@ int run_sweep_command(const SweepCommandOptions& o, std::ostream& out, std::ostr
   options.sweep_file = o.file;
   options.emit_slurm = o.emit_slurm;
   options.collect = o.collect;
+  options.replay = !o.no_replay;
   SweepRunner runner(std::move(plan), options);
   const SweepOutcome outcome = runner.run(o.quiet ? nullptr : &err);
   if (o.collect) {

@@ -18,6 +18,7 @@ struct SweepCommandOptions {
   bool emit_slurm = false;
   bool collect = false;
   bool quiet = false;
+  bool no_replay = false;
 };
 
 struct ReportCommandOptions {

@@ -20,6 +20,9 @@
 #include "common/AtomicOutput.h"
 #include "common/FileLock.h"
 #include "common/InterruptCleanup.h"
+#include "sim/engine/ReplaySafety.h"
+#include "sim/engine/ScenarioLoader.h"
+#include "sim/engine/StepTraceFile.h"
 
 namespace gradwire {
 
@@ -60,7 +63,7 @@ std::string shell_word(const std::string& text) {
 }
 
 pid_t start_run(const std::string& exe, const std::string& scenario, const std::string& out,
-                const std::string& log) {
+                const std::string& log, const std::vector<std::string>& extra) {
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("sweep: fork failed");
   if (pid == 0) {
@@ -71,12 +74,27 @@ pid_t start_run(const std::string& exe, const std::string& scenario, const std::
       ::dup2(fd, 2);
       ::close(fd);
     }
-    ::execl(exe.c_str(), exe.c_str(), "run", scenario.c_str(), "--out", out.c_str(),
-            static_cast<char*>(nullptr));
+    std::vector<const char*> argv = {exe.c_str(), "run", scenario.c_str(), "--out", out.c_str()};
+    for (const std::string& a : extra) argv.push_back(a.c_str());
+    argv.push_back(nullptr);
+    ::execv(exe.c_str(), const_cast<char* const*>(argv.data()));
     std::perror("exec gradwire");
     ::_exit(127);
   }
   return pid;
+}
+
+/// The run a summary.json says it replayed: the run folder of "<sweep>/<run>/trace/steps.gwtrace".
+std::string replayed_run(const nlohmann::json& summary) {
+  if (!summary.is_object() || !summary.contains("replayed_from") ||
+      !summary["replayed_from"].is_string()) {
+    return "";
+  }
+  const fs::path trace = summary["replayed_from"].get<std::string>();
+  const fs::path run = trace.parent_path().parent_path();
+  return trace.filename() == "steps.gwtrace" && trace.parent_path().filename() == "trace"
+             ? run.filename().string()
+             : trace.string();
 }
 
 }  // namespace
@@ -90,10 +108,32 @@ const std::vector<std::string>& SweepRunner::summary_columns() {
   return kColumns;
 }
 
+void SweepRunner::plan_replays() {
+  replays_.assign(plan_.runs.size(), -1);
+  records_.assign(plan_.runs.size(), false);
+  if (!options_.replay || options_.emit_slurm) return;
+  std::map<std::string, std::size_t> first;  // training identity -> the run that trains
+  for (std::size_t i = 0; i < plan_.runs.size(); ++i) {
+    Scenario scenario;
+    try {
+      scenario = load_scenario(plan_.runs[i].scenario);
+    } catch (const std::exception&) {
+      continue;  // the run reports its own error when it runs
+    }
+    if (replay_refusal(scenario)) continue;
+    const auto [it, added] = first.emplace(training_identity(scenario.resolved).dump(), i);
+    if (added) continue;
+    replays_[i] = static_cast<long>(it->second);
+    records_[it->second] = true;
+  }
+}
+
 SweepRunner::SweepRunner(SweepPlan plan, SweepOptions options)
     : plan_(std::move(plan)), options_(std::move(options)) {
   dir_ = (fs::path(options_.out_dir) / plan_.name).string();
   status_.assign(plan_.runs.size(), "pending");
+  replays_.assign(plan_.runs.size(), -1);
+  records_.assign(plan_.runs.size(), false);
   options_.jobs = std::max(1, options_.jobs);
   // Parallel runs share the cores: unless a scenario pins LibTorch's thread count, give each
   // run its share so N runs do not oversubscribe the machine N-fold. Measured compute keeps
@@ -130,7 +170,7 @@ void SweepRunner::write_results() const {
   csv << "run,status";
   for (const auto& a : plan_.axes) csv << "," << csv_field(a);
   for (const auto& c : summary_columns()) csv << "," << c;
-  csv << "\n";
+  csv << ",replayed_from\n";
   for (std::size_t i = 0; i < plan_.runs.size(); ++i) {
     const SweepRun& run = plan_.runs[i];
     csv << csv_field(run.name) << "," << csv_field(status_[i]);
@@ -147,7 +187,7 @@ void SweepRunner::write_results() const {
     for (const auto& c : summary_columns()) {
       csv << "," << (summary.is_object() && summary.contains(c) ? csv_field(csv_number(summary[c])) : "");
     }
-    csv << "\n";
+    csv << "," << csv_field(replayed_run(summary)) << "\n";
   }
   write_file_atomically((fs::path(dir_) / "results.csv").string(), csv.str());
 }
@@ -259,13 +299,22 @@ SweepOutcome SweepRunner::run(std::ostream* progress) {
   };
   if (outcome.skipped) report("resuming; finished runs are skipped");
 
+  plan_replays();
   std::map<pid_t, std::size_t> running;
   std::map<pid_t, FileLock> locks;  // each running run's lock, released when it ends
   fs::create_directories(fs::path(dir_) / "locks");
-  std::size_t next = 0;
-  while (next < todo.size() || !running.empty()) {
-    while (next < todo.size() && static_cast<int>(running.size()) < options_.jobs) {
-      const std::size_t i = todo[next++];
+  // A replay waits for the run whose training it replays; everything else starts in order.
+  const auto ready = [&](std::size_t i) {
+    const long source = replays_[i];
+    return source < 0 || (status_[static_cast<std::size_t>(source)] != "pending" &&
+                          status_[static_cast<std::size_t>(source)] != "running");
+  };
+  while (!todo.empty() || !running.empty()) {
+    while (static_cast<int>(running.size()) < options_.jobs) {
+      const auto pick = std::find_if(todo.begin(), todo.end(), ready);
+      if (pick == todo.end()) break;
+      const std::size_t i = *pick;
+      todo.erase(pick);
       const SweepRun& run = plan_.runs[i];
       // Another sweep process on the same folder may be running this run: never twice at once.
       FileLock lock((fs::path(dir_) / "locks" / (run.name + ".lock")).string());
@@ -275,14 +324,32 @@ SweepOutcome SweepRunner::run(std::ostream* progress) {
         report("skipped " + run.name + ": another sweep process is running it");
         continue;
       }
+      std::vector<std::string> extra;
+      std::string how;
+      if (records_[i]) {
+        extra.push_back("--trace");
+        how = ", recording its training for runs on other networks";
+      }
+      if (replays_[i] >= 0) {
+        const std::string& source = plan_.runs[static_cast<std::size_t>(replays_[i])].name;
+        const fs::path trace = fs::path(dir_) / source / kStepTraceFile;
+        if (fs::exists(trace)) {
+          extra.push_back("--replay");
+          extra.push_back(trace.string());
+          how = ", replaying the training of " + source;
+        } else {
+          how = ", training in full (" + source + " left no step trace)";
+        }
+      }
       const pid_t pid = start_run(options_.executable,
                                   (fs::path(dir_) / "scenarios" / (run.name + ".json")).string(),
-                                  dir_, (fs::path(dir_) / "logs" / (run.name + ".log")).string());
+                                  dir_, (fs::path(dir_) / "logs" / (run.name + ".log")).string(),
+                                  extra);
       InterruptCleanup::remember_child(pid);
       running[pid] = i;
       locks.emplace(pid, std::move(lock));
       status_[i] = "running";
-      report("started " + run.name);
+      report("started " + run.name + how);
     }
     int wstatus = 0;
     const pid_t pid = ::waitpid(-1, &wstatus, 0);

@@ -6,7 +6,8 @@
 //   scenarios/<run>.json   the exact scenario each run used
 //   logs/<run>.log         its stdout + stderr
 //   <run>/                 its outputs (scenario.json, metrics.jsonl, summary.json)
-//   results.csv            one row per run: axis values, status, summary figures
+//   results.csv            one row per run: axis values, status, summary figures, and the run
+//                          whose training a replayed run replayed (replayed_from)
 //   question.json          the sweep's question, when it has one (answered by the report)
 //   sweep.slurm            with --emit-slurm only
 //   locks/                 one flock per running run; results.lock while --collect writes
@@ -30,6 +31,11 @@ struct SweepOptions {
   /// ("pending"). Each task of the Slurm array does this when it ends; a lock serialises them
   /// so the last one to end leaves results.csv complete.
   bool collect = false;
+  /// Train once, replay every network: runs that differ only in their network (other than its
+  /// transport) and name share one training; the first records a step trace, the others
+  /// replay it (sim/engine/StepTrace.h). Runs that cannot be replayed train in full. Not with
+  /// emit_slurm (each task trains its own run).
+  bool replay = true;
 };
 
 struct SweepOutcome {
@@ -55,11 +61,15 @@ class SweepRunner {
   void write_results() const;
   void write_slurm() const;
   void collect_results();
+  /// For each run, the run whose training it replays (or -1), and which runs record a trace.
+  void plan_replays();
 
   SweepPlan plan_;
   SweepOptions options_;
   std::string dir_;
   std::vector<std::string> status_;  // per run: "ok", "failed (exit N)", "pending"
+  std::vector<long> replays_;        // per run: the run whose trace it replays, or -1
+  std::vector<bool> records_;        // per run: records a step trace for others
 };
 
 }  // namespace gradwire
