@@ -438,6 +438,62 @@ TEST_F(Study, SweepRunsInParallelSurvivesAFailureResumesAndReports) {
   EXPECT_EQ(nlohmann::json::parse(a)[0]["rows"].size(), 2u);
 }
 
+/// metrics.jsonl and summary.json of a run folder without what may differ between a replayed
+/// and a trained run: wall-clock fields and the replay's note.
+nlohmann::json simulated_outputs(const fs::path& run) {
+  nlohmann::json out = {{"metrics", nlohmann::json::array()}};
+  std::ifstream metrics(run / "metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    j.erase("wall_time_s");
+    out["metrics"].push_back(j);
+  }
+  std::ifstream summary(run / "summary.json");
+  out["summary"] = nlohmann::json::parse(summary);
+  for (const char* key : {"wall_time_s", "ns3_wall_time_s", "replayed_from"}) out["summary"].erase(key);
+  return out;
+}
+
+TEST_F(Study, RunsThatDifferOnlyInTheirNetworkShareOneTraining) {
+  auto doc = sweep_doc();
+  doc["seeds"] = {1};
+  doc["grid"]["network.rate"] = {"100Mbps", "1Gbps", "10Gbps"};
+  std::ofstream(dir_ / "sweep.json") << doc.dump(2);
+  const std::string base = "sweep " + (dir_ / "sweep.json").string() + " -j 2 --out ";
+  const Result replayed = run(base + (dir_ / "replayed").string());
+  ASSERT_EQ(replayed.code, 0) << replayed.output;
+  const Result trained = run(base + (dir_ / "trained").string() + " --no-replay");
+  ASSERT_EQ(trained.code, 0) << trained.output;
+  EXPECT_EQ(trained.output.find("replaying"), std::string::npos) << trained.output;
+
+  const auto rows = read_csv(dir_ / "replayed" / "tiny" / "results.csv");
+  ASSERT_EQ(rows.size(), 1u + 6u);
+  const auto& header = rows[0];
+  const auto col = static_cast<std::size_t>(
+      std::find(header.begin(), header.end(), "replayed_from") - header.begin());
+  ASSERT_LT(col, header.size());
+  const auto rate = static_cast<std::size_t>(
+      std::find(header.begin(), header.end(), "network.rate") - header.begin());
+  int replays = 0;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    const std::string& run_name = rows[i][0];
+    const fs::path folder = dir_ / "replayed" / "tiny" / run_name;
+    // The first network of each codec trains and records; the other two replay it.
+    if (rows[i][rate] == "100Mbps") {
+      EXPECT_EQ(rows[i][col], "") << run_name;
+      EXPECT_TRUE(fs::exists(folder / "trace" / "steps.gwtrace")) << run_name;
+    } else {
+      ++replays;
+      EXPECT_NE(rows[i][col].find("100Mbps"), std::string::npos) << run_name << ": " << rows[i][col];
+      EXPECT_FALSE(fs::exists(folder / "trace")) << run_name;
+    }
+    // Replayed or trained, each run's outputs are the same, to the bit.
+    EXPECT_EQ(simulated_outputs(folder), simulated_outputs(dir_ / "trained" / "tiny" / run_name))
+        << run_name;
+  }
+  EXPECT_EQ(replays, 4);
+}
+
 TEST_F(Study, EmitSlurmWritesAnArrayJobAndRunsNothing) {
   std::ofstream(dir_ / "sweep.json") << sweep_doc().dump(2);
   const Result r = run("sweep " + (dir_ / "sweep.json").string() + " --emit-slurm --out " +
