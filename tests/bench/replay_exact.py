@@ -88,7 +88,7 @@ def check_scenario(binary, path, doc, out):
         for factor, label in ((10, "10x rate"), (0.1, "rate / 10")):
             variants.append((label, ["--set", "network.rate=%dbps" % round(bps * factor)]))
     for label, extra in variants:
-        name = label.replace(" ", "-").replace("/", "div")
+        name = label.replace(" ", "-").replace("/", "div") if extra else "rec"
         if extra:
             code, stdout, stderr = gradwire(binary, ["run", str(base), "--out", str(work / "full"), "-q",
                                                      "--set", "name=" + name] + extra, work)
