@@ -4,6 +4,8 @@
 #include <cstring>
 #include <sys/stat.h>
 
+#include <zstd.h>
+
 #include "common/AtomicOutput.h"
 #include "common/ByteIo.h"
 #include "common/DecodeError.h"
@@ -16,6 +18,20 @@ namespace {
 constexpr char kMagic[8] = {'G', 'W', 'T', 'R', 'A', 'C', 'E', '\0'};
 constexpr std::uint32_t kVersion = 1;
 constexpr std::uint64_t kMaxTraceBytes = std::uint64_t{16} << 30;
+// A section's content, once decompressed, is at most this much: a corrupt frame header cannot
+// make the reader allocate more.
+constexpr std::uint64_t kMaxSectionBytes = std::uint64_t{8} << 30;
+constexpr int kZstdLevel = 3;
+
+/// Steps and codec calls repeat from step to step (the same payload sizes and headers): zstd
+/// makes them small.
+Bytes compress(const Bytes& raw) {
+  Bytes out(ZSTD_compressBound(raw.size()));
+  const std::size_t n = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), kZstdLevel);
+  if (ZSTD_isError(n)) throw std::runtime_error(std::string("step trace: zstd: ") + ZSTD_getErrorName(n));
+  out.resize(n);
+  return out;
+}
 
 std::uint32_t crc32(const std::uint8_t* data, std::size_t size) {
   static const std::array<std::uint32_t, 256> table = [] {
@@ -290,9 +306,9 @@ Bytes encode_step_trace(const StepTrace& trace) {
   out.raw(kMagic, sizeof kMagic);
   out.u32(kVersion);
   section(out, "META", meta_section(trace));
-  section(out, "STEP", step_section(trace));
-  section(out, "EVAL", eval_section(trace));
-  section(out, "CODE", codec_section(trace));
+  section(out, "STEP", compress(step_section(trace)));
+  section(out, "EVAL", compress(eval_section(trace)));
+  section(out, "CODE", compress(codec_section(trace)));
   section(out, "END.", {});
   return out.take();
 }
@@ -325,10 +341,34 @@ StepTrace decode_step_trace(ByteSpan bytes, const std::string& name) {
       if (file.u32("section checksum") != crc32(body, static_cast<std::size_t>(length))) {
         file.fail("section " + std::string(expected) + " at offset " + std::to_string(at) + " fails its checksum");
       }
+      const std::string tag_name(expected);
+      if (tag_name != "META" && tag_name != "END.") {
+        // Offsets in a compressed section's messages count from the start of its content.
+        const std::string where = "step trace " + name + ", section " + tag_name + " (at offset " +
+                                  std::to_string(at) + ") after decompression";
+        const unsigned long long size = ZSTD_getFrameContentSize(body, static_cast<std::size_t>(length));
+        if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > kMaxSectionBytes) {
+          file.fail("section " + tag_name + " at offset " + std::to_string(at) +
+                    " is not a zstd frame of a stated size of at most " + std::to_string(kMaxSectionBytes) + " bytes");
+        }
+        Bytes content(static_cast<std::size_t>(size));
+        const std::size_t got = ZSTD_decompress(content.data(), content.size(), body, static_cast<std::size_t>(length));
+        if (ZSTD_isError(got) || got != content.size()) {
+          file.fail("section " + tag_name + " at offset " + std::to_string(at) + " does not decompress: " +
+                    (ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short"));
+        }
+        ByteReader r(content, where);
+        if (tag_name == "STEP") read_steps(r, t, workers, steps);
+        if (tag_name == "EVAL") read_evaluations(r, t);
+        if (tag_name == "CODE") read_codecs(r, t, buckets, workers);
+        if (r.remaining() != 0) {
+          r.fail(std::to_string(r.remaining()) + " bytes it does not use at offset " + std::to_string(r.offset()));
+        }
+        continue;
+      }
       // Offsets in the sections' messages count from the start of the file.
       ByteReader r(ByteSpan(bytes.data, body_at + static_cast<std::size_t>(length)), "step trace " + name);
       r.take(body_at, 1, "preceding sections");
-      const std::string tag_name(expected);
       if (tag_name == "META") {
         nlohmann::json meta = nlohmann::json::parse(body, body + length, nullptr, false);
         if (meta.is_discarded() || !meta.is_object() || meta.value("format", "") != "gradwire step trace" ||
@@ -352,9 +392,6 @@ StepTrace decode_step_trace(ByteSpan bytes, const std::string& name) {
         }
         continue;
       }
-      if (tag_name == "STEP") read_steps(r, t, workers, steps);
-      if (tag_name == "EVAL") read_evaluations(r, t);
-      if (tag_name == "CODE") read_codecs(r, t, buckets, workers);
       if (r.remaining() != 0) {
         r.fail("section " + tag_name + " at offset " + std::to_string(at) + " has " +
                std::to_string(r.remaining()) + " bytes it does not use");

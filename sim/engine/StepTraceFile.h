@@ -2,7 +2,8 @@
 // binary format (docs/outputs.md, "Step trace", describes every field).
 //
 //   "GWTRACE\0" (8 bytes), version u32 (1)
-//   sections, each: tag (4 ASCII bytes), body length u64, body, CRC-32 of the body u32
+//   sections, each: tag (4 ASCII bytes), body length u64, body, CRC-32 of the body u32; the
+//   bodies of STEP, EVAL and CODE are zstd frames of their content
 //     META  JSON: the recorded scenario, parameters, workers, steps, buckets
 //     STEP  per rank, per step: participated, loss, compute_s, optimizer_s, release instants
 //     EVAL  per evaluation: step, accuracy, top-5, loss, perplexity, samples, consensus
