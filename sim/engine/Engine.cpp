@@ -70,7 +70,7 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   if (replay) check_trace_matches(sc, replay->scenario, trace_.replay_source);
   std::vector<int> all_ranks;
   for (int r = 0; r < n; ++r) all_ranks.push_back(r);
-  TrainingSetup setup(sc, all_ranks);
+  TrainingSetup setup(sc, all_ranks, replay != nullptr);
   std::shared_ptr<StepTrace> recorded;
   if (trace_.record) {
     recorded = std::make_shared<StepTrace>();

@@ -55,6 +55,7 @@ struct TrainingSetup::Impl {
   torch::Device device{torch::kCPU};
   MeasuredClock clock = MeasuredClock::kWall;
   DatasetSplit data;
+  bool data_loaded = true;  // false: a replay without the data (only its declared size and shape)
   Shards shards;
   std::vector<std::shared_ptr<Model>> models;  // index = rank; null where not built here
   std::shared_ptr<Model> eval_model;
@@ -159,7 +160,8 @@ void TrainingSetup::Impl::time_codecs() {
   }
 }
 
-TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& model_ranks)
+TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& model_ranks,
+                             bool replaying)
     : impl_(std::make_unique<Impl>(scenario)) {
   Impl& s = *impl_;
   const Scenario& sc = scenario;
@@ -168,16 +170,27 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
   s.device = pick_device(sc.compute.device);
   s.clock = s.device.is_cuda() || at::get_num_threads() > 1 ? MeasuredClock::kWall
                                                             : MeasuredClock::kThreadCpu;
-  s.data = load_dataset(sc.dataset, sc.seed);
-  s.shards = sc.dataset.partition == "dirichlet"
-                 ? partition_dirichlet(s.data.train.labels, s.data.train.classes, s.n,
-                                       sc.dataset.alpha, sc.seed)
-                 : partition_iid(s.data.train.size(), s.n, sc.seed);
+  // A replay computes nothing: an iid partition needs only the training set's size, and the
+  // models only the samples' shape, both declared without reading the data (a text's
+  // vocabulary is known only once read, and a Dirichlet partition needs the labels).
+  s.data_loaded = !(replaying && sc.dataset.partition != "dirichlet" && sc.dataset.kind != "text");
+  ModelInput input;
+  if (s.data_loaded) {
+    s.data = load_dataset(sc.dataset, sc.seed);
+    s.shards = sc.dataset.partition == "dirichlet"
+                   ? partition_dirichlet(s.data.train.labels, s.data.train.classes, s.n,
+                                         sc.dataset.alpha, sc.seed)
+                   : partition_iid(s.data.train.size(), s.n, sc.seed);
+    input = ModelInput{s.data.train.sample_shape, s.data.train.classes, s.data.train.tokens};
+  } else {
+    const DatasetInfo& dataset = DatasetRegistry::builtin().at(sc.dataset.kind);
+    input = dataset.input(sc.dataset);
+    s.shards = partition_iid(dataset.train_size(sc.dataset), s.n, sc.seed);
+  }
 
   // Every model, wherever it is built, starts from the same torch seed: replicas start
   // identical, and the global generator ends in the same state in every process.
   s.models.resize(static_cast<std::size_t>(s.n));
-  const ModelInput input{s.data.train.sample_shape, s.data.train.classes, s.data.train.tokens};
   for (int r : model_ranks) {
     torch::manual_seed(sc.seed);
     s.models.at(static_cast<std::size_t>(r)) = make_model(sc.model, input);
@@ -245,7 +258,9 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
     s.participation = std::make_unique<Participation>(
         ParticipationOptions{p.clients_per_round, p.deadline_s, sc.seed}, std::move(availability));
   }
-  s.evaluator = std::make_unique<Evaluator>(s.data.test, sc.training.eval_samples, s.device);
+  if (s.data_loaded) {
+    s.evaluator = std::make_unique<Evaluator>(s.data.test, sc.training.eval_samples, s.device);
+  }
   // A worker process plays one rank: nothing to compute beside it.
   if (sc.compute.parallel_workers > 1 && model_ranks.size() > 1) {
     s.batch = std::make_unique<ComputeBatch>(sc.compute.parallel_workers, &s.torch_account);
@@ -411,7 +426,7 @@ ns3::Ptr<Worker> TrainingSetup::make_worker(int r, Endpoint* endpoint,
   options.batch = s.batch.get();
   options.clock = s.clock;
   if (s.replayed_steps) options.replay = &(*s.replayed_steps)[static_cast<std::size_t>(r)];
-  auto loader = std::make_unique<ShardLoader>(s.data.train, s.shards[r], sc.training.batch,
+  auto loader = !s.data_loaded ? nullptr : std::make_unique<ShardLoader>(s.data.train, s.shards[r], sc.training.batch,
                                               sc.seed * 7919 + static_cast<std::uint64_t>(r));
   auto w = ns3::CreateObject<Worker>();
   Collective* collective = s.collective.get();
@@ -448,6 +463,7 @@ std::size_t TrainingSetup::parallel_batches() const {
 
 EvalResult TrainingSetup::evaluate() {
   Impl& s = *impl_;
+  if (!s.evaluator) throw std::logic_error("TrainingSetup: a replay's setup has no test data to evaluate");
   // The models as they stand at this instant, with every pass started before it done.
   await_compute();
   const at::Tensor params = s.scheme->evaluation_parameters();

@@ -35,7 +35,11 @@ class TrainingSetup {
   /// `model_ranks` (each from the scenario seed, so replicas agree wherever they are built),
   /// the evaluation model and every rank's codec. ConfigError for problems that depend on this
   /// machine (missing dataset, CUDA unavailable). `scenario` must outlive the setup.
-  TrainingSetup(const Scenario& scenario, const std::vector<int>& model_ranks);
+  /// `replaying`: the setup is for a replay of a step trace (replay() follows), which computes
+  /// nothing: the data is not read where its declared size and shape suffice (an iid
+  /// partition of a dataset other than text), and evaluate() must not be called.
+  TrainingSetup(const Scenario& scenario, const std::vector<int>& model_ranks,
+                bool replaying = false);
   ~TrainingSetup();
   TrainingSetup(const TrainingSetup&) = delete;
   TrainingSetup& operator=(const TrainingSetup&) = delete;
