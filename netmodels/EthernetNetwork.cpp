@@ -20,6 +20,7 @@
 #include "common/JsonFields.h"
 #include "common/Units.h"
 #include "common/FieldTable.h"
+#include "netmodels/FamilyKeys.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/OffloadChannel.h"
 #include "netmodels/OffloadNetDevice.h"
@@ -35,8 +36,9 @@ using namespace params;
 
 // Every key of the family, each bound to the member that holds it: read, written and listed
 // from here.
-const FieldTable<EthernetConfig>& members() {
-  static const FieldTable<EthernetConfig> kMembers =
+const FamilyKeys<EthernetConfig>& keys() {
+  static const FamilyKeys<EthernetConfig> kKeys(
+      "ethernet",
       FieldTable<EthernetConfig>()
           .add(rate("rate", "1Gbps", "every host <-> switch link (full duplex)"),
                 &EthernetConfig::rate_bps)
@@ -73,30 +75,19 @@ const FieldTable<EthernetConfig>& members() {
                         "simulation. Ignored when `impairments` shape packets"),
                 &EthernetConfig::offload)
           .add(impairments_param(false), &EthernetConfig::impairments,
-               ImpairmentsConfig::reader(false), ImpairmentsConfig::writer(false));
-  return kMembers;
+               ImpairmentsConfig::reader(false), ImpairmentsConfig::writer(false)));
+  return kKeys;
 }
 
 }  // namespace
 
-const std::vector<ParamSpec>& ethernet_params() {
-  static const std::vector<ParamSpec> kParams = members().params();
-  return kParams;
-}
+const std::vector<ParamSpec>& ethernet_params() { return keys().params(); }
 
 EthernetConfig EthernetConfig::from_json(const nlohmann::json& object, const std::string& path) {
-  JsonFields fields(object, path);
-  fields.allow(allowed_keys({"family"}, ethernet_params()));
-  EthernetConfig c;
-  members().read(fields, c);
-  return c;
+  return keys().read(object, path);
 }
 
-nlohmann::json EthernetConfig::to_json() const {
-  nlohmann::json out = {{"family", "ethernet"}};
-  members().write(*this, out);
-  return out;
-}
+nlohmann::json EthernetConfig::to_json() const { return keys().write(*this); }
 
 std::uint32_t EthernetConfig::host_queue_packets(std::size_t hosts) const {
   const std::uint64_t payload = mtu - kTcpIpHeaderBytes;

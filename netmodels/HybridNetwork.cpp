@@ -10,6 +10,7 @@
 #include "common/Units.h"
 #include "common/DeclaredFields.h"
 #include "common/FieldTable.h"
+#include "netmodels/FamilyKeys.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/NetworkParts.h"
 #include "netmodels/TcpDefaults.h"
@@ -126,8 +127,9 @@ nlohmann::json groups_json(const std::vector<HybridGroup>& groups) {
 
 // Every key of the family, each bound to the member that holds it: read, written and listed
 // from here.
-const FieldTable<HybridConfig>& members() {
-  static const FieldTable<HybridConfig> kMembers =
+const FamilyKeys<HybridConfig>& keys() {
+  static const FamilyKeys<HybridConfig> kKeys(
+      "hybrid",
       FieldTable<HybridConfig>()
           .add(required_key(list("groups",
                                  "the worker groups (`groups` entries below), at most 200 and "
@@ -145,16 +147,13 @@ const FieldTable<HybridConfig>& members() {
                &HybridConfig::server_rate_bps)
           .add(duration("server_delay", "100us", "one-way delay of that link"),
                &HybridConfig::server_delay_s)
-          .add(tcp_buffer_param(), &HybridConfig::tcp_buffer_bytes);
-  return kMembers;
+          .add(tcp_buffer_param(), &HybridConfig::tcp_buffer_bytes));
+  return kKeys;
 }
 
 }  // namespace
 
-const std::vector<ParamSpec>& hybrid_params() {
-  static const std::vector<ParamSpec> kParams = members().params();
-  return kParams;
-}
+const std::vector<ParamSpec>& hybrid_params() { return keys().params(); }
 
 const std::vector<ParamSpec>& ethernet_group_params() {
   static const std::vector<ParamSpec> kParams = ethernet_group_members().params();
@@ -168,18 +167,10 @@ std::string HybridGroup::family() const {
 }
 
 HybridConfig HybridConfig::from_json(const nlohmann::json& object, const std::string& path) {
-  JsonFields f(object, path);
-  f.allow(allowed_keys({"family"}, hybrid_params()));
-  HybridConfig c;
-  members().read(f, c);
-  return c;
+  return keys().read(object, path);
 }
 
-nlohmann::json HybridConfig::to_json() const {
-  nlohmann::json out = {{"family", "hybrid"}};
-  members().write(*this, out);
-  return out;
-}
+nlohmann::json HybridConfig::to_json() const { return keys().write(*this); }
 
 std::size_t HybridConfig::workers() const {
   std::size_t n = 0;

@@ -24,6 +24,7 @@
 #include "common/Units.h"
 #include "common/DeclaredFields.h"
 #include "common/FieldTable.h"
+#include "netmodels/FamilyKeys.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/TcpDefaults.h"
 
@@ -54,8 +55,9 @@ using namespace params;
 
 // Every key of the family, each bound to the member that holds it: read, written and listed
 // from here.
-const FieldTable<LteConfig>& members() {
-  static const FieldTable<LteConfig> kMembers =
+const FamilyKeys<LteConfig>& keys() {
+  static const FamilyKeys<LteConfig> kKeys(
+      "lte",
       FieldTable<LteConfig>()
           .add(integer(
                    "enbs", 1, 1, 16,
@@ -150,14 +152,8 @@ const FieldTable<LteConfig>& members() {
                   "the parameter server; under `ring` it is the last worker, so keep `ue` for "
                   "rings"),
               &LteConfig::server)
-          .add(tcp_buffer_param(), &LteConfig::tcp_buffer_bytes);
-  return kMembers;
-}
-
-// As a hybrid group: the hybrid network has one server and one TCP configuration.
-const FieldTable<LteConfig>& group_members() {
-  static const FieldTable<LteConfig> kMembers = members().without({"server", "tcp_buffer"});
-  return kMembers;
+          .add(tcp_buffer_param(), &LteConfig::tcp_buffer_bytes));
+  return kKeys;
 }
 
 /// ConfigError unless `key`'s resource blocks are a bandwidth LTE has.
@@ -170,34 +166,20 @@ void check_resource_blocks(const JsonFields& f, const char* key, std::uint32_t v
 
 }  // namespace
 
-const std::vector<ParamSpec>& lte_params() {
-  static const std::vector<ParamSpec> kParams = members().params();
-  return kParams;
-}
+const std::vector<ParamSpec>& lte_params() { return keys().params(); }
 
-const std::vector<ParamSpec>& lte_group_params() {
-  static const std::vector<ParamSpec> kParams = group_members().params();
-  return kParams;
-}
+const std::vector<ParamSpec>& lte_group_params() { return keys().params(true); }
 
 LteConfig LteConfig::from_json(const nlohmann::json& object, const std::string& path,
                                bool group) {
-  const FieldTable<LteConfig>& table = group ? group_members() : members();
-  JsonFields f(object, path);
-  f.allow(group ? allowed_keys({"family"}, table.params(), {"workers"})
-                : allowed_keys({"family"}, table.params()));
-  LteConfig c;
-  table.read(f, c);
+  LteConfig c = keys().read(object, path, group);
+  const JsonFields f(object, path);
   check_resource_blocks(f, "ul_bandwidth", c.ul_bandwidth);
   check_resource_blocks(f, "dl_bandwidth", c.dl_bandwidth);
   return c;
 }
 
-nlohmann::json LteConfig::to_json(bool group) const {
-  nlohmann::json out = {{"family", "lte"}};
-  (group ? group_members() : members()).write(*this, out);
-  return out;
-}
+nlohmann::json LteConfig::to_json(bool group) const { return keys().write(*this, group); }
 
 LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues,
                        StreamAllocator& streams) {

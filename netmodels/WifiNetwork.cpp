@@ -26,6 +26,7 @@
 #include "common/Units.h"
 #include "common/DeclaredFields.h"
 #include "common/FieldTable.h"
+#include "netmodels/FamilyKeys.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/TcpDefaults.h"
 #include "netmodels/WifiChannels.h"
@@ -76,8 +77,9 @@ std::string two_decimals(double v) {
 
 // Every key of the family, each bound to the member that holds it: read, written and listed
 // from here. The band, the width and the MCS narrow with the standard (and the band).
-const FieldTable<WifiConfig>& members() {
-  static const FieldTable<WifiConfig> kMembers =
+const FamilyKeys<WifiConfig>& keys() {
+  static const FamilyKeys<WifiConfig> kKeys(
+      "wifi",
       FieldTable<WifiConfig>()
           .add(choice("standard", "ax", {"n", "ac", "ax"},
                       "802.11n (HT), 802.11ac (VHT) or 802.11ax (HE)"),
@@ -186,47 +188,27 @@ const FieldTable<WifiConfig>& members() {
                       "server; under `ring` it is the last worker, so keep `station` for "
                       "rings"),
                &WifiConfig::server)
-          .add(tcp_buffer_param(), &WifiConfig::tcp_buffer_bytes);
-  return kMembers;
-}
-
-// As a hybrid group: the hybrid network has one server and one TCP configuration.
-const FieldTable<WifiConfig>& group_members() {
-  static const FieldTable<WifiConfig> kMembers = members().without({"server", "tcp_buffer"});
-  return kMembers;
+          .add(tcp_buffer_param(), &WifiConfig::tcp_buffer_bytes));
+  return kKeys;
 }
 
 }  // namespace
 
-const std::vector<ParamSpec>& wifi_params() {
-  static const std::vector<ParamSpec> kParams = members().params();
-  return kParams;
-}
+const std::vector<ParamSpec>& wifi_params() { return keys().params(); }
 
-const std::vector<ParamSpec>& wifi_group_params() {
-  static const std::vector<ParamSpec> kParams = group_members().params();
-  return kParams;
-}
+const std::vector<ParamSpec>& wifi_group_params() { return keys().params(true); }
 
 WifiConfig WifiConfig::from_json(const nlohmann::json& object, const std::string& path,
                                  bool group) {
-  const FieldTable<WifiConfig>& table = group ? group_members() : members();
-  JsonFields f(object, path);
-  f.allow(group ? allowed_keys({"family"}, table.params(), {"workers"})
-                : allowed_keys({"family"}, table.params()));
-  WifiConfig c;
-  table.read(f, c);
+  WifiConfig c = keys().read(object, path, group);
   if (c.width_mhz != 20 && c.width_mhz != 40 && c.width_mhz != 80 && c.width_mhz != 160) {
-    throw ConfigError(f.path_of("width_mhz"), "expected 20, 40, 80 or 160");
+    throw ConfigError(JsonFields(object, path).path_of("width_mhz"),
+                      "expected 20, 40, 80 or 160");
   }
   return c;
 }
 
-nlohmann::json WifiConfig::to_json(bool group) const {
-  nlohmann::json out = {{"family", "wifi"}};
-  (group ? group_members() : members()).write(*this, out);
-  return out;
-}
+nlohmann::json WifiConfig::to_json(bool group) const { return keys().write(*this, group); }
 
 double WifiConfig::peak_phy_rate_bps() const {
   // One spatial stream, 800 ns guard interval: HT MCS 7, VHT MCS 8 (20 MHz) / 9, HE MCS 11.
