@@ -10,6 +10,7 @@
 #include "common/Units.h"
 #include "common/DeclaredFields.h"
 #include "common/FieldTable.h"
+#include "netmodels/EthernetNetwork.h"
 #include "netmodels/FamilyKeys.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/NetworkParts.h"
@@ -27,14 +28,8 @@ using namespace params;
 const FieldTable<EthernetGroupConfig>& ethernet_group_members() {
   static const FieldTable<EthernetGroupConfig> kMembers =
       FieldTable<EthernetGroupConfig>()
-          .add(rate("rate", "1Gbps", "every host <-> switch link (full duplex)"),
-               &EthernetGroupConfig::rate_bps)
-          .add(at_most(duration("delay", "50us",
-                                "one-way propagation delay per link (at most 1s: a "
-                                "geostationary hop is 0.27s, and TCP's handshake gives up on "
-                                "much longer ones)"),
-                       1.0),
-               &EthernetGroupConfig::delay_s)
+          .add(ethernet_rate_param(), &EthernetGroupConfig::rate_bps)
+          .add(ethernet_delay_param(), &EthernetGroupConfig::delay_s)
           .add(integer("queue", 1000, 1, 1000000,
                        "drop-tail queue per device (host NIC and switch port), packets"),
                &EthernetGroupConfig::queue_packets)
@@ -131,17 +126,18 @@ const FamilyKeys<HybridConfig>& keys() {
   static const FamilyKeys<HybridConfig> kKeys(
       "hybrid",
       FieldTable<HybridConfig>()
-          .add(required_key(list("groups",
-                                 "the worker groups (`groups` entries below), at most 200 and "
-                                 "at most one `lte` (one EPC). Hosts are numbered group by "
-                                 "group in list order, the server last; the groups' `workers` "
-                                 "add up to `training.workers`")),
-               [](const JsonFields& f, const ParamSpec& s, HybridConfig& c) {
-                 c.groups = read_groups(f, s);
-               },
-               [](const HybridConfig& c, const ParamSpec& s, nlohmann::json& out) {
-                 out[s.name] = groups_json(c.groups);
-               })
+          .add(
+              required_key(list("groups",
+                                "the worker groups (`groups` entries below), at most 200 and "
+                                "at most one `lte` (one EPC). Hosts are numbered group by "
+                                "group in list order, the server last; the groups' `workers` "
+                                "add up to `training.workers`")),
+              [](const JsonFields& f, const ParamSpec& s, HybridConfig& c) {
+                c.groups = read_groups(f, s);
+              },
+              [](const HybridConfig& c, const ParamSpec& s, nlohmann::json& out) {
+                out[s.name] = groups_json(c.groups);
+              })
           .add(rate("server_rate", "10Gbps",
                     "core router <-> server host (when the topology has one)"),
                &HybridConfig::server_rate_bps)

@@ -129,10 +129,9 @@ const FamilyKeys<WifiConfig>& keys() {
           .add(derived(number("reference_loss_db", wifi_default_reference_loss_db("5GHz"), 0.0,
                               200.0, "log-distance: the loss at 1 m, dB"),
                        "Friis loss at 1 m for the band: " +
-                           two_decimals(wifi_default_reference_loss_db("2.4GHz")) +
-                           " (2.4GHz), " + two_decimals(wifi_default_reference_loss_db("5GHz")) +
-                           " (5GHz), " + two_decimals(wifi_default_reference_loss_db("6GHz")) +
-                           " (6GHz)"),
+                           two_decimals(wifi_default_reference_loss_db("2.4GHz")) + " (2.4GHz), " +
+                           two_decimals(wifi_default_reference_loss_db("5GHz")) + " (5GHz), " +
+                           two_decimals(wifi_default_reference_loss_db("6GHz")) + " (6GHz)"),
                &WifiConfig::reference_loss_db,
                [](ParamSpec s, const WifiConfig& c) {
                  s.default_value = wifi_default_reference_loss_db(c.band);
@@ -161,8 +160,8 @@ const FamilyKeys<WifiConfig>& keys() {
                        "null"),
                read_ap_position,
                [](const WifiConfig& c, const ParamSpec& s, nlohmann::json& out) {
-                 out[s.name] = c.ap_position ? nlohmann::json(*c.ap_position)
-                                             : nlohmann::json(nullptr);
+                 out[s.name] =
+                     c.ap_position ? nlohmann::json(*c.ap_position) : nlohmann::json(nullptr);
                })
           .add(object("placement",
                       "where worker stations stand around the AP (`placement` below; default "
