@@ -75,6 +75,11 @@ int open_checked(const std::string& path, std::uint64_t max_bytes, const std::st
 
 }  // namespace
 
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 std::string byte_limit_text(std::uint64_t bytes) {
   constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
   constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;

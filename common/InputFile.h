@@ -29,6 +29,10 @@ std::string byte_limit_text(std::uint64_t bytes);
 std::uint64_t check_input_file(const std::string& path, std::uint64_t max_bytes,
                                const std::string& what);
 
+/// Whether `path` names a folder (symbolic links followed): a data set's or a report's folder.
+/// False for anything else, a path that does not exist or cannot be looked at included.
+bool is_directory(const std::string& path);
+
 /// Reads the whole of a regular file of at most `max_bytes` (checked as check_input_file
 /// does, and again while reading: a file that grows past the limit is refused too).
 std::string read_input_file(const std::string& path, std::uint64_t max_bytes,

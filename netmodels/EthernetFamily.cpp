@@ -3,6 +3,7 @@
 #include <string>
 
 #include "netmodels/EthernetNetwork.h"
+#include "netmodels/HybridNetwork.h"
 #include "netmodels/FamilyConfig.h"
 #include "netmodels/NetworkFamilyInfo.h"
 #include "netmodels/NetworkParams.h"

@@ -19,7 +19,8 @@
 #include "common/DeclaredFields.h"
 #include "common/JsonFields.h"
 #include "common/Units.h"
-#include "netmodels/DeclaredMembers.h"
+#include "common/FieldTable.h"
+#include "netmodels/FamilyKeys.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/OffloadChannel.h"
 #include "netmodels/OffloadNetDevice.h"
@@ -35,67 +36,63 @@ using namespace params;
 
 // Every key of the family, each bound to the member that holds it: read, written and listed
 // from here.
-const DeclaredMembers<EthernetConfig>& members() {
-  static const DeclaredMembers<EthernetConfig> kMembers =
-      DeclaredMembers<EthernetConfig>()
-          .bind(rate("rate", "1Gbps", "every host <-> switch link (full duplex)"),
-                &EthernetConfig::rate_bps)
-          .bind(at_most(duration("delay", "50us",
-                                 "one-way propagation delay per link (at most 1s: a "
-                                 "geostationary hop is 0.27s, and TCP's handshake gives up on "
-                                 "much longer ones)"),
-                        1.0),
-                &EthernetConfig::delay_s)
-          .bind(integer("mtu", 1500, 576, 9216,
-                        "largest IP packet on every link, bytes: 576 is the IPv4 minimum, 9000 "
-                        "gives jumbo frames (about 10x fewer simulated packets); TCP segments "
-                        "are MTU - 52"),
-                &EthernetConfig::mtu)
-          .bind(integer("queue", 1000, 1, 1000000,
-                        "drop-tail queue per switch port, packets (frames with `offload`); a "
-                        "host's NIC queue also holds whatever its TCP sockets may have in "
-                        "flight"),
-                &EthernetConfig::queue_packets)
-          .bind(tcp_buffer_param(), &EthernetConfig::tcp_buffer_bytes)
-          .bind(choice("framing", "ethernet", {"ethernet", "ppp"},
-                       "what each frame costs on the wire beyond its IP packet: `ethernet` 38 "
-                       "bytes (14 header, 4 FCS, 8 preamble, 12 inter-frame gap), as a "
-                       "switched LAN; `ppp` 2 bytes (ns-3's point-to-point header only, a few "
-                       "percent faster than real Ethernet)"),
-                &EthernetConfig::framing)
-          .bind(boolean("offload", true,
-                        "segment offload (TSO/GRO): TCP stays per-frame but sends bulk data in "
-                        "super-segments of up to 44 frames (64 KB, at most 1/32 of its window) "
-                        "that each link serialises in exactly their frames' time, forwarded "
-                        "cut-through by the switch; within 0.25 % of per-frame simulation over "
-                        "the accuracy grid (netmodels/README.md), with many times fewer "
-                        "simulated packets for large gradients. false: pure per-frame "
-                        "simulation. Ignored when `impairments` shape packets"),
-                &EthernetConfig::offload)
-          .declare(impairments_param(false));
-  return kMembers;
+const FamilyKeys<EthernetConfig>& keys() {
+  static const FamilyKeys<EthernetConfig> kKeys(
+      "ethernet",
+      FieldTable<EthernetConfig>()
+          .add(ethernet_rate_param(), &EthernetConfig::rate_bps)
+          .add(ethernet_delay_param(), &EthernetConfig::delay_s)
+          .add(integer("mtu", 1500, 576, 9216,
+                       "largest IP packet on every link, bytes: 576 is the IPv4 minimum, 9000 "
+                       "gives jumbo frames (about 10x fewer simulated packets); TCP segments "
+                       "are MTU - 52"),
+               &EthernetConfig::mtu)
+          .add(integer("queue", 1000, 1, 1000000,
+                       "drop-tail queue per switch port, packets (frames with `offload`); a "
+                       "host's NIC queue also holds whatever its TCP sockets may have in "
+                       "flight"),
+               &EthernetConfig::queue_packets)
+          .add(tcp_buffer_param(), &EthernetConfig::tcp_buffer_bytes)
+          .add(choice("framing", "ethernet", {"ethernet", "ppp"},
+                      "what each frame costs on the wire beyond its IP packet: `ethernet` 38 "
+                      "bytes (14 header, 4 FCS, 8 preamble, 12 inter-frame gap), as a "
+                      "switched LAN; `ppp` 2 bytes (ns-3's point-to-point header only, a few "
+                      "percent faster than real Ethernet)"),
+               &EthernetConfig::framing)
+          .add(boolean("offload", true,
+                       "segment offload (TSO/GRO): TCP stays per-frame but sends bulk data in "
+                       "super-segments of up to 44 frames (64 KB, at most 1/32 of its window) "
+                       "that each link serialises in exactly their frames' time, forwarded "
+                       "cut-through by the switch; within 0.25 % of per-frame simulation over "
+                       "the accuracy grid (netmodels/README.md), with many times fewer "
+                       "simulated packets for large gradients. false: pure per-frame "
+                       "simulation. Ignored when `impairments` shape packets"),
+               &EthernetConfig::offload)
+          .add(impairments_param(false), &EthernetConfig::impairments,
+               ImpairmentsConfig::reader(false), ImpairmentsConfig::writer(false)));
+  return kKeys;
 }
 
 }  // namespace
 
-const std::vector<ParamSpec>& ethernet_params() { return members().params(); }
+ParamSpec ethernet_rate_param() {
+  return rate("rate", "1Gbps", "every host <-> switch link (full duplex)");
+}
+
+ParamSpec ethernet_delay_param() {
+  return at_most(duration("delay", "50us",
+                          "one-way propagation delay per link (at most 1s: a geostationary hop "
+                          "is 0.27s, and TCP's handshake gives up on much longer ones)"),
+                 1.0);
+}
+
+const std::vector<ParamSpec>& ethernet_params() { return keys().params(); }
 
 EthernetConfig EthernetConfig::from_json(const nlohmann::json& object, const std::string& path) {
-  JsonFields fields(object, path);
-  fields.allow(allowed_keys({"family"}, ethernet_params()));
-  EthernetConfig c;
-  members().read(fields, c);
-  c.impairments = ImpairmentsConfig::from_json(fields.object_at("impairments"),
-                                               fields.path_of("impairments"), false);
-  return c;
+  return keys().read(object, path);
 }
 
-nlohmann::json EthernetConfig::to_json() const {
-  nlohmann::json out = {{"family", "ethernet"}};
-  members().write(*this, out);
-  out["impairments"] = impairments.to_json(false);
-  return out;
-}
+nlohmann::json EthernetConfig::to_json() const { return keys().write(*this); }
 
 std::uint32_t EthernetConfig::host_queue_packets(std::size_t hosts) const {
   const std::uint64_t payload = mtu - kTcpIpHeaderBytes;

@@ -29,9 +29,12 @@ constexpr double kEthernetFrameBytesBeforeArrival = 26;
 /// ns-3's point-to-point device frames packets with PPP's 2-byte header.
 constexpr double kPppFramingBytes = 2;
 
-/// The family's own keys, each bound to its EthernetConfig member (netmodels/DeclaredMembers.h):
-/// the one declaration from_json, to_json, `gradwire networks` and docs/networks.md read.
+/// The family's own keys, each bound to its EthernetConfig member (common/FieldTable.h): the
+/// one declaration from_json, to_json, `gradwire networks` and docs/networks.md read.
 const std::vector<ParamSpec>& ethernet_params();
+/// `rate` and `delay`, declared alike for the family and its hybrid groups.
+ParamSpec ethernet_rate_param();
+ParamSpec ethernet_delay_param();
 
 struct EthernetConfig {
   double rate_bps = 1e9;          ///< every host <-> switch link

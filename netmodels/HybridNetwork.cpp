@@ -9,6 +9,9 @@
 #include "common/JsonFields.h"
 #include "common/Units.h"
 #include "common/DeclaredFields.h"
+#include "common/FieldTable.h"
+#include "netmodels/EthernetNetwork.h"
+#include "netmodels/FamilyKeys.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/NetworkParts.h"
 #include "netmodels/TcpDefaults.h"
@@ -18,52 +21,40 @@ namespace gradwire {
 
 namespace {
 
+using namespace params;
+
+// An Ethernet group's keys, each bound to the member that holds it: read, written and listed
+// from here.
+const FieldTable<EthernetGroupConfig>& ethernet_group_members() {
+  static const FieldTable<EthernetGroupConfig> kMembers =
+      FieldTable<EthernetGroupConfig>()
+          .add(ethernet_rate_param(), &EthernetGroupConfig::rate_bps)
+          .add(ethernet_delay_param(), &EthernetGroupConfig::delay_s)
+          .add(integer("queue", 1000, 1, 1000000,
+                       "drop-tail queue per device (host NIC and switch port), packets"),
+               &EthernetGroupConfig::queue_packets)
+          .add(rate("backhaul_rate", "10Gbps", "switch <-> core router"),
+               &EthernetGroupConfig::backhaul_rate_bps)
+          .add(duration("backhaul_delay", "100us", "one-way delay of the backhaul"),
+               &EthernetGroupConfig::backhaul_delay_s)
+          .add(impairments_param(false), &EthernetGroupConfig::impairments,
+               ImpairmentsConfig::reader(false), ImpairmentsConfig::writer(false));
+  return kMembers;
+}
+
 EthernetGroupConfig read_ethernet_group(const nlohmann::json& object, const std::string& path) {
-  const std::vector<ParamSpec>& declared = ethernet_group_params();
-  const auto spec = [&](const char* name) -> const ParamSpec& {
-    return param_named(declared, name);
-  };
   JsonFields g(object, path);
-  g.allow(allowed_keys(param_names(hybrid_group_params()), declared));
+  g.allow(allowed_keys(param_names(hybrid_group_params()), ethernet_group_params()));
   EthernetGroupConfig e;
-  e.rate_bps = declared_rate(g, spec("rate"));
-  e.delay_s = declared_duration(g, spec("delay"));
-  e.queue_packets = static_cast<std::uint32_t>(declared_integer(g, spec("queue")));
-  e.backhaul_rate_bps = declared_rate(g, spec("backhaul_rate"));
-  e.backhaul_delay_s = declared_duration(g, spec("backhaul_delay"));
-  e.impairments =
-      ImpairmentsConfig::from_json(g.object_at("impairments"), g.path_of("impairments"), false);
+  ethernet_group_members().read(g, e);
   return e;
 }
 
-nlohmann::json ethernet_group_json(const EthernetGroupConfig& e) {
-  return {{"family", "ethernet"},
-          {"rate", format_bps(e.rate_bps)},
-          {"delay", format_duration(e.delay_s)},
-          {"queue", e.queue_packets},
-          {"backhaul_rate", format_bps(e.backhaul_rate_bps)},
-          {"backhaul_delay", format_duration(e.backhaul_delay_s)},
-          {"impairments", e.impairments.to_json(false)}};
-}
-
-}  // namespace
-
-std::string HybridGroup::family() const {
-  if (std::holds_alternative<WifiConfig>(config)) return "wifi";
-  if (std::holds_alternative<LteConfig>(config)) return "lte";
-  return "ethernet";
-}
-
-HybridConfig HybridConfig::from_json(const nlohmann::json& object, const std::string& path) {
-  const std::vector<ParamSpec>& declared = hybrid_params();
-  const auto spec = [&](const char* name) -> const ParamSpec& {
-    return param_named(declared, name);
-  };
-  JsonFields f(object, path);
-  f.allow(allowed_keys({"family"}, declared));
-  HybridConfig c;
-  const std::string where = f.path_of("groups");
-  if (!f.has("groups") || !object.at("groups").is_array() || object.at("groups").empty()) {
+/// `groups`: every entry read by its family's keys as a group.
+std::vector<HybridGroup> read_groups(const JsonFields& f, const ParamSpec& spec) {
+  const std::string where = f.path_of(spec.name);
+  const nlohmann::json& object = f.object();
+  if (!f.has(spec.name) || !object.at(spec.name).is_array() || object.at(spec.name).empty()) {
     throw ConfigError(where, "expected a non-empty list of worker groups, e.g. "
                              "[{\"family\": \"wifi\", \"workers\": 4}, {\"family\": \"lte\", "
                              "\"workers\": 2}]");
@@ -71,7 +62,8 @@ HybridConfig HybridConfig::from_json(const nlohmann::json& object, const std::st
   const ParamSpec& family_spec = param_named(hybrid_group_params(), "family");
   const ParamSpec& workers_spec = param_named(hybrid_group_params(), "workers");
   bool lte_seen = false;
-  const auto& groups = object.at("groups");
+  std::vector<HybridGroup> out;
+  const auto& groups = object.at(spec.name);
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const std::string gp = where + "[" + std::to_string(i) + "]";
     JsonFields g(groups[i], gp);
@@ -90,14 +82,14 @@ HybridConfig HybridConfig::from_json(const nlohmann::json& object, const std::st
     } else {
       group.config = read_ethernet_group(groups[i], gp);
     }
-    c.groups.push_back(group);
+    out.push_back(group);
   }
-  if (c.groups.size() > 200) throw ConfigError(where, "at most 200 groups");
+  if (out.size() > 200) throw ConfigError(where, "at most 200 groups");
   // Cells on one medium share its channel object, and with it one propagation.
-  for (std::size_t i = 0; i < c.groups.size(); ++i) {
-    const auto* wifi = std::get_if<WifiConfig>(&c.groups[i].config);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const auto* wifi = std::get_if<WifiConfig>(&out[i].config);
     for (std::size_t j = 0; wifi != nullptr && j < i; ++j) {
-      const auto* earlier = std::get_if<WifiConfig>(&c.groups[j].config);
+      const auto* earlier = std::get_if<WifiConfig>(&out[j].config);
       if (earlier == nullptr || !wifi->shares_medium_with(*earlier)) continue;
       const std::string key = wifi->propagation_differs_from(*earlier);
       if (key.empty()) break;
@@ -107,14 +99,11 @@ HybridConfig HybridConfig::from_json(const nlohmann::json& object, const std::st
                             "expected the same `" + key + "` as it");
     }
   }
-  c.server_rate_bps = declared_rate(f, spec("server_rate"));
-  c.server_delay_s = declared_duration(f, spec("server_delay"));
-  c.tcp_buffer_bytes = static_cast<std::uint32_t>(declared_integer(f, spec("tcp_buffer")));
-  return c;
+  return out;
 }
 
-nlohmann::json HybridConfig::to_json() const {
-  nlohmann::json groups_json = nlohmann::json::array();
+nlohmann::json groups_json(const std::vector<HybridGroup>& groups) {
+  nlohmann::json out = nlohmann::json::array();
   for (const auto& g : groups) {
     nlohmann::json j;
     if (const auto* wifi = std::get_if<WifiConfig>(&g.config)) {
@@ -122,17 +111,62 @@ nlohmann::json HybridConfig::to_json() const {
     } else if (const auto* lte = std::get_if<LteConfig>(&g.config)) {
       j = lte->to_json(true);
     } else {
-      j = ethernet_group_json(std::get<EthernetGroupConfig>(g.config));
+      j = {{"family", "ethernet"}};
+      ethernet_group_members().write(std::get<EthernetGroupConfig>(g.config), j);
     }
     j["workers"] = g.workers;
-    groups_json.push_back(j);
+    out.push_back(j);
   }
-  return {{"family", "hybrid"},
-          {"groups", groups_json},
-          {"server_rate", format_bps(server_rate_bps)},
-          {"server_delay", format_duration(server_delay_s)},
-          {"tcp_buffer", tcp_buffer_bytes}};
+  return out;
 }
+
+// Every key of the family, each bound to the member that holds it: read, written and listed
+// from here.
+const FamilyKeys<HybridConfig>& keys() {
+  static const FamilyKeys<HybridConfig> kKeys(
+      "hybrid",
+      FieldTable<HybridConfig>()
+          .add(
+              required_key(list("groups",
+                                "the worker groups (`groups` entries below), at most 200 and "
+                                "at most one `lte` (one EPC). Hosts are numbered group by "
+                                "group in list order, the server last; the groups' `workers` "
+                                "add up to `training.workers`")),
+              [](const JsonFields& f, const ParamSpec& s, HybridConfig& c) {
+                c.groups = read_groups(f, s);
+              },
+              [](const HybridConfig& c, const ParamSpec& s, nlohmann::json& out) {
+                out[s.name] = groups_json(c.groups);
+              })
+          .add(rate("server_rate", "10Gbps",
+                    "core router <-> server host (when the topology has one)"),
+               &HybridConfig::server_rate_bps)
+          .add(duration("server_delay", "100us", "one-way delay of that link"),
+               &HybridConfig::server_delay_s)
+          .add(tcp_buffer_param(), &HybridConfig::tcp_buffer_bytes));
+  return kKeys;
+}
+
+}  // namespace
+
+const std::vector<ParamSpec>& hybrid_params() { return keys().params(); }
+
+const std::vector<ParamSpec>& ethernet_group_params() {
+  static const std::vector<ParamSpec> kParams = ethernet_group_members().params();
+  return kParams;
+}
+
+std::string HybridGroup::family() const {
+  if (std::holds_alternative<WifiConfig>(config)) return "wifi";
+  if (std::holds_alternative<LteConfig>(config)) return "lte";
+  return "ethernet";
+}
+
+HybridConfig HybridConfig::from_json(const nlohmann::json& object, const std::string& path) {
+  return keys().read(object, path);
+}
+
+nlohmann::json HybridConfig::to_json() const { return keys().write(*this); }
 
 std::size_t HybridConfig::workers() const {
   std::size_t n = 0;

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/ParamSpec.h"
 #include "netmodels/Impairments.h"
 #include "netmodels/LteNetwork.h"
 #include "netmodels/Network.h"
@@ -21,6 +22,12 @@
 #include "netmodels/WifiNetwork.h"
 
 namespace gradwire {
+
+/// The family's own keys, and an Ethernet group's (a switch with a backhaul to the core), each
+/// bound to its config's member (common/FieldTable.h): the one declaration from_json,
+/// to_json, `gradwire networks` and docs/networks.md read.
+const std::vector<ParamSpec>& hybrid_params();
+const std::vector<ParamSpec>& ethernet_group_params();
 
 struct EthernetGroupConfig {
   double rate_bps = 1e9;

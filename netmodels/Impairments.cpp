@@ -185,6 +185,18 @@ ImpairmentsConfig ImpairmentsConfig::from_json(const nlohmann::json& object,
   return c;
 }
 
+std::function<ImpairmentsConfig(const nlohmann::json&, const std::string&)>
+ImpairmentsConfig::reader(bool wireless) {
+  return [wireless](const nlohmann::json& object, const std::string& path) {
+    return from_json(object, path, wireless);
+  };
+}
+
+std::function<nlohmann::json(const ImpairmentsConfig&)> ImpairmentsConfig::writer(
+    bool wireless) {
+  return [wireless](const ImpairmentsConfig& c) { return c.to_json(wireless); };
+}
+
 nlohmann::json ImpairmentsConfig::to_json(bool wireless) const {
   nlohmann::json loss_json = {{"model", loss.model}};
   if (loss.model == "uniform") loss_json["rate"] = loss.rate;

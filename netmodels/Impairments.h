@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -81,6 +82,10 @@ struct ImpairmentsConfig {
   static ImpairmentsConfig from_json(const nlohmann::json& object, const std::string& path,
                                      bool wireless);
   nlohmann::json to_json(bool wireless) const;
+  /// from_json and to_json as a family's key table (common/FieldTable.h) binds them.
+  static std::function<ImpairmentsConfig(const nlohmann::json&, const std::string&)> reader(
+      bool wireless);
+  static std::function<nlohmann::json(const ImpairmentsConfig&)> writer(bool wireless);
 
   /// True when a NetemQueueDisc is needed at all (loss, delay, jitter, cap or outages).
   bool shapes_packets() const;

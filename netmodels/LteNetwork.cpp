@@ -23,6 +23,8 @@
 #include "common/JsonFields.h"
 #include "common/Units.h"
 #include "common/DeclaredFields.h"
+#include "common/FieldTable.h"
+#include "netmodels/FamilyKeys.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/TcpDefaults.h"
 
@@ -41,15 +43,6 @@ const std::vector<std::pair<std::string, std::string>>& schedulers() {
   return kSchedulers;
 }
 
-std::uint32_t read_rbs(const JsonFields& f, const ParamSpec& spec) {
-  const auto v = static_cast<std::uint32_t>(declared_integer(f, spec));
-  if (v != 6 && v != 15 && v != 25 && v != 50 && v != 75 && v != 100) {
-    throw ConfigError(f.path_of(spec.name),
-                      "expected resource blocks 6, 15, 25, 50, 75 or 100 (1.4 to 20 MHz)");
-  }
-  return v;
-}
-
 /// The ns-3 type of a declared scheduler name.
 const std::string& scheduler_type(const std::string& name) {
   for (const auto& s : schedulers()) {
@@ -58,77 +51,135 @@ const std::string& scheduler_type(const std::string& name) {
   throw std::logic_error("no ns-3 scheduler for the declared scheduler '" + name + "'");
 }
 
+using namespace params;
+
+// Every key of the family, each bound to the member that holds it: read, written and listed
+// from here.
+const FamilyKeys<LteConfig>& keys() {
+  static const FamilyKeys<LteConfig> kKeys(
+      "lte",
+      FieldTable<LteConfig>()
+          .add(integer(
+                   "enbs", 1, 1, 16,
+                   "eNodeBs on a line, `enb_spacing_m` apart; worker UE i attaches to eNodeB i mod "
+                   "`enbs`"),
+               &LteConfig::enbs)
+          .add(number("enb_spacing_m", 500.0, 1.0, 100000.0,
+                      "distance between neighbouring eNodeBs, metres"),
+               &LteConfig::enb_spacing_m)
+          .add(
+              object("placement",
+                     "where UEs stand around their eNodeB (`placement` below; default 100 m away)"),
+              &LteConfig::placement, PlacementSpec::reader(100.0), &PlacementSpec::to_json)
+          .add(integer("ul_bandwidth", 100, 6, 100,
+                       "uplink resource blocks: 6, 15, 25, 50, 75 or 100 (1.4 to 20 MHz)"),
+               &LteConfig::ul_bandwidth)
+          .add(integer("dl_bandwidth", 100, 6, 100, "downlink resource blocks, as `ul_bandwidth`"),
+               &LteConfig::dl_bandwidth)
+          .add(choice("scheduler", "pf",
+                      {"pf", "rr", "fdmt", "tdmt", "tta", "fdbet", "tdbet", "fdtbfq", "tdtbfq",
+                       "pss", "cqa"},
+                      "ns-3's FF MAC scheduler: `pf` proportional fair, `rr` round robin, "
+                      "`fdmt`/`tdmt` maximum throughput (frequency/time domain), `tta` "
+                      "throughput to average, "
+                      "`fdbet`/`tdbet` blind equal throughput, `fdtbfq`/`tdtbfq` token bank fair "
+                      "queue, `pss` priority set, `cqa` channel and QoS aware"),
+               &LteConfig::scheduler)
+          .add(
+              choice(
+                  "rlc", "am", {"am", "um"},
+                  "RLC mode of the bearers: `am` (acknowledged, as TCP bearers use in practice) or "
+                  "`um` (unacknowledged); RLC buffers hold 4 MiB"),
+              &LteConfig::rlc)
+          .add(number("ue_tx_power_dbm", 23.0, -40.0, 40.0, "UE transmit power, dBm"),
+               &LteConfig::ue_tx_power_dbm)
+          .add(number("enb_tx_power_dbm", 43.0, 0.0, 60.0, "eNodeB transmit power, dBm"),
+               &LteConfig::enb_tx_power_dbm)
+          .add(choice("pathloss", "friis", {"friis", "log-distance", "cost231"},
+                      "path loss: `friis` (free space), `log-distance` (`exponent`) or `cost231` "
+                      "(COST-231 Hata)"),
+               &LteConfig::pathloss)
+          .add(number("exponent", 3.0, 1.0, 8.0, "log-distance path-loss exponent"),
+               &LteConfig::exponent)
+          .add(fading_param(
+                   "fast fading on every radio link, downlink and uplink: `nakagami` scales each "
+                   "transmission's received power by a Nakagami-m draw (ns-3's "
+                   "NakagamiPropagationLossModel, chained onto the path loss; a new draw per "
+                   "transmission, the same over its resource blocks)"),
+               &LteConfig::fading)
+          .add(nakagami_m_param(
+                   "`fading` `nakagami`: the shape m (1 = Rayleigh; larger = milder fading)"),
+               &LteConfig::nakagami_m)
+          .add(
+              choice("handover", "none", {"none", "a3-rsrp"},
+                     "`a3-rsrp`: X2 links between every pair of eNodeBs and ns-3's "
+                     "A3RsrpHandoverAlgorithm (a UE hands over when a neighbour's RSRP exceeds its "
+                     "cell's by `hysteresis_db` for `time_to_trigger`); `none`: UEs stay with the "
+                     "eNodeB they attached to. Handovers reach summary.json's `network_events`"),
+              &LteConfig::handover)
+          .add(number("hysteresis_db", 3.0, 0.0, 15.0,
+                      "`handover` `a3-rsrp`: how much stronger a neighbour must be, dB"),
+               &LteConfig::hysteresis_db)
+          .add(at_most(duration("time_to_trigger", "256ms",
+                                "`handover` `a3-rsrp`: how long it must stay stronger, whole "
+                                "milliseconds (5.12s is 3GPP's longest)"),
+                       5.12),
+               &LteConfig::time_to_trigger_s)
+          .add(rate("backhaul_rate", "10Gbps",
+                    "PGW <-> server host (`server` `remote` or `edge`) or, in a hybrid group, PGW "
+                    "<-> core router"),
+               &LteConfig::backhaul_rate_bps)
+          .add(derived(duration("backhaul_delay", "10ms", "one-way delay of the backhaul"),
+                       "10ms (100us with server edge)"),
+               &LteConfig::backhaul_delay_s,
+               // A server next to the PGW (MEC) sits behind a short link; an Internet one far.
+               [](ParamSpec s, const LteConfig& c) {
+                 s.default_value = c.server == "edge" ? "100us" : "10ms";
+                 return s;
+               })
+          .add(impairments_param(true), &LteConfig::impairments, ImpairmentsConfig::reader(true),
+               ImpairmentsConfig::writer(true))
+          .add(object("radio_energy",
+                      "the UEs' power model, for the energy each UE's radio used (`radio_energy` "
+                      "below); measures only, changes nothing in the simulation"),
+               &LteConfig::radio_energy, &LteRadioEnergyConfig::from_json,
+               &LteRadioEnergyConfig::to_json)
+          .add(
+              choice(
+                  "server", "remote", {"remote", "edge", "ue"},
+                  "where the last host sits: `remote` (behind the PGW: an Internet server), `edge` "
+                  "(next to the PGW: MEC) or `ue` (another UE). Under topology `ps` that host is "
+                  "the parameter server; under `ring` it is the last worker, so keep `ue` for "
+                  "rings"),
+              &LteConfig::server)
+          .add(tcp_buffer_param(), &LteConfig::tcp_buffer_bytes));
+  return kKeys;
+}
+
+/// ConfigError unless `key`'s resource blocks are a bandwidth LTE has.
+void check_resource_blocks(const JsonFields& f, const char* key, std::uint32_t v) {
+  if (v != 6 && v != 15 && v != 25 && v != 50 && v != 75 && v != 100) {
+    throw ConfigError(f.path_of(key),
+                      "expected resource blocks 6, 15, 25, 50, 75 or 100 (1.4 to 20 MHz)");
+  }
+}
+
 }  // namespace
+
+const std::vector<ParamSpec>& lte_params() { return keys().params(); }
+
+const std::vector<ParamSpec>& lte_group_params() { return keys().params(true); }
 
 LteConfig LteConfig::from_json(const nlohmann::json& object, const std::string& path,
                                bool group) {
-  const std::vector<ParamSpec>& declared = group ? lte_group_params() : lte_params();
-  const auto spec = [&](const char* name) -> const ParamSpec& {
-    return param_named(declared, name);
-  };
-  JsonFields f(object, path);
-  f.allow(group ? allowed_keys({"family"}, declared, {"workers"})
-                : allowed_keys({"family"}, declared));
-  LteConfig c;
-  c.enbs = static_cast<std::uint32_t>(declared_integer(f, spec("enbs")));
-  c.enb_spacing_m = declared_number(f, spec("enb_spacing_m"));
-  c.placement = PlacementSpec::from_json(f.object_at("placement"), f.path_of("placement"), 100.0);
-  c.ul_bandwidth = read_rbs(f, spec("ul_bandwidth"));
-  c.dl_bandwidth = read_rbs(f, spec("dl_bandwidth"));
-  c.scheduler = declared_string(f, spec("scheduler"));
-  c.rlc = declared_string(f, spec("rlc"));
-  c.ue_tx_power_dbm = declared_number(f, spec("ue_tx_power_dbm"));
-  c.enb_tx_power_dbm = declared_number(f, spec("enb_tx_power_dbm"));
-  c.pathloss = declared_string(f, spec("pathloss"));
-  c.exponent = declared_number(f, spec("exponent"));
-  c.fading = declared_string(f, spec("fading"));
-  c.nakagami_m = declared_number(f, spec("nakagami_m"));
-  c.handover = declared_string(f, spec("handover"));
-  c.hysteresis_db = declared_number(f, spec("hysteresis_db"));
-  c.time_to_trigger_s = declared_duration(f, spec("time_to_trigger"));
-  if (!group) {
-    c.server = declared_string(f, spec("server"));
-    c.tcp_buffer_bytes = static_cast<std::uint32_t>(declared_integer(f, spec("tcp_buffer")));
-  }
-  c.backhaul_rate_bps = declared_rate(f, spec("backhaul_rate"));
-  // A server next to the PGW (MEC) sits behind a short link; an Internet server far away.
-  c.backhaul_delay_s =
-      declared_duration(f, spec("backhaul_delay"), c.server == "edge" ? 100e-6 : 10e-3);
-  c.impairments =
-      ImpairmentsConfig::from_json(f.object_at("impairments"), f.path_of("impairments"), true);
-  c.radio_energy = LteRadioEnergyConfig::from_json(f.object_at("radio_energy"),
-                                                   f.path_of("radio_energy"));
+  LteConfig c = keys().read(object, path, group);
+  const JsonFields f(object, path);
+  check_resource_blocks(f, "ul_bandwidth", c.ul_bandwidth);
+  check_resource_blocks(f, "dl_bandwidth", c.dl_bandwidth);
   return c;
 }
 
-nlohmann::json LteConfig::to_json(bool group) const {
-  nlohmann::json j = {{"family", "lte"},
-                      {"enbs", enbs},
-                      {"enb_spacing_m", enb_spacing_m},
-                      {"placement", placement.to_json()},
-                      {"ul_bandwidth", ul_bandwidth},
-                      {"dl_bandwidth", dl_bandwidth},
-                      {"scheduler", scheduler},
-                      {"rlc", rlc},
-                      {"ue_tx_power_dbm", ue_tx_power_dbm},
-                      {"enb_tx_power_dbm", enb_tx_power_dbm},
-                      {"pathloss", pathloss},
-                      {"exponent", exponent},
-                      {"fading", fading},
-                      {"nakagami_m", nakagami_m},
-                      {"handover", handover},
-                      {"hysteresis_db", hysteresis_db},
-                      {"time_to_trigger", format_duration(time_to_trigger_s)},
-                      {"backhaul_rate", format_bps(backhaul_rate_bps)},
-                      {"backhaul_delay", format_duration(backhaul_delay_s)},
-                      {"impairments", impairments.to_json(true)},
-                      {"radio_energy", radio_energy.to_json()}};
-  if (!group) {
-    j["server"] = server;
-    j["tcp_buffer"] = tcp_buffer_bytes;
-  }
-  return j;
-}
+nlohmann::json LteConfig::to_json(bool group) const { return keys().write(*this, group); }
 
 LteCell build_lte_cell(const LteConfig& config, std::size_t worker_ues,
                        StreamAllocator& streams) {

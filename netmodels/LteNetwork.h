@@ -21,6 +21,7 @@
 #include <ns3/node-container.h>
 #include <ns3/propagation-loss-model.h>
 
+#include "common/ParamSpec.h"
 #include "netmodels/Impairments.h"
 #include "netmodels/LteUeEnergyModel.h"
 #include "netmodels/Network.h"
@@ -28,6 +29,12 @@
 #include "netmodels/StreamAllocator.h"
 
 namespace gradwire {
+
+/// The family's own keys, each bound to its LteConfig member (common/FieldTable.h): the one
+/// declaration from_json, to_json, `gradwire networks` and docs/networks.md read. As a hybrid
+/// group: the same without `server` and `tcp_buffer`.
+const std::vector<ParamSpec>& lte_params();
+const std::vector<ParamSpec>& lte_group_params();
 
 struct LteConfig {
   std::uint32_t enbs = 1;

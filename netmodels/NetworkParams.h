@@ -1,8 +1,10 @@
-// Every key a `network` object can hold, declared once (common/ParamSpec.h): the families'
-// keys, a hybrid network's groups, and the nested objects (placement, impairments and their
-// parts). The families' from_json read their keys through these declarations, and
-// `gradwire networks` and docs/networks.md are produced from them, so the accepted keys, their
-// defaults and ranges, and the documentation cannot disagree.
+// The keys of a `network` object that are not one family's own, declared once
+// (common/ParamSpec.h): a hybrid network's `groups` entries, the nested objects (placement,
+// impairments and their parts, radio energy) and the builders the families' declarations
+// share. Each family's own keys are bound to its config's members beside it (EthernetNetwork,
+// WifiNetwork, LteNetwork, HybridNetwork), and `gradwire networks` and docs/networks.md are
+// produced from these declarations, so the accepted keys, their defaults and ranges, and the
+// documentation cannot disagree.
 //
 // A default that depends on other keys is declared with params::derived (its text is what the
 // listing shows) and computed where the key is read; a range or choice list that other keys
@@ -16,28 +18,25 @@
 
 namespace gradwire {
 
-/// Each family's own keys (the keys every `network` object takes, `family`, `transport` and
-/// `label`, are network_params() in netmodels/NetworkRegistry.h: `family` lists the registry's
-/// families;
-/// Ethernet's keys are bound to EthernetConfig's members, ethernet_params() in
-/// netmodels/EthernetNetwork.h).
-const std::vector<ParamSpec>& wifi_params();
-const std::vector<ParamSpec>& lte_params();
-const std::vector<ParamSpec>& hybrid_params();
-
-/// `family` and `workers`: the keys every entry of a hybrid network's `groups` takes.
+/// `family` and `workers`: the keys every entry of a hybrid network's `groups` takes. (Each
+/// family's own keys are bound to its config's members beside it: ethernet_params() in
+/// netmodels/EthernetNetwork.h, wifi_params() in netmodels/WifiNetwork.h, ...; the keys every
+/// `network` object takes, `family`, `transport` and `label`, are network_params() in
+/// netmodels/NetworkRegistry.h.)
 const std::vector<ParamSpec>& hybrid_group_params();
-/// A family's keys as a hybrid group, besides hybrid_group_params(). The wireless groups take
-/// their family's keys without `server` and `tcp_buffer` (the hybrid network has one server
-/// and one TCP configuration); an Ethernet group is a switch with a backhaul to the core.
-const std::vector<ParamSpec>& wifi_group_params();
-const std::vector<ParamSpec>& lte_group_params();
-const std::vector<ParamSpec>& ethernet_group_params();
 
-/// Keys several families declare alike: `tcp_buffer`, and `impairments` (`wireless`: with
-/// `mobility`).
+/// A key without a default: the object is refused without it.
+ParamSpec required_key(ParamSpec spec);
+/// `spec` whose default is `value` (a JSON value the builders do not express: null, "all").
+ParamSpec key_with_default(ParamSpec spec, nlohmann::json value);
+
+/// Keys several families declare alike: `tcp_buffer`, `impairments` (`wireless`: with
+/// `mobility`), and fading's two (Wi-Fi and LTE both chain ns-3's
+/// NakagamiPropagationLossModel and read them alike; each family says what a draw covers).
 ParamSpec tcp_buffer_param();
 ParamSpec impairments_param(bool wireless);
+ParamSpec fading_param(const char* meaning);
+ParamSpec nakagami_m_param(const char* meaning);
 
 /// Nested objects. `wireless`: as the Wi-Fi and LTE families take them (with `mobility`, and
 /// background flows with `distance_m`).

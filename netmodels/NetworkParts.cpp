@@ -30,6 +30,13 @@
 
 namespace gradwire {
 
+std::function<PlacementSpec(const nlohmann::json&, const std::string&)> PlacementSpec::reader(
+    double default_distance_m) {
+  return [default_distance_m](const nlohmann::json& object, const std::string& path) {
+    return from_json(object, path, default_distance_m);
+  };
+}
+
 PlacementSpec PlacementSpec::from_json(const nlohmann::json& object, const std::string& path,
                                        double default_distance_m) {
   const auto spec = [](const char* name) -> const ParamSpec& {

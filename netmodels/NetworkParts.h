@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct PlacementSpec {
   static PlacementSpec from_json(const nlohmann::json& object, const std::string& path,
                                  double default_distance_m);
   nlohmann::json to_json() const;
+  /// from_json with that default, as a family's key table (common/FieldTable.h) binds it.
+  static std::function<PlacementSpec(const nlohmann::json&, const std::string&)> reader(
+      double default_distance_m);
 
   /// Positions of `count` nodes relative to `center` (disc: drawn from streams reserved in
   /// `streams`).

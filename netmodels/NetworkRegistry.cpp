@@ -25,8 +25,8 @@ NetworkRegistry& NetworkRegistry::extend() {
 
 const NetworkRegistry& NetworkRegistry::builtin() { return extend(); }
 
-const std::vector<ParamSpec>& network_params() {
-  static const std::vector<ParamSpec> kParams = {
+std::vector<ParamSpec> network_params() {
+  return {
       params::choice("family", "ethernet", NetworkRegistry::builtin().names(),
                      "which network carries the hosts' traffic; each family takes the keys of "
                      "its own table below"),
@@ -44,7 +44,6 @@ const std::vector<ParamSpec>& network_params() {
                    "80 characters); empty: made from its keys, e.g. \"802.11ax 80 MHz, 8 "
                    "stations within 15 m\". Changes nothing in the simulation"),
   };
-  return kParams;
 }
 
 namespace {

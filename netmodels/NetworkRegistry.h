@@ -27,9 +27,9 @@ class NetworkRegistry : public KindRegistry<NetworkFamilyInfo> {
   NetworkRegistry();
 };
 
-/// `family` (one of the registry's names) and `transport`: the keys every `network` object
-/// takes.
-const std::vector<ParamSpec>& network_params();
+/// `family`, `transport` and `label`: the keys every `network` object takes. `family`'s
+/// choices are the registry's names when it is asked for (a family a test declares included).
+std::vector<ParamSpec> network_params();
 
 /// The declaration as Markdown (docs/networks.md's generated part) and as JSON
 /// (`gradwire networks --json`).

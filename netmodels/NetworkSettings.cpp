@@ -10,21 +10,18 @@ NetworkSettings::NetworkSettings(std::string family, std::shared_ptr<const Famil
     : family_(std::move(family)),
       config_(std::move(config)),
       transport_(std::move(transport)),
-      label_(std::move(label)) {}
+      label_(std::move(label)) {
+  if (!config_) return;
+  resolved_ = config_->to_json();
+  resolved_["transport"] = transport_.to_json();
+  resolved_["label"] = label_;
+}
 
 std::uint32_t NetworkSettings::mtu() const { return config().mtu(); }
 
 const FamilyConfig& NetworkSettings::config() const {
   if (!config_) throw std::logic_error("the scenario's network has not been resolved");
   return *config_;
-}
-
-nlohmann::json NetworkSettings::to_json() const {
-  if (!config_) return nlohmann::json();
-  nlohmann::json out = config_->to_json();
-  out["transport"] = transport_.to_json();
-  out["label"] = label_;
-  return out;
 }
 
 std::unique_ptr<Network> NetworkSettings::build(std::size_t hosts) const {

@@ -36,8 +36,9 @@ class NetworkSettings {
   /// The family's typed configuration; std::logic_error when not resolved.
   const FamilyConfig& config() const;
 
-  /// The resolved `network` object, `transport` and `label` included (null when not resolved).
-  nlohmann::json to_json() const;
+  /// The resolved `network` object, `transport` and `label` included (null when not resolved):
+  /// written once, when the settings are made, for every reader (the rules, scenario.json).
+  const nlohmann::json& to_json() const { return resolved_; }
   /// Builds the network with `hosts` application hosts into the current ns-3 simulation;
   /// std::logic_error when not resolved.
   std::unique_ptr<Network> build(std::size_t hosts) const;
@@ -47,6 +48,7 @@ class NetworkSettings {
   std::shared_ptr<const FamilyConfig> config_;
   TransportConfig transport_;
   std::string label_;
+  nlohmann::json resolved_;
 };
 
 }  // namespace gradwire

@@ -1,6 +1,7 @@
 #include "netmodels/WifiNetwork.h"
 
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include <ns3/boolean.h>
@@ -24,6 +25,8 @@
 #include "common/JsonFields.h"
 #include "common/Units.h"
 #include "common/DeclaredFields.h"
+#include "common/FieldTable.h"
+#include "netmodels/FamilyKeys.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/TcpDefaults.h"
 #include "netmodels/WifiChannels.h"
@@ -49,99 +52,162 @@ void wait_for_addba_responses(const ns3::NetDeviceContainer& devices) {
   }
 }
 
+// null, the declared default, means no position.
+void read_ap_position(const JsonFields& f, const ParamSpec& spec, WifiConfig& c) {
+  if (!f.has(spec.name) || f.object().at(spec.name).is_null()) return;
+  const nlohmann::json& v = f.object().at(spec.name);
+  const auto coordinate = [](const nlohmann::json& x) {
+    return x.is_number() && x.get<double>() >= -100000 && x.get<double>() <= 100000;
+  };
+  if (!v.is_array() || v.size() != 2 || !coordinate(v[0]) || !coordinate(v[1])) {
+    throw ConfigError(f.path_of(spec.name),
+                      "expected [x, y] in metres, each in [-100000, 100000], or null, got " +
+                          json_brief(v));
+  }
+  c.ap_position = std::array<double, 2>{v[0].get<double>(), v[1].get<double>()};
+}
+
+using namespace params;
+
+std::string two_decimals(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+// Every key of the family, each bound to the member that holds it: read, written and listed
+// from here. The band, the width and the MCS narrow with the standard (and the band).
+const FamilyKeys<WifiConfig>& keys() {
+  static const FamilyKeys<WifiConfig> kKeys(
+      "wifi",
+      FieldTable<WifiConfig>()
+          .add(choice("standard", "ax", {"n", "ac", "ax"},
+                      "802.11n (HT), 802.11ac (VHT) or 802.11ax (HE)"),
+               &WifiConfig::standard)
+          .add(choice("band", "5GHz", {"2.4GHz", "5GHz", "6GHz"},
+                      "`2.4GHz` or `5GHz` with n, `5GHz` with ac, any with ax"),
+               &WifiConfig::band,
+               [](ParamSpec s, const WifiConfig& c) {
+                 if (c.standard == "n") s.choices = {"2.4GHz", "5GHz"};
+                 if (c.standard == "ac") s.choices = {"5GHz"};
+                 return s;
+               })
+          .add(derived(integer("width_mhz", 80, 20, 160,
+                               "channel width: 20, 40, 80 or 160 MHz; at most 40 with n or at "
+                               "2.4GHz"),
+                       "80 (20 with n or at 2.4GHz)"),
+               &WifiConfig::width_mhz,
+               [](ParamSpec s, const WifiConfig& c) {
+                 const bool narrow = c.standard == "n" || c.band == "2.4GHz";
+                 s.default_value = narrow ? 20 : 80;
+                 s.max = narrow ? 40 : 160;
+                 return s;
+               })
+          .add(integer("channel", 0, 0, 233,
+                       "channel number; 0: the band's default channel for the width"),
+               &WifiConfig::channel)
+          .add(integer("spatial_streams", 1, 1, 4, "antennas and spatial streams on every node"),
+               &WifiConfig::spatial_streams)
+          .add(choice("rate_control", "ideal", {"ideal", "minstrel-ht", "constant"},
+                      "`ideal` (ns-3's IdealWifiManager: the best MCS for the SNR), "
+                      "`minstrel-ht` (sampling, as Linux does) or `constant` (`mcs`)"),
+               &WifiConfig::rate_control)
+          .add(integer("mcs", 7, 0, 11,
+                       "with `rate_control` `constant`: the MCS index, n 0-7 (per spatial "
+                       "stream), ac 0-9, ax 0-11"),
+               &WifiConfig::mcs,
+               [](ParamSpec s, const WifiConfig& c) {
+                 s.max = c.standard == "n" ? 7 : c.standard == "ac" ? 9 : 11;
+                 return s;
+               })
+          .add(choice("propagation", "log-distance", {"log-distance", "friis"},
+                      "path loss: `log-distance` (`exponent`, `reference_loss_db`) or `friis` "
+                      "(free space at the band's centre frequency)"),
+               &WifiConfig::propagation)
+          .add(number("exponent", 3.0, 1.0, 8.0, "log-distance path-loss exponent"),
+               &WifiConfig::exponent)
+          .add(derived(number("reference_loss_db", wifi_default_reference_loss_db("5GHz"), 0.0,
+                              200.0, "log-distance: the loss at 1 m, dB"),
+                       "Friis loss at 1 m for the band: " +
+                           two_decimals(wifi_default_reference_loss_db("2.4GHz")) + " (2.4GHz), " +
+                           two_decimals(wifi_default_reference_loss_db("5GHz")) + " (5GHz), " +
+                           two_decimals(wifi_default_reference_loss_db("6GHz")) + " (6GHz)"),
+               &WifiConfig::reference_loss_db,
+               [](ParamSpec s, const WifiConfig& c) {
+                 s.default_value = wifi_default_reference_loss_db(c.band);
+                 return s;
+               })
+          .add(fading_param("fast fading after the path loss: `nakagami` (ns-3's "
+                            "NakagamiPropagationLossModel: each frame's received power is "
+                            "drawn from a Nakagami-m distribution around the path loss's, "
+                            "`nakagami_m`) or `none`"),
+               &WifiConfig::fading)
+          .add(nakagami_m_param("`fading` `nakagami`: the shape m; 1 is Rayleigh fading (no "
+                                "line of sight), larger is milder (line of sight: m = (K + 1)^2 "
+                                "/ (2K + 1) for Rician factor K)"),
+               &WifiConfig::nakagami_m)
+          .add(number("tx_power_dbm", 20.0, -10.0, 40.0, "transmit power of every radio, dBm"),
+               &WifiConfig::tx_power_dbm)
+          .add(derived(key_with_default(
+                           list("ap_position",
+                                "where the AP stands, [x, y] metres; its stations stand and "
+                                "move around it. null: at the origin, on a medium of its own. "
+                                "In a `hybrid` network the Wi-Fi groups that have a position "
+                                "share one medium per band, channel and width: they hear, defer "
+                                "to and interfere with each other's frames (their propagation "
+                                "keys must agree); a group without one hears no other group"),
+                           nullptr),
+                       "null"),
+               read_ap_position,
+               [](const WifiConfig& c, const ParamSpec& s, nlohmann::json& out) {
+                 out[s.name] =
+                     c.ap_position ? nlohmann::json(*c.ap_position) : nlohmann::json(nullptr);
+               })
+          .add(object("placement",
+                      "where worker stations stand around the AP (`placement` below; default "
+                      "5 m away)"),
+               &WifiConfig::placement, PlacementSpec::reader(5.0), &PlacementSpec::to_json)
+          .add(rate("backhaul_rate", "1Gbps",
+                    "AP <-> wired server (`server` `wired`) or, in a hybrid group, AP <-> core "
+                    "router"),
+               &WifiConfig::backhaul_rate_bps)
+          .add(duration("backhaul_delay", "500us", "one-way delay of the backhaul"),
+               &WifiConfig::backhaul_delay_s)
+          .add(impairments_param(true), &WifiConfig::impairments, ImpairmentsConfig::reader(true),
+               ImpairmentsConfig::writer(true))
+          .add(object("radio_energy",
+                      "the radios' power draw, for the energy each host's radio used "
+                      "(`radio_energy` below); measures only, changes nothing in the "
+                      "simulation"),
+               &WifiConfig::radio_energy, &WifiRadioEnergyConfig::from_json,
+               &WifiRadioEnergyConfig::to_json)
+          .add(choice("server", "station", {"station", "ap", "wired"},
+                      "where the last host sits: another `station`, the `ap` itself, or a host "
+                      "`wired` behind the AP. Under topology `ps` that host is the parameter "
+                      "server; under `ring` it is the last worker, so keep `station` for "
+                      "rings"),
+               &WifiConfig::server)
+          .add(tcp_buffer_param(), &WifiConfig::tcp_buffer_bytes));
+  return kKeys;
+}
+
 }  // namespace
+
+const std::vector<ParamSpec>& wifi_params() { return keys().params(); }
+
+const std::vector<ParamSpec>& wifi_group_params() { return keys().params(true); }
 
 WifiConfig WifiConfig::from_json(const nlohmann::json& object, const std::string& path,
                                  bool group) {
-  const std::vector<ParamSpec>& declared = group ? wifi_group_params() : wifi_params();
-  const auto spec = [&](const char* name) -> const ParamSpec& {
-    return param_named(declared, name);
-  };
-  JsonFields f(object, path);
-  f.allow(group ? allowed_keys({"family"}, declared, {"workers"})
-                : allowed_keys({"family"}, declared));
-  WifiConfig c;
-  c.standard = declared_string(f, spec("standard"));
-  const std::vector<std::string> bands =
-      c.standard == "n"    ? std::vector<std::string>{"2.4GHz", "5GHz"}
-      : c.standard == "ac" ? std::vector<std::string>{"5GHz"}
-                           : std::vector<std::string>{"2.4GHz", "5GHz", "6GHz"};
-  c.band = declared_string(f, spec("band"), bands);
-  const std::uint32_t max_width = c.standard == "n" || c.band == "2.4GHz" ? 40 : 160;
-  c.width_mhz = static_cast<std::uint32_t>(declared_integer(
-      f, spec("width_mhz"), c.band == "2.4GHz" || c.standard == "n" ? 20 : 80, max_width));
+  WifiConfig c = keys().read(object, path, group);
   if (c.width_mhz != 20 && c.width_mhz != 40 && c.width_mhz != 80 && c.width_mhz != 160) {
-    throw ConfigError(f.path_of("width_mhz"), "expected 20, 40, 80 or 160");
+    throw ConfigError(JsonFields(object, path).path_of("width_mhz"),
+                      "expected 20, 40, 80 or 160");
   }
-  c.channel = static_cast<std::uint32_t>(declared_integer(f, spec("channel")));
-  c.spatial_streams = static_cast<std::uint32_t>(declared_integer(f, spec("spatial_streams")));
-  c.rate_control = declared_string(f, spec("rate_control"));
-  const ParamSpec& mcs = spec("mcs");
-  const std::int64_t max_mcs = c.standard == "n" ? 7 : c.standard == "ac" ? 9 : 11;
-  c.mcs = static_cast<std::uint32_t>(
-      declared_integer(f, mcs, mcs.default_value.get<std::int64_t>(), max_mcs));
-  c.propagation = declared_string(f, spec("propagation"));
-  c.exponent = declared_number(f, spec("exponent"));
-  c.reference_loss_db = declared_number(f, spec("reference_loss_db"),
-                                        wifi_default_reference_loss_db(c.band));
-  c.fading = declared_string(f, spec("fading"));
-  c.nakagami_m = declared_number(f, spec("nakagami_m"));
-  c.tx_power_dbm = declared_number(f, spec("tx_power_dbm"));
-  // null, the declared default, means no position.
-  if (f.has("ap_position") && !object.at("ap_position").is_null()) {
-    const nlohmann::json& v = object.at("ap_position");
-    const auto coordinate = [](const nlohmann::json& x) {
-      return x.is_number() && x.get<double>() >= -100000 && x.get<double>() <= 100000;
-    };
-    if (!v.is_array() || v.size() != 2 || !coordinate(v[0]) || !coordinate(v[1])) {
-      throw ConfigError(f.path_of("ap_position"),
-                        "expected [x, y] in metres, each in [-100000, 100000], or null, got " +
-                            json_brief(v));
-    }
-    c.ap_position = std::array<double, 2>{v[0].get<double>(), v[1].get<double>()};
-  }
-  c.placement = PlacementSpec::from_json(f.object_at("placement"), f.path_of("placement"), 5.0);
-  if (!group) {
-    c.server = declared_string(f, spec("server"));
-    c.tcp_buffer_bytes = static_cast<std::uint32_t>(declared_integer(f, spec("tcp_buffer")));
-  }
-  c.backhaul_rate_bps = declared_rate(f, spec("backhaul_rate"));
-  c.backhaul_delay_s = declared_duration(f, spec("backhaul_delay"));
-  c.impairments =
-      ImpairmentsConfig::from_json(f.object_at("impairments"), f.path_of("impairments"), true);
-  c.radio_energy = WifiRadioEnergyConfig::from_json(f.object_at("radio_energy"),
-                                                    f.path_of("radio_energy"));
   return c;
 }
 
-nlohmann::json WifiConfig::to_json(bool group) const {
-  nlohmann::json j = {{"family", "wifi"},
-                      {"standard", standard},
-                      {"band", band},
-                      {"width_mhz", width_mhz},
-                      {"channel", channel},
-                      {"spatial_streams", spatial_streams},
-                      {"rate_control", rate_control},
-                      {"mcs", mcs},
-                      {"propagation", propagation},
-                      {"exponent", exponent},
-                      {"reference_loss_db", reference_loss_db},
-                      {"fading", fading},
-                      {"nakagami_m", nakagami_m},
-                      {"tx_power_dbm", tx_power_dbm},
-                      {"ap_position", ap_position ? nlohmann::json(*ap_position)
-                                                  : nlohmann::json(nullptr)},
-                      {"placement", placement.to_json()},
-                      {"backhaul_rate", format_bps(backhaul_rate_bps)},
-                      {"backhaul_delay", format_duration(backhaul_delay_s)},
-                      {"impairments", impairments.to_json(true)},
-                      {"radio_energy", radio_energy.to_json()}};
-  if (!group) {
-    j["server"] = server;
-    j["tcp_buffer"] = tcp_buffer_bytes;
-  }
-  return j;
-}
+nlohmann::json WifiConfig::to_json(bool group) const { return keys().write(*this, group); }
 
 double WifiConfig::peak_phy_rate_bps() const {
   // One spatial stream, 800 ns guard interval: HT MCS 7, VHT MCS 8 (20 MHz) / 9, HE MCS 11.

@@ -23,6 +23,7 @@
 #include <ns3/vector.h>
 #include <ns3/yans-wifi-channel.h>
 
+#include "common/ParamSpec.h"
 #include "netmodels/Impairments.h"
 #include "netmodels/Network.h"
 #include "netmodels/NetworkParts.h"
@@ -30,6 +31,13 @@
 #include "netmodels/WifiRadioEnergy.h"
 
 namespace gradwire {
+
+/// The family's own keys, each bound to its WifiConfig member (common/FieldTable.h): the one
+/// declaration from_json, to_json, `gradwire networks` and docs/networks.md read. As a hybrid
+/// group: the same without `server` and `tcp_buffer` (the hybrid network has one server and
+/// one TCP configuration).
+const std::vector<ParamSpec>& wifi_params();
+const std::vector<ParamSpec>& wifi_group_params();
 
 struct WifiConfig {
   std::string standard = "ax";   ///< "n", "ac" or "ax"

@@ -7,6 +7,7 @@
 
 #include "common/ConfigError.h"
 #include "common/DeclaredFields.h"
+#include "common/InputFile.h"
 
 namespace gradwire {
 
@@ -18,11 +19,6 @@ using namespace params;
 constexpr std::int64_t kFashionTrain = 60000;
 constexpr std::int64_t kCifarTrain = 50000;
 constexpr std::int64_t kImageTest = 10000;
-
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 ParamSpec train_limit() {
   return integer("train_limit", 0, 0, 100000000, "use only the first N training samples (0: all)");

@@ -3,6 +3,7 @@
 // states its forward cost layer by layer, which compute profiles turn into simulated seconds.
 #pragma once
 
+#include <any>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -66,6 +67,15 @@ struct ModelConfig {
   std::int64_t heads = 4;
   std::int64_t ff = 512;
   std::int64_t patch = 4;
+  /// A kind's settings of its own (an options struct its declaration reads from its keys,
+  /// nodes/training/ModelRegistry.h), for kinds whose keys are not members above; empty
+  /// otherwise.
+  std::any settings;
+
+  template <typename Settings>
+  const Settings& settings_as() const {
+    return std::any_cast<const Settings&>(settings);
+  }
 };
 
 /// What a model is built for: one sample's shape and the number of outputs per prediction.

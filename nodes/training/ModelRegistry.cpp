@@ -52,13 +52,16 @@ ModelConfig read_model(const JsonFields& f) {
   const ModelInfo& info = registry.at(m.kind);
   allow_kind_keys(f, registry, info, {"kind"}, "model.kind");
   info.fields.read(f, m);
+  if (info.read_settings) m.settings = info.read_settings(f);
   if (info.check_keys) info.check_keys(m, f);
   return m;
 }
 
 nlohmann::json model_json(const ModelConfig& m) {
   nlohmann::json out = {{"kind", m.kind}};
-  ModelRegistry::builtin().at(m.kind).fields.write(m, out);
+  const ModelInfo& info = ModelRegistry::builtin().at(m.kind);
+  info.fields.write(m, out);
+  if (info.write_settings) info.write_settings(m.settings, out);
   return out;
 }
 

@@ -90,7 +90,7 @@ void resolve_worker_profiles(ComputeSpec& c, int workers, const NetworkSettings&
   const std::string path = "compute.profile";
   std::vector<std::string> per_worker;
   if (c.profile_entries.front().group >= 0) {
-    const nlohmann::json net = network.to_json();
+    const nlohmann::json& net = network.to_json();
     if (network.family() != "hybrid") {
       throw ConfigError(path + "[0].group", "expected a hybrid network (network.family "
                                             "\"hybrid\"), got \"" + network.family() + "\"");

@@ -15,7 +15,7 @@
 
 #include "common/ConfigError.h"
 #include "common/JsonFields.h"
-#include "netmodels/DeclaredMembers.h"
+#include "common/FieldTable.h"
 #include "netmodels/NetworkFactory.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/NetworkRegistry.h"
@@ -355,23 +355,22 @@ TEST(NetworkKeys, UnknownKeyIsRejectedNamingItsPath) {
 }
 
 // A key bound to its member reads and writes by its declared type, with the declared default.
-TEST(DeclaredMembers, ReadAndWriteEachKeyByItsDeclaredType) {
+TEST(FieldTable, ReadAndWriteEachKeyByItsDeclaredType) {
   struct Config {
     double rate_bps = 0, delay_s = 0, share = 0;
     std::uint32_t count = 0;
     std::string mode;
     bool on = false;
   };
-  DeclaredMembers<Config> members;
-  members.bind(params::rate("rate", "1Gbps", "r"), &Config::rate_bps)
-      .bind(params::duration("delay", "50us", "d"), &Config::delay_s)
-      .bind(params::number("share", 0.5, 0.0, 1.0, "s"), &Config::share)
-      .bind(params::integer("count", 3, 1, 10, "c"), &Config::count)
-      .bind(params::choice("mode", "a", {"a", "b"}, "m"), &Config::mode)
-      .bind(params::boolean("on", true, "o"), &Config::on)
-      .declare(params::object("nested", "read by the config itself"));
+  FieldTable<Config> members;
+  members.add(params::rate("rate", "1Gbps", "r"), &Config::rate_bps)
+      .add(params::duration("delay", "50us", "d"), &Config::delay_s)
+      .add(params::number("share", 0.5, 0.0, 1.0, "s"), &Config::share)
+      .add(params::integer("count", 3, 1, 10, "c"), &Config::count)
+      .add(params::choice("mode", "a", {"a", "b"}, "m"), &Config::mode)
+      .add(params::boolean("on", true, "o"), &Config::on);
   EXPECT_EQ(param_names(members.params()),
-            (std::vector<std::string>{"rate", "delay", "share", "count", "mode", "on", "nested"}));
+            (std::vector<std::string>{"rate", "delay", "share", "count", "mode", "on"}));
   Config c;
   const json object = {{"rate", "10Mbps"}, {"count", 7}, {"mode", "b"}};
   members.read(JsonFields(object, "x"), c);
@@ -392,10 +391,48 @@ TEST(DeclaredMembers, ReadAndWriteEachKeyByItsDeclaredType) {
     EXPECT_EQ(e.path(), "x.mode");
   }
   // A key bound to a member of another type is a bug, found where the table is made.
-  EXPECT_THROW(DeclaredMembers<Config>().bind(params::rate("count", "1Gbps", "c"), &Config::count),
+  EXPECT_THROW(FieldTable<Config>().add(params::rate("count", "1Gbps", "c"), &Config::count),
                std::logic_error);
-  EXPECT_THROW(DeclaredMembers<Config>().bind(params::boolean("mode", true, "m"), &Config::mode),
+  EXPECT_THROW(FieldTable<Config>().add(params::boolean("mode", true, "m"), &Config::mode),
                std::logic_error);
+}
+
+// A key whose default and bounds other keys narrow is read through the narrowed declaration,
+// after the keys it depends on even when they are declared after it; the listing keeps the
+// declaration.
+TEST(FieldTable, NarrowedKeysReadAfterTheKeysTheyDependOn) {
+  struct Config {
+    std::uint32_t width = 0;
+    std::string band;
+  };
+  FieldTable<Config> table;
+  table
+      .add(params::integer("width", 80, 20, 160, "w"), &Config::width,
+           [](ParamSpec s, const Config& c) {
+             if (c.band == "narrow") {
+               s.default_value = 20;
+               s.max = 40;
+             }
+             return s;
+           })
+      .add(params::choice("band", "wide", {"wide", "narrow"}, "b"), &Config::band);
+  EXPECT_EQ(param_named(table.params(), "width").max, 160);
+  Config c;
+  table.read(JsonFields(json{{"band", "narrow"}}, "x"), c);
+  EXPECT_EQ(c.width, 20u);
+  table.read(JsonFields(json::object(), "x"), c);
+  EXPECT_EQ(c.width, 80u);
+  try {
+    table.read(JsonFields(json{{"band", "narrow"}, {"width", 80}}, "x"), c);
+    ADD_FAILURE() << "accepted width 80 on the narrow band";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "x.width");
+  }
+  const FieldTable<Config> width_only = table.without({"band"});
+  EXPECT_EQ(param_names(width_only.params()), std::vector<std::string>{"width"});
+  json out = json::object();
+  width_only.write(c, out);
+  EXPECT_EQ(out, json({{"width", 80}}));
 }
 
 // What the docs list is every key there is: a resolved object holds exactly the declared keys.
