@@ -59,6 +59,7 @@ void BlockAckRecipientSync::on_enqueue(ns3::Ptr<const ns3::WifiMpdu> mpdu) {
 void BlockAckRecipientSync::on_received(ns3::Ptr<const ns3::Packet> packet, std::uint16_t,
                                         ns3::WifiTxVector, ns3::MpduInfo mpdu_info,
                                         ns3::SignalNoiseDbm, std::uint16_t) {
+  NS_LOG_FUNCTION(this << self_);
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (fem_->GetBaAgreementEstablished(it->first.first, it->first.second)) {
       it = waiting_.erase(it);
@@ -68,7 +69,7 @@ void BlockAckRecipientSync::on_received(ns3::Ptr<const ns3::Packet> packet, std:
   }
   if (waiting_.empty()) {
     // Not from inside the trace's own call: the PHY is iterating over its callbacks.
-    ns3::Simulator::ScheduleNow(&BlockAckRecipientSync::watch_phy, ns3::Ptr(this), false);
+    ns3::Simulator::ScheduleNow(&BlockAckRecipientSync::stop_watching_if_idle, ns3::Ptr(this));
     return;
   }
   ns3::Ptr<ns3::Packet> mpdu = packet->Copy();
@@ -90,9 +91,14 @@ void BlockAckRecipientSync::on_received(ns3::Ptr<const ns3::Packet> packet, std:
   fem_->CreateBlockAckAgreement(&it->second, it->first.first, next);
 }
 
+void BlockAckRecipientSync::stop_watching_if_idle() {
+  if (waiting_.empty()) watch_phy(false);  // a response may have been queued since
+}
+
 void BlockAckRecipientSync::watch_phy(bool on) {
   if (on == watching_) return;
   watching_ = on;
+  NS_LOG_LOGIC(self_ << (on ? " watches" : " stops watching") << " its PHY");
   const auto callback = ns3::MakeCallback(&BlockAckRecipientSync::on_received, ns3::Ptr(this));
   if (on) {
     phy_->TraceConnectWithoutContext("MonitorSnifferRx", callback);

@@ -53,6 +53,7 @@ class BlockAckRecipientSync : public ns3::SimpleRefCount<BlockAckRecipientSync> 
   void on_received(ns3::Ptr<const ns3::Packet> packet, std::uint16_t frequency_mhz,
                    ns3::WifiTxVector tx_vector, ns3::MpduInfo mpdu_info,
                    ns3::SignalNoiseDbm signal_noise, std::uint16_t sta_id);
+  void stop_watching_if_idle();
   void watch_phy(bool on);
 
   ns3::Ptr<ns3::WifiPhy> phy_;
