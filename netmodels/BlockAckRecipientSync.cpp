@@ -50,7 +50,7 @@ void BlockAckRecipientSync::on_enqueue(ns3::Ptr<const ns3::WifiMpdu> mpdu) {
   }
   ns3::MgtAddBaResponseHeader response;
   payload->RemoveHeader(response);
-  waiting_[{mpdu->GetHeader().GetAddr1(), response.GetTid()}] = response;
+  waiting_[{mpdu->GetHeader().GetAddr1(), response.GetTid()}] = Waiting{response};
   NS_LOG_DEBUG(self_ << " queued an ADDBA response to " << mpdu->GetHeader().GetAddr1()
                      << " for TID " << +response.GetTid());
   watch_phy(true);
@@ -83,12 +83,17 @@ void BlockAckRecipientSync::on_received(ns3::Ptr<const ns3::Packet> packet, std:
   const auto it = waiting_.find({header.GetAddr2(), header.GetQosTid()});
   if (it == waiting_.end()) return;
   // The PHY reports the MPDU before the MAC takes it: the MAC then delivers it outside the
-  // agreement, which must therefore start after it.
+  // agreement, which must therefore start after it. A retransmitted earlier MPDU does not move
+  // the start back (sequence numbers are modulo 4096; "after" is within half of that).
+  Waiting& waiting = it->second;
   const std::uint16_t next = (header.GetSequenceNumber() + 1) % 4096;
+  if (waiting.moved && (next - waiting.start + 4096) % 4096 >= 2048) return;
+  waiting.moved = true;
+  waiting.start = next;
   NS_LOG_DEBUG(self_ << " got MPDU " << header.GetSequenceNumber() << " from "
                      << header.GetAddr2() << " before its agreement was established; it starts at "
                      << next);
-  fem_->CreateBlockAckAgreement(&it->second, it->first.first, next);
+  fem_->CreateBlockAckAgreement(&waiting.response, it->first.first, next);
 }
 
 void BlockAckRecipientSync::stop_watching_if_idle() {

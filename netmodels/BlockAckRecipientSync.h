@@ -59,9 +59,14 @@ class BlockAckRecipientSync : public ns3::SimpleRefCount<BlockAckRecipientSync> 
   ns3::Ptr<ns3::WifiPhy> phy_;
   ns3::Ptr<ns3::HtFrameExchangeManager> fem_;
   ns3::Mac48Address self_;
+  struct Waiting {
+    ns3::MgtAddBaResponseHeader response;
+    bool moved = false;        // `start` is set: MPDUs arrived while waiting
+    std::uint16_t start = 0;   // one past the latest of them, in sequence-number order
+  };
   // The last ADDBA response queued to each originator and TID whose agreement is not yet
   // established.
-  std::map<AgreementKey, ns3::MgtAddBaResponseHeader> waiting_;
+  std::map<AgreementKey, Waiting> waiting_;
   bool watching_ = false;
 };
 
