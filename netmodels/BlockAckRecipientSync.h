@@ -9,14 +9,15 @@
 // agreement, starting with the agreement's starting sequence number, are delivered outside it;
 // when the retransmitted response is acknowledged the recipient's window still starts at that
 // number, and every later MPDU waits in the reorder buffer for MPDUs that have already been
-// delivered and acknowledged. A TCP connection whose SYN opened the agreement never opens; a
-// flow stalls until 64 MPDUs have been sent. ns-3.38 makes the agreement active at once.
+// delivered and acknowledged. A TCP connection whose SYN opened the agreement never opens;
+// other traffic waits until the originator's sequence numbers pass the window (64 MPDUs).
+// ns-3.38 makes the agreement active at once.
 //
 // Here the recipient's waiting agreement is made anew (HtFrameExchangeManager's public
 // CreateBlockAckAgreement, with the response it queued) with a starting sequence number one
-// past each QoS data MPDU that arrives from the originator in that interval, which is where
-// ns-3.38's window would stand. Nothing else changes: the PHY is watched only while a response
-// is unacknowledged, and no random number is drawn.
+// past the latest QoS data MPDU that arrives from the originator in that interval, which is
+// where ns-3.38's window would stand. Nothing else changes: the PHY is watched only while a
+// response is unacknowledged, and no random number is drawn.
 #pragma once
 
 #include <cstdint>
