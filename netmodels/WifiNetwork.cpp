@@ -26,6 +26,7 @@
 #include "common/Units.h"
 #include "common/DeclaredFields.h"
 #include "common/FieldTable.h"
+#include "netmodels/BlockAckRecipientSync.h"
 #include "netmodels/FamilyKeys.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/TcpDefaults.h"
@@ -315,6 +316,7 @@ WifiCell build_wifi_cell(const WifiConfig& config, std::size_t worker_stations,
   ns3::NetDeviceContainer all_devices(cell.station_devices);
   all_devices.Add(cell.ap_device);
   wait_for_addba_responses(all_devices);
+  BlockAckRecipientSync::install(all_devices);
   // Energy only listens to the PHYs' states: no random draws, no change to what they do.
   cell.energy = install_wifi_radio_energy(config.radio_energy, all_devices);
   cell.station_energy.assign(cell.energy.models.begin(), cell.energy.models.end() - 1);
