@@ -55,10 +55,21 @@ at::Tensor seeded_normal(std::int64_t rows, std::int64_t cols, std::uint64_t see
   return out;
 }
 
+CodecTraits powersgd_traits() {
+  CodecTraits t;
+  t.name = "powersgd";
+  t.encodes_on_device = true;
+  return t;
+}
+
 }  // namespace
 
 PowerSgdCodec::PowerSgdCodec(Options options, const CodecContext& ctx)
-    : options_(options), workers_(std::max(1, ctx.workers)), seed_(ctx.seed), numel_(ctx.numel) {
+    : MultiRoundCodec(powersgd_traits()),
+      options_(options),
+      workers_(std::max(1, ctx.workers)),
+      seed_(ctx.seed),
+      numel_(ctx.numel) {
   if (options_.rank < 1) throw std::invalid_argument("powersgd: rank must be >= 1");
   const double epsilon = options_.orthogonalization_epsilon;
   if (!(epsilon >= 0.0 && std::isfinite(epsilon))) {
@@ -195,7 +206,7 @@ Round PowerSgdCodec::begin_exchange(const at::Tensor& grad) {
   round.op = RoundOp::kSum;
   dense_step_ = step_ < options_.start_step;
   if (dense_step_) {
-    last_density_ = 1.0;
+    set_last_density(1.0);
     round.values = grad.to(at::kCPU);
     return round;
   }
@@ -205,7 +216,7 @@ Round PowerSgdCodec::begin_exchange(const at::Tensor& grad) {
   } else {
     input_ = grad.clone();
   }
-  last_density_ = static_cast<double>(compressed_floats()) / static_cast<double>(std::max<std::int64_t>(1, numel_));
+  set_last_density(static_cast<double>(compressed_floats()) / static_cast<double>(std::max<std::int64_t>(1, numel_)));
   round.values = first_round_values();
   return round;
 }
@@ -233,7 +244,7 @@ std::optional<Round> PowerSgdCodec::continue_exchange(int round, RoundOutcome&& 
 
 at::Tensor PowerSgdCodec::exchange_result() { return result_; }
 
-Bytes PowerSgdCodec::encode(const torch::Tensor& grad) {
+Bytes PowerSgdCodec::encode(const at::Tensor& grad) {
   // The one-worker exchange: the sums of both rounds are this worker's own vectors.
   Round first = begin_exchange(grad);
   ByteWriter writer;
@@ -263,13 +274,13 @@ Bytes PowerSgdCodec::encode(const torch::Tensor& grad) {
   return writer.take();
 }
 
-torch::Tensor PowerSgdCodec::decode(ByteSpan payload) const { return decode_on(payload, c10::Device(c10::kCPU)); }
+at::Tensor PowerSgdCodec::decode(ByteSpan payload) const { return decode_on(payload, c10::Device(c10::kCPU)); }
 
-torch::Tensor PowerSgdCodec::decode_to(ByteSpan payload, const c10::Device& device) const {
+at::Tensor PowerSgdCodec::decode_to(ByteSpan payload, const c10::Device& device) const {
   return decode_on(payload, device);
 }
 
-torch::Tensor PowerSgdCodec::decode_on(ByteSpan payload, const c10::Device& device) const {
+at::Tensor PowerSgdCodec::decode_on(ByteSpan payload, const c10::Device& device) const {
   ByteReader reader(payload, kWhat);
   const PayloadHeader h = read_header(reader, CodecId::kPowerSgd, "powersgd", kFormatVersion);
   if (static_cast<std::int64_t>(h.numel) != numel_) {

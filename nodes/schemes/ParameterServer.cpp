@@ -113,7 +113,7 @@ void ParameterServer::contribute(int rank, std::int64_t step, const at::Tensor& 
     WallClockAccount::Charge charge(account_);  // encoding is LibTorch work, not ns-3's
     m.payload = codecs_[rank]->encode(codec_input(*codecs_[rank], gradient));
   }
-  m.loss = codecs_[rank]->loss_tolerance();  // what a udp transport may lose of it
+  m.loss = codecs_[rank]->traits().loss_tolerance;  // what a udp transport may lose of it
   count_payload(rank, m.payload.size());
   workers_[rank]->Send(server_->self(), std::move(m));
 }
@@ -180,7 +180,7 @@ void ParameterServer::send_round(int rank, Round&& round) {
 void ParameterServer::add_to_sum(StepState& s, Bytes&& payload) const {
   // Multi-round codecs push kSum rounds as dense vectors; others push their own payloads.
   const Codec& codec = server_multi_ ? static_cast<const Codec&>(*dense_) : *server_codec_;
-  if (codec.aggregation() == Aggregation::kSummable) {
+  if (codec.traits().aggregation == Aggregation::kSummable) {
     if (s.received == 0) {
       s.compressed_sum = std::move(payload);
     } else {
@@ -290,7 +290,7 @@ void ParameterServer::on_push(Message&& message) {
     } else if (server_multi_) {
       result = dense_->decode(s.compressed_sum);  // a kSum round: the plain sum
     } else {
-      result = server_codec_->aggregation() == Aggregation::kSummable
+      result = server_codec_->traits().aggregation == Aggregation::kSummable
                    ? server_codec_->decode(s.compressed_sum)
                    : s.sum;
       result = server_codec_->finalize(result, workers());
@@ -482,7 +482,7 @@ void ParameterServer::complete_step(std::uint64_t step) {
   at::Tensor result;
   {
     WallClockAccount::Charge charge(account_);
-    result = server_codec_->aggregation() == Aggregation::kSummable
+    result = server_codec_->traits().aggregation == Aggregation::kSummable
                  ? server_codec_->decode(s.compressed_sum)
                  : s.sum;
     result = server_codec_->finalize(result, s.received);  // mean over the contributors
@@ -655,7 +655,7 @@ void ParameterServer::close_round(std::int64_t round) {
   at::Tensor result;
   if (s.received > 0) {
     WallClockAccount::Charge charge(account_);
-    result = server_codec_->aggregation() == Aggregation::kSummable
+    result = server_codec_->traits().aggregation == Aggregation::kSummable
                  ? server_codec_->decode(s.compressed_sum)
                  : s.sum;
     result = server_codec_->finalize(result, s.received);  // mean over the arrivals

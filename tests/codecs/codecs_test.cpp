@@ -130,7 +130,7 @@ TEST(DenseCodec, RoundTripIsBitExact) {
   EXPECT_EQ(payload[3], 0);
   EXPECT_EQ(header_numel(payload), 1000u);
   EXPECT_TRUE(bitwise_equal(codec.decode(payload), g));
-  EXPECT_EQ(codec.aggregation(), Aggregation::kSummable);
+  EXPECT_EQ(codec.traits().aggregation, Aggregation::kSummable);
 }
 
 TEST(DenseCodec, EmptyGradientRoundTrips) {
@@ -341,7 +341,7 @@ TEST(ErrorFeedback, FixedGradientIsEventuallySentAndNothingIsLost) {
   const int steps = 300;
   ErrorFeedback ef(std::make_unique<TopKCodec>(0.01));
   EXPECT_EQ(ef.name(), "topk");
-  EXPECT_EQ(ef.aggregation(), Aggregation::kDecodeThenSum);
+  EXPECT_EQ(ef.traits().aggregation, Aggregation::kDecodeThenSum);
   EXPECT_FALSE(ef.residual().defined());
 
   const auto g = random_gradient(n, 12);
@@ -370,7 +370,7 @@ TEST(ErrorFeedback, FixedGradientIsEventuallySentAndNothingIsLost) {
 
 TEST(ErrorFeedback, DenseInnerKeepsAZeroResidualAndStaysSummable) {
   ErrorFeedback ef(std::make_unique<DenseCodec>());
-  EXPECT_EQ(ef.aggregation(), Aggregation::kSummable);
+  EXPECT_EQ(ef.traits().aggregation, Aggregation::kSummable);
   const auto g = random_gradient(100, 13);
   Bytes acc = ef.encode(g);
   EXPECT_TRUE(bitwise_equal(ef.decode(acc), g));
@@ -648,7 +648,7 @@ TEST(CodecRegistry, ResolveRejectsWithThePath) {
 }
 
 TEST(CodecRegistry, IntegerAndStringParamsAreTypeChecked) {
-  CodecRegistry reg;
+  CodecRegistry& reg = CodecRegistry::extend();
   CodecParam bits;
   bits.name = "bits";
   bits.type = CodecParam::Type::kInteger;
@@ -677,6 +677,7 @@ TEST(CodecRegistry, IntegerAndStringParamsAreTypeChecked) {
                                    return std::make_unique<DenseCodec>();
                                  }}),
                std::logic_error);
+  EXPECT_TRUE(reg.remove("q"));
 }
 
 TEST(CodecRegistry, CreateBuildsAndWraps) {
@@ -692,7 +693,7 @@ TEST(CodecRegistry, CreateBuildsAndWraps) {
   EXPECT_EQ(ef->name(), "topk");
   EXPECT_NE(dynamic_cast<const TopKCodec*>(&wrapper->inner()), nullptr);
   auto none = reg.create(json{{"kind", "none"}}, ctx);
-  EXPECT_EQ(none->aggregation(), Aggregation::kSummable);
+  EXPECT_EQ(none->traits().aggregation, Aggregation::kSummable);
   EXPECT_THROW(reg.create(json{{"kind", "zip"}}, ctx), ConfigError);
 
   // The decode bound follows the gradient length: a payload claiming more is refused.
