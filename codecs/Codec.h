@@ -66,8 +66,6 @@ class Codec {
  public:
   explicit Codec(CodecTraits traits) : traits_(std::move(traits)) {}
   virtual ~Codec() = default;
-  Codec(const Codec&) = delete;
-  Codec& operator=(const Codec&) = delete;
 
   const CodecTraits& traits() const { return traits_; }
   /// Registry name, e.g. "none", "topk" (traits().name).

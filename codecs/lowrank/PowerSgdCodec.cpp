@@ -55,17 +55,15 @@ at::Tensor seeded_normal(std::int64_t rows, std::int64_t cols, std::uint64_t see
   return out;
 }
 
-CodecTraits powersgd_traits() {
-  CodecTraits t;
-  t.name = "powersgd";
-  t.encodes_on_device = true;
-  return t;
-}
-
 }  // namespace
 
 PowerSgdCodec::PowerSgdCodec(Options options, const CodecContext& ctx)
-    : MultiRoundCodec(powersgd_traits()),
+    // A gradient on an accelerator keeps M, P, Q, the error and the update there; the rounds'
+    // values (P and Q factors, dense tensors) are handed to the network from host memory and
+    // their sums copied back. Matrix products on another device sum in another order, so the
+    // factors agree with the host's to float rounding, not bit for bit.
+    : MultiRoundCodec(
+          CodecTraits{"powersgd", Aggregation::kDecodeThenSum, /*encodes_on_device=*/true}),
       options_(options),
       workers_(std::max(1, ctx.workers)),
       seed_(ctx.seed),

@@ -70,10 +70,6 @@ class PowerSgdCodec : public MultiRoundCodec {
   ///   2: P Q^T / workers into the update (2 rows cols r + rows cols); error = M - update
   /// A dense step (before start_step) does only the mean in call 1.
   CodecWork round_work(int call, std::int64_t numel) const override;
-  /// A gradient on an accelerator keeps M, P, Q, the error and the update there; the rounds'
-  /// values (P and Q factors, dense tensors) are handed to the network from host memory and
-  /// their sums copied back. Matrix products on another device sum in another order, so the
-  /// factors agree with the host's to float rounding, not bit for bit.
 
   Round begin_exchange(const at::Tensor& grad) override;
   std::optional<Round> continue_exchange(int round, RoundOutcome&& outcome) override;

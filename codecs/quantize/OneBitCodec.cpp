@@ -13,18 +13,11 @@ namespace gradwire {
 
 namespace {
 constexpr const char* kWhat = "onebit payload";
-
-CodecTraits onebit_traits() {
-  CodecTraits t;
-  t.name = "onebit";
-  t.encodes_on_device = true;
-  return t;
-}
-
 }  // namespace
 
 OneBitCodec::OneBitCodec(bool per_column, const CodecContext& ctx)
-    : Codec(onebit_traits()), per_column_(per_column), layers_(ctx.layers) {}
+    : Codec(CodecTraits{"onebit", Aggregation::kDecodeThenSum, /*encodes_on_device=*/true}),
+      per_column_(per_column), layers_(ctx.layers) {}
 
 std::vector<quant::Segment> OneBitCodec::segments(std::uint64_t n) const {
   return quant::segments_for(n, layers_, per_column_ ? quant::Granularity::kColumn

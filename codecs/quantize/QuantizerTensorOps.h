@@ -33,10 +33,10 @@ std::vector<Moments> group_moments_with_tensor_ops(const at::Tensor& x,
 /// groups of `group_lengths`, summing to n). Only the sign bytes and the per-group values
 /// are copied to the device.
 at::Tensor expand_signs_with_tensor_ops(const std::uint8_t* signs, std::uint64_t n,
-                                           const std::vector<std::int64_t>& group_lengths,
-                                           const std::vector<float>& positive,
-                                           const std::vector<float>& negative,
-                                           const c10::Device& device);
+                                        const std::vector<std::int64_t>& group_lengths,
+                                        const std::vector<float>& positive,
+                                        const std::vector<float>& negative,
+                                        const c10::Device& device);
 
 /// Sign bits with a pair of values per group of consecutive elements: what the sign codecs'
 /// payloads (signsgd, efsignsgd, onebit) decode to.
@@ -55,7 +55,7 @@ at::Tensor expand_sign_groups(const SignGroups& groups, const c10::Device& devic
 /// Dither::hash(key, i) for i = first .. first + count - 1, as int64 values in [0, 2^32) on
 /// `device`: the same draws the host's stochastic rounding makes.
 at::Tensor dither_hashes_with_tensor_ops(std::uint32_t key, std::uint64_t first, std::int64_t count,
-                                            const c10::Device& device);
+                                         const c10::Device& device);
 
 /// bits::pack_at of `codes` (int64 values < 2^width, 1-D, any device) at `width` bits each,
 /// least significant bit first, the stream padded with zero bits to whole bytes. Returns the

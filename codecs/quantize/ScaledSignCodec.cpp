@@ -12,19 +12,9 @@
 
 namespace gradwire {
 
-namespace {
-
-CodecTraits efsignsgd_traits() {
-  CodecTraits t;
-  t.name = "efsignsgd";
-  t.encodes_on_device = true;
-  return t;
-}
-
-}  // namespace
-
 ScaledSignCodec::ScaledSignCodec(bool per_layer, const CodecContext& ctx)
-    : Codec(efsignsgd_traits()), per_layer_(per_layer), layers_(ctx.layers) {}
+    : Codec(CodecTraits{"efsignsgd", Aggregation::kDecodeThenSum, /*encodes_on_device=*/true}),
+      per_layer_(per_layer), layers_(ctx.layers) {}
 
 std::vector<quant::Segment> ScaledSignCodec::segments(std::uint64_t n) const {
   return quant::segments_for(n, layers_, per_layer_ ? quant::Granularity::kLayer : quant::Granularity::kTensor);

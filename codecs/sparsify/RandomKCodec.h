@@ -53,7 +53,7 @@ class RandomKCodec : public Codec {
  /// The values at `pos` times `factor` (one float multiply each, as the host loop does),
   /// gathered with tensor operations wherever `slice` lives and returned on the host.
   static at::Tensor gather_scaled(const at::Tensor& slice,
-                                     const std::vector<std::uint32_t>& pos, float factor);
+                                  const std::vector<std::uint32_t>& pos, float factor);
 
  private:
   Bytes encode_slice(const at::Tensor& slice, std::uint64_t step, std::uint64_t offset);

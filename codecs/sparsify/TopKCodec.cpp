@@ -20,18 +20,10 @@ namespace gradwire {
 namespace {
 constexpr const char* kWhat = "topk payload";
 // Indices travel as u32, so a topk payload addresses at most 2^32 elements.
-constexpr std::uint64_t kMaxAddressable = std::uint64_t{1} << 32;
-
-CodecTraits topk_traits() {
-  CodecTraits t;
-  t.name = "topk";
-  t.encodes_on_device = true;
-  return t;
-}
-}  // namespace
+constexpr std::uint64_t kMaxAddressable = std::uint64_t{1} << 32;}  // namespace
 
 TopKCodec::TopKCodec(double ratio, std::uint64_t max_elements)
-    : Codec(topk_traits()),
+    : Codec(CodecTraits{"topk", Aggregation::kDecodeThenSum, /*encodes_on_device=*/true}),
       ratio_(ratio), max_elements_(std::min(max_elements, kMaxAddressable)) {
   if (!(ratio > 0.0 && ratio <= 1.0)) {  // also rejects NaN
     throw std::invalid_argument("topk: ratio must be in (0, 1], got " + std::to_string(ratio));

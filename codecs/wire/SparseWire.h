@@ -79,12 +79,12 @@ SparseEntries decode_compact_entries(ByteSpan payload, std::uint64_t max_element
                                      CodecId id = CodecId::kCompactSparse);
 /// The same, scattered into a dense float32 tensor of n elements (zero elsewhere).
 at::Tensor decode_compact_sparse(ByteSpan payload, std::uint64_t max_elements,
-                                    const char* what = "compact sparse payload");
+                                 const char* what = "compact sparse payload");
 
 /// A dense float32 tensor of n elements on `device`, zero except values[j] at indices[j]: only
 /// the k entries are copied there.
 at::Tensor scatter_to(std::uint64_t n, const std::vector<std::int64_t>& indices,
-                         const std::vector<float>& values, const c10::Device& device);
+                      const std::vector<float>& values, const c10::Device& device);
 
 /// Payload bytes of the compact format for k entries at these indices (header included).
 std::size_t compact_sparse_size(const std::uint32_t* indices, std::size_t k, ValueFormat format);
