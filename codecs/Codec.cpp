@@ -25,7 +25,7 @@ torch::Tensor Codec::finalize(torch::Tensor sum, int workers) const {
 
 std::vector<Bytes> Codec::encode_chunks(const torch::Tensor& grad,
                                         const std::vector<std::int64_t>& bounds) {
-  check_gradient(grad, name() + " encode_chunks", encodes_on_device());
+  check_gradient(grad, name() + " encode_chunks", traits().encodes_on_device);
   check_chunk_bounds(grad.numel(), bounds);
   std::vector<Bytes> out;
   out.reserve(bounds.size() - 1);

@@ -22,29 +22,15 @@
 #include <string>
 #include <vector>
 
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include "codecs/CodecTraits.h"
 #include "codecs/CodecWork.h"
 #include "common/ByteSpan.h"
 #include "common/DecodeError.h"
-#include "common/LossTolerance.h"
-
-#include <c10/core/Device.h>
-
-namespace at {
-class Tensor;
-}
-namespace torch {
-using at::Tensor;
-}
 
 namespace gradwire {
-
-
-/// How payloads of different workers are combined. The collectives pick their algorithm from
-/// this declaration rather than from the codec's name.
-enum class Aggregation {
-  kSummable,        ///< payloads add in the compressed domain (dense fp32, fp16, ...)
-  kDecodeThenSum,   ///< decode every payload, then add the tensors (top-k, ...)
-};
 
 /// Numeric ids written in every payload header (see codecs/README.md). Never renumber.
 /// Codecs whose wire format is identical (e.g. several sparsifiers sending indices + values)
@@ -74,48 +60,40 @@ enum class CodecId : std::uint8_t {
   kLgc = 32,
 };
 
+/// What a codec is (its name, how payloads combine, where it encodes, ...) is its CodecTraits,
+/// declared when it is made; the virtual functions below are what it does, step by step.
 class Codec {
  public:
+  explicit Codec(CodecTraits traits) : traits_(std::move(traits)) {}
   virtual ~Codec() = default;
 
-  /// Registry name, e.g. "none", "topk".
-  virtual std::string name() const = 0;
+  const CodecTraits& traits() const { return traits_; }
+  /// Registry name, e.g. "none", "topk" (traits().name).
+  const std::string& name() const { return traits_.name; }
 
-  /// Encodes a contiguous 1-D float32 CPU tensor into a self-describing payload.
-  virtual Bytes encode(const torch::Tensor& grad) = 0;
+  /// Fraction of the gradient's elements the last encode() carried (1 for dense codecs,
+  /// k/n for top-k, ...): recorded per step in metrics.jsonl. A decorator reports its inner
+  /// codec's.
+  double last_density() const {
+    return density_of_ != nullptr ? density_of_->last_density() : last_density_;
+  }
+
+  /// Encodes a contiguous 1-D float32 CPU tensor into a self-describing payload (also a tensor
+  /// on an accelerator when traits().encodes_on_device).
+  virtual Bytes encode(const at::Tensor& grad) = 0;
 
   /// Decodes a payload produced by this codec kind; throws DecodeError on corrupt bytes.
-  virtual torch::Tensor decode(ByteSpan payload) const = 0;
-
-  /// True when encode() also takes a gradient that lives on an accelerator (a CUDA tensor)
-  /// and computes there, so that only the payload crosses to host memory. False: the caller
-  /// copies the gradient to the host first (codec_input in codecs/GradientChecks.h). A codec
-  /// that says true writes the same bytes from either place (tests/gpu/gpu_test.cpp).
-  virtual bool encodes_on_device() const { return false; }
+  virtual at::Tensor decode(ByteSpan payload) const = 0;
 
   /// decode(), with the result on `device`. The default decodes on the host and copies the
   /// dense tensor over; codecs whose payload is smaller than the tensor copy the payload's
   /// values and expand them there.
-  virtual torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const;
-
-  virtual Aggregation aggregation() const { return Aggregation::kDecodeThenSum; }
+  virtual at::Tensor decode_to(ByteSpan payload, const c10::Device& device) const;
 
   /// Turns the sum of all `workers` decoded contributions into the update every worker
   /// applies. The default is the mean; majority-vote codecs (signSGD) return sign(sum).
   /// `sum` may be modified in place and returned.
-  virtual torch::Tensor finalize(torch::Tensor sum, int workers) const;
-
-  /// Fraction of the gradient's elements the last encode() carried (1 for dense codecs,
-  /// k/n for top-k, ...): recorded per step in metrics.jsonl.
-  virtual double last_density() const { return 1.0; }
-
-  /// True when the codec keeps gradient momentum itself (DGC's momentum correction): the
-  /// optimizer must then not apply momentum a second time.
-  virtual bool applies_momentum() const { return false; }
-
-  /// Whether this codec's payloads can be decoded with parts lost on a lossy transport (see
-  /// common/LossTolerance.h). The default: no, every byte must arrive.
-  virtual LossTolerance loss_tolerance() const { return {}; }
+  virtual at::Tensor finalize(at::Tensor sum, int workers) const;
 
   /// Summable codecs: acc := acc + other, without decoding. Both must describe the same
   /// element count. Throws DecodeError on mismatch, std::logic_error if not summable.
@@ -126,19 +104,25 @@ class Codec {
   /// independently; stateful wrappers override it so their state covers the whole gradient.
   /// A codec may move the cuts (GradiVeQ cuts at whole slices) but must return
   /// bounds.size() - 1 payloads that decode to consecutive ranges covering the gradient.
-  virtual std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
+  virtual std::vector<Bytes> encode_chunks(const at::Tensor& grad,
                                            const std::vector<std::int64_t>& bounds);
 
   /// Called with the update every worker applies at the end of each synchronous step (and on
   /// the server's instance of a parameter server). Codecs that learn from aggregated
   /// gradients (GradiVeQ fits its basis on them) keep what they need; all workers see the
   /// same update, so what they learn stays identical without extra traffic.
-  virtual void observe_aggregate(const torch::Tensor& /*update*/) {}
+  virtual void observe_aggregate(const at::Tensor& /*update*/) {}
 
   /// Serialises this worker's codec state (residual, momentum, step counter, ...) so a tool
   /// can carry it across processes (`gradwire codec encode --state FILE`). Stateless codecs
   /// return no bytes. The format is the codec's own (see codecs/CodecState.h).
   virtual Bytes save_state() const { return {}; }
+  /// Restores what save_state() wrote (empty: the initial state). Throws DecodeError on
+  /// malformed or mismatched state. Stateless codecs accept only empty state.
+  virtual void load_state(ByteSpan state) {
+    if (state.size != 0) throw DecodeError("codec '" + name() + "' keeps no state to load");
+  }
+
   /// The work one operation of this codec does, for charging it to a simulated device
   /// (codecs/CodecWork.h). Asked right after the operation ran, so it describes that call with
   /// the codec's state as the call left it. `numel` is the gradient's (encode, decode: the
@@ -153,11 +137,19 @@ class Codec {
   /// Codecs that make more passes, select, sample or multiply matrices override it.
   virtual CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const;
 
-  /// Restores what save_state() wrote (empty: the initial state). Throws DecodeError on
-  /// malformed or mismatched state. Stateless codecs accept only empty state.
-  virtual void load_state(ByteSpan state) {
-    if (state.size != 0) throw DecodeError("codec '" + name() + "' keeps no state to load");
-  }
+ protected:
+  /// A decorator around `inner`: `traits` derived from inner.traits(), and last_density()
+  /// read from `inner`, which must live as long as the decorator.
+  Codec(CodecTraits traits, const Codec& inner)
+      : traits_(std::move(traits)), density_of_(&inner) {}
+
+  /// What the encode that just ran carried (codecs that send part of the gradient).
+  void set_last_density(double density) { last_density_ = density; }
+
+ private:
+  CodecTraits traits_;
+  double last_density_ = 1.0;
+  const Codec* density_of_ = nullptr;
 };
 
 }  // namespace gradwire

@@ -23,9 +23,10 @@ constexpr const char* kKindKey = "kind";
 constexpr const char* kErrorFeedbackKey = "error_feedback";
 constexpr const char* kZstdKey = "zstd";  // lossless zstd stage over any payload (ZstdStage.h)
 
-CodecRegistry make_builtin() {
-  CodecRegistry r;
-  r.add(CodecInfo{
+}  // namespace
+
+CodecRegistry::CodecRegistry() {
+  add(CodecInfo{
       "none",
       "dense float32, no compression; the baseline. Summable: ring all-reduce adds payloads "
       "without decoding.",
@@ -43,7 +44,7 @@ CodecRegistry make_builtin() {
   ratio.min = 0.0;
   ratio.min_exclusive = true;
   ratio.max = 1.0;
-  r.add(CodecInfo{
+  add(CodecInfo{
       "topk",
       "top-k sparsification: the k largest-magnitude values with their u32 indices "
       "(12 + 4 + 8k bytes). Not summable. Use with error_feedback.",
@@ -55,57 +56,30 @@ CodecRegistry make_builtin() {
             ctx.numel > 0 ? static_cast<std::uint64_t>(ctx.numel) : std::uint64_t{1} << 32;
         return std::make_unique<TopKCodec>(params.at("ratio").get<double>(), max_elements);
       }});
-  register_sparsifiers(r);
-  register_quantizers(r);
-  register_correlation_codecs(r);
-  register_learned_codecs(r);
-  return r;
-}
-
-}  // namespace
-
-const CodecRegistry& CodecRegistry::builtin() { return extend(); }
-
-CodecRegistry& CodecRegistry::extend() {
-  // make_builtin registers none/topk, then each family's registration function
-  // (codecs/BuiltinCodecs.h) adds its codecs.
-  static CodecRegistry registry = make_builtin();  // thread-safe one-time init
-  return registry;
+  // Each family's registration function (codecs/BuiltinCodecs.h) adds its codecs.
+  register_sparsifiers(*this);
+  register_quantizers(*this);
+  register_correlation_codecs(*this);
+  register_learned_codecs(*this);
+  sort_by_name();
 }
 
 void CodecRegistry::add(CodecInfo info) {
   if (info.name.empty() || !info.make) {
     throw std::logic_error("codec registration needs a name and a make function");
   }
-  if (codecs_.count(info.name) != 0) {
-    throw std::logic_error("codec '" + info.name + "' registered twice");
-  }
   for (const auto& p : info.params) {
     if (p.name == kKindKey || p.name == kErrorFeedbackKey || p.name == kZstdKey) {
       throw std::logic_error("codec '" + info.name + "' declares reserved param '" + p.name + "'");
     }
   }
-  const std::string name = info.name;
-  codecs_.emplace(name, std::move(info));
-}
-
-const CodecInfo* CodecRegistry::find(const std::string& name) const {
-  const auto it = codecs_.find(name);
-  return it == codecs_.end() ? nullptr : &it->second;
-}
-
-std::vector<const CodecInfo*> CodecRegistry::list() const {
-  std::vector<const CodecInfo*> out;
-  out.reserve(codecs_.size());
-  for (const auto& entry : codecs_) out.push_back(&entry.second);
-  return out;
+  KindRegistry<CodecInfo>::add(std::move(info));
 }
 
 nlohmann::json CodecRegistry::resolve(const nlohmann::json& object,
                                       const std::string& path) const {
   const auto at = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
-  std::vector<std::string> names;
-  for (const auto& entry : codecs_) names.push_back(entry.first);
+  const std::vector<std::string> codecs = names();
 
   if (!object.is_object()) {
     throw ConfigError(path, "expected an object like {\"kind\": \"topk\", \"ratio\": 0.01}, got " +
@@ -113,17 +87,17 @@ nlohmann::json CodecRegistry::resolve(const nlohmann::json& object,
   }
   const auto kind = object.find(kKindKey);
   if (kind == object.end()) {
-    throw ConfigError(at(kKindKey), "missing; expected a codec name, one of: " + join_names(names));
+    throw ConfigError(at(kKindKey), "missing; expected a codec name, one of: " + join_names(codecs));
   }
   if (!kind->is_string()) {
-    throw ConfigError(at(kKindKey), "expected a string naming a codec (one of: " + join_names(names) +
+    throw ConfigError(at(kKindKey), "expected a string naming a codec (one of: " + join_names(codecs) +
                                         "), got " + brief_value(*kind));
   }
   const std::string name = kind->get<std::string>();
   const CodecInfo* info = find(name);
   if (info == nullptr) {
     throw ConfigError(at(kKindKey),
-                      "unknown codec \"" + name + "\"; expected one of: " + join_names(names));
+                      "unknown codec \"" + name + "\"; expected one of: " + join_names(codecs));
   }
 
   std::vector<std::string> allowed{kKindKey};

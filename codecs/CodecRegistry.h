@@ -1,11 +1,12 @@
-// Builds codecs by name from a scenario's `codec` object, and describes them for
-// `gradwire codecs`. Parameters are declared once (name, type, default, range, help); the
-// registry validates a JSON object against them, so every codec gets the same clear errors.
+// The codecs a scenario's `codec` object can name, declared once in the shape every registry
+// has (common/KindRegistry.h): name, summary, parameters as ParamSpecs (type, default, range,
+// help), what the codec requires of the run, and how it is made. The registry validates a JSON
+// object against the declaration, so every codec gets the same clear errors, and
+// `gradwire codecs` lists the declarations.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codecs/Codec.h"
+#include "common/KindRegistry.h"
 #include "common/ParamSpec.h"
 
 namespace gradwire {
@@ -43,10 +45,7 @@ struct CodecContext {
 /// resolved recursively by the registry with the same validation and paths.
 using CodecParam = ParamSpec;
 
-struct CodecInfo {
-  std::string name;
-  std::string summary;
-  std::vector<CodecParam> params;
+struct CodecInfo : KindDeclaration {
   /// Builds a codec from a fully resolved parameter object (all params present, validated).
   std::function<std::unique_ptr<Codec>(const nlohmann::json& params, const CodecContext&)> make;
   /// True for MultiRoundCodec implementations: the collectives drive their rounds, so they
@@ -58,18 +57,12 @@ struct CodecInfo {
   bool error_feedback_default = false;
 };
 
-class CodecRegistry {
+/// Every built-in codec, listed by name.
+class CodecRegistry : public KindRegistry<CodecInfo>, public BuiltinKinds<CodecRegistry> {
  public:
-  /// The registry with every built-in codec registered.
-  static const CodecRegistry& builtin();
-  /// The same registry, for a test that declares a codec of its own before reading it.
-  static CodecRegistry& extend();
-
+  /// std::logic_error without a make function, for a name declared twice, or for a parameter
+  /// named like a key the registry adds to every codec (kind, error_feedback, zstd).
   void add(CodecInfo info);
-  /// Removes a codec (tests that declared one of their own); false when there is none.
-  bool remove(const std::string& name) { return codecs_.erase(name) > 0; }
-  const CodecInfo* find(const std::string& name) const;
-  std::vector<const CodecInfo*> list() const;
 
   /// Validates a `codec` object ({"kind": NAME, params..., "error_feedback": bool}) and
   /// returns it with every default filled in. Throws ConfigError naming `path` + the key.
@@ -79,7 +72,8 @@ class CodecRegistry {
   std::unique_ptr<Codec> create(const nlohmann::json& resolved, const CodecContext& ctx) const;
 
  private:
-  std::map<std::string, CodecInfo> codecs_;
+  friend class BuiltinKinds<CodecRegistry>;
+  CodecRegistry();
 };
 
 }  // namespace gradwire

@@ -22,13 +22,13 @@ class CodecState {
   explicit CodecState(std::string codec) : codec_(std::move(codec)) {}
 
   /// Undefined tensors are stored as absent.
-  void put_tensor(const std::string& key, const torch::Tensor& t);
+  void put_tensor(const std::string& key, const at::Tensor& t);
   void put_u64(const std::string& key, std::uint64_t v);
   void put_bytes(const std::string& key, const Bytes& b);
   /// Empty when absent.
   Bytes bytes(const std::string& key) const;
   /// An undefined tensor when absent.
-  torch::Tensor tensor(const std::string& key) const;
+  at::Tensor tensor(const std::string& key) const;
   std::uint64_t u64(const std::string& key, std::uint64_t fallback = 0) const;
   /// A u64 entry read as a signed count (a step counter), 0 when absent. DecodeError above
   /// INT64_MAX, which a cast would turn negative.

@@ -49,22 +49,33 @@ bool read_topk_format(const Bytes& payload, std::uint64_t n, std::vector<std::ui
   }
   return true;
 }
+CodecTraits composed_traits(std::string name, const std::unique_ptr<Codec>& select,
+                            const std::unique_ptr<Codec>& quantize) {
+  if (!select || !quantize) {
+    throw std::invalid_argument("compose: select and quantize codecs are required");
+  }
+  CodecTraits t;
+  t.name = std::move(name);
+  t.applies_momentum = select->traits().applies_momentum;
+  return t;
+}
+
 }  // namespace
 
 ComposedCodec::ComposedCodec(std::string name, std::unique_ptr<Codec> select,
                              std::unique_ptr<Codec> quantize, std::uint64_t max_elements)
-    : name_(std::move(name)), select_(std::move(select)), quantize_(std::move(quantize)),
-      max_elements_(std::min(max_elements, kMaxAddressable)) {
-  if (!select_ || !quantize_) throw std::invalid_argument("compose: select and quantize codecs are required");
-}
+    : Codec(composed_traits(std::move(name), select, quantize)),
+      select_(std::move(select)),
+      quantize_(std::move(quantize)),
+      max_elements_(std::min(max_elements, kMaxAddressable)) {}
 
 ComposedCodec::~ComposedCodec() = default;
 
 Bytes ComposedCodec::encode(const torch::Tensor& grad) {
-  check_gradient(grad, name_ + " encode");
+  check_gradient(grad, name() + " encode");
   const auto n = static_cast<std::uint64_t>(grad.numel());
   if (n > kMaxAddressable) {
-    throw std::invalid_argument(name_ + " encode: " + std::to_string(n) +
+    throw std::invalid_argument(name() + " encode: " + std::to_string(n) +
                                 " elements do not fit u32 indices (at most 2^32)");
   }
   const Bytes selection = select_->encode(grad);
@@ -76,7 +87,7 @@ Bytes ComposedCodec::encode(const torch::Tensor& grad) {
     // Any other selection format: decode it and keep the entries that are not +0.0.
     const torch::Tensor selected = select_->decode(selection);
     if (selected.numel() != grad.numel()) {
-      throw std::logic_error(name_ + ": select codec '" + select_->name() + "' decoded " +
+      throw std::logic_error(name() + ": select codec '" + select_->name() + "' decoded " +
                              std::to_string(selected.numel()) + " elements from " + std::to_string(n));
     }
     const float* v = selected.data_ptr<float>();
@@ -90,7 +101,7 @@ Bytes ComposedCodec::encode(const torch::Tensor& grad) {
     }
   }
   const std::uint64_t k = indices.size();
-  last_density_ = n > 0 ? static_cast<double>(k) / static_cast<double>(n) : 1.0;
+  set_last_density(n > 0 ? static_cast<double>(k) / static_cast<double>(n) : 1.0);
   const Bytes quantized = quantize_->encode(
       k == 0 ? torch::empty({0}, torch::kFloat)
              : torch::from_blob(values.data(), {static_cast<std::int64_t>(k)}, torch::kFloat));
@@ -108,7 +119,7 @@ Bytes ComposedCodec::encode(const torch::Tensor& grad) {
 }
 
 Bytes ComposedCodec::save_state() const {
-  CodecState st(name_);
+  CodecState st(name());
   st.put_bytes("select", select_->save_state());
   st.put_bytes("quantize", quantize_->save_state());
   return st.serialize();
@@ -120,7 +131,7 @@ void ComposedCodec::load_state(ByteSpan state) {
     quantize_->load_state(ByteSpan());
     return;
   }
-  const CodecState st = CodecState::parse(state, name_);
+  const CodecState st = CodecState::parse(state, name());
   const Bytes select = st.bytes("select");
   const Bytes quantize = st.bytes("quantize");
   select_->load_state(ByteSpan(select));

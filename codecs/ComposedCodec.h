@@ -31,24 +31,21 @@ class ComposedCodec : public Codec {
  public:
   static constexpr std::uint8_t kFormatVersion = 1;
 
-  /// Takes ownership of both (non-null). `name` is what name() reports ("compose",
+  /// Takes ownership of both (non-null). `name` is what name() reports; it keeps momentum when `select` does ("compose",
   /// "topk_natural"). `max_elements` bounds the n a header may ask decode to allocate (a
   /// payload of a few bytes can state a huge n); the registry sets the gradient length.
   ComposedCodec(std::string name, std::unique_ptr<Codec> select, std::unique_ptr<Codec> quantize,
                 std::uint64_t max_elements);
   ~ComposedCodec() override;
 
-  std::string name() const override { return name_; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// The stages' work summed. Encode: the select codec's encode and decode, a scan of the
   /// decoded tensor for the selection (4n bytes, one compare each), the k values gathered, the
   /// quantiser's encode of k values, the payload written. Decode: the quantiser's decode of k
   /// values and their scatter into a zero-filled tensor. Sizes and k from the last encode
   /// (before any: k = n, an upper bound).
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
-  double last_density() const override { return last_density_; }
-  bool applies_momentum() const override { return select_->applies_momentum(); }
   /// State: the select and quantise codecs' states, nested.
   Bytes save_state() const override;
   void load_state(ByteSpan state) override;
@@ -57,11 +54,9 @@ class ComposedCodec : public Codec {
   const Codec& quantize() const { return *quantize_; }
 
  private:
-  std::string name_;
   std::unique_ptr<Codec> select_;
   std::unique_ptr<Codec> quantize_;
   std::uint64_t max_elements_;
-  double last_density_ = 1.0;
   // The last encode's intermediate sizes, for work(): the select payload, the selected count
   // k and the quantiser's payload (0 before any encode).
   std::uint64_t last_select_bytes_ = 0;

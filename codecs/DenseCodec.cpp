@@ -21,7 +21,18 @@ std::uint64_t read_dense(ByteSpan payload, const std::uint8_t** values) {
   return h.numel;
 }
 
+CodecTraits dense_traits() {
+  CodecTraits t;
+  t.name = "none";
+  t.aggregation = Aggregation::kSummable;
+  t.encodes_on_device = true;
+  t.loss_tolerance = {kPayloadHeaderSize, 4};
+  return t;
+}
+
 }  // namespace
+
+DenseCodec::DenseCodec() : Codec(dense_traits()) {}
 
 Bytes DenseCodec::encode_dense(const torch::Tensor& grad) {
   check_gradient(grad, "none encode", /*on_device=*/true);
@@ -67,7 +78,5 @@ void DenseCodec::accumulate(Bytes& acc, ByteSpan other) const {
   // Unaligned-safe loads/stores; compiles to a vectorised add on little-endian hosts.
   add_f32_array_le(dst, other_values, n_acc);
 }
-
-LossTolerance DenseCodec::loss_tolerance() const { return {kPayloadHeaderSize, 4}; }
 
 }  // namespace gradwire

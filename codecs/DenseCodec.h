@@ -15,19 +15,18 @@ class DenseCodec : public Codec {
   /// Payload format version written in the header (codecs/README.md).
   static constexpr std::uint8_t kFormatVersion = 1;
 
-  std::string name() const override { return "none"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
-  bool encodes_on_device() const override { return true; }
-  Aggregation aggregation() const override { return Aggregation::kSummable; }
-  /// Lost values read as 0.0f: the header must arrive, the values may not.
-  LossTolerance loss_tolerance() const override;
+  /// Named "none", summable, encodes on the device; lost values read as 0.0f (the header must
+  /// arrive, the values may not).
+  DenseCodec();
+
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// acc := acc + other, float by float, after validating both payloads and equal sizes.
   void accumulate(Bytes& acc, ByteSpan other) const override;
 
   /// Stateless forms, shared with ExactEncoding (the server's downlink).
-  static Bytes encode_dense(const torch::Tensor& grad);
-  static torch::Tensor decode_dense(ByteSpan payload);
+  static Bytes encode_dense(const at::Tensor& grad);
+  static at::Tensor decode_dense(ByteSpan payload);
   /// Exact size of a dense payload of `numel` elements.
   static std::size_t payload_size(std::uint64_t numel) { return 12 + 4 * numel; }
 };

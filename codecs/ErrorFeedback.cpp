@@ -9,10 +9,17 @@
 
 namespace gradwire {
 
-ErrorFeedback::ErrorFeedback(std::unique_ptr<Codec> inner)
-    : inner_(std::move(inner)), residual_(std::make_unique<torch::Tensor>()) {
-  if (!inner_) throw std::invalid_argument("ErrorFeedback: inner codec is null");
+namespace {
+const Codec& non_null(const std::unique_ptr<Codec>& inner) {
+  if (!inner) throw std::invalid_argument("ErrorFeedback: inner codec is null");
+  return *inner;
 }
+}  // namespace
+
+ErrorFeedback::ErrorFeedback(std::unique_ptr<Codec> inner)
+    : Codec(non_null(inner).traits(), non_null(inner)),
+      inner_(std::move(inner)),
+      residual_(std::make_unique<torch::Tensor>()) {}
 
 // Defined here, where torch::Tensor is complete, for the unique_ptr's deleter.
 ErrorFeedback::~ErrorFeedback() = default;
@@ -26,7 +33,7 @@ torch::Tensor ErrorFeedback::decode_to(ByteSpan payload, const c10::Device& devi
 }
 
 torch::Tensor ErrorFeedback::compensate(const torch::Tensor& grad) {
-  check_gradient(grad, name() + " (error feedback) encode", encodes_on_device());
+  check_gradient(grad, name() + " (error feedback) encode", traits().encodes_on_device);
   torch::Tensor& e = *residual_;
   ensure_state(e, grad, "error feedback");
   // In place: the residual becomes the compensated gradient (no new gradient-sized tensor per
@@ -46,7 +53,7 @@ Bytes ErrorFeedback::encode(const torch::Tensor& grad) {
 
 std::vector<Bytes> ErrorFeedback::encode_chunks(const torch::Tensor& grad,
                                                 const std::vector<std::int64_t>& bounds) {
-  check_gradient(grad, name() + " (error feedback) encode_chunks", encodes_on_device());
+  check_gradient(grad, name() + " (error feedback) encode_chunks", traits().encodes_on_device);
   check_chunk_bounds(grad.numel(), bounds);
   const torch::Tensor acc = compensate(grad);
   // The inner codec's own chunking (its encode per slice by default).

@@ -40,7 +40,7 @@ torch::Tensor decode_any(ByteSpan payload, std::uint64_t max_elements) {
 LossTolerance exact_loss_tolerance(ByteSpan payload) {
   if (payload.size < kPayloadHeaderSize) return {};
   try {
-    if (peek_header(payload).codec == CodecId::kDense) return DenseCodec().loss_tolerance();
+    if (peek_header(payload).codec == CodecId::kDense) return DenseCodec().traits().loss_tolerance;
   } catch (const DecodeError&) {
   }
   return {};

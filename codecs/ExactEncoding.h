@@ -16,12 +16,12 @@ namespace gradwire {
 /// (16 + 8 nnz bytes) is strictly smaller than the dense one (12 + 4 n), else dense. Tensors
 /// over 2^32 elements always go dense (u32 indices). Throws std::invalid_argument on a bad
 /// tensor.
-Bytes encode_exact(const torch::Tensor& values);
+Bytes encode_exact(const at::Tensor& values);
 
 /// Decodes a payload in either the `none` or the `topk` format, dispatching on the header's
 /// codec id. Throws DecodeError on corrupt bytes or any other codec id. `max_elements` bounds
 /// what a sparse header may ask to allocate (see TopKCodec).
-torch::Tensor decode_any(ByteSpan payload, std::uint64_t max_elements = kMaxPayloadElements);
+at::Tensor decode_any(ByteSpan payload, std::uint64_t max_elements = kMaxPayloadElements);
 
 /// What a lossy transport may lose of a payload from encode_exact: the values of the dense
 /// form (they read as zero), nothing of the sparse form (a lost index is not a zero).

@@ -25,7 +25,7 @@ void check_gradient(const torch::Tensor& grad, const std::string& who, bool on_d
 }
 
 torch::Tensor codec_input(const Codec& codec, const torch::Tensor& grad) {
-  if (grad.device().is_cpu() || codec.encodes_on_device()) return grad;
+  if (grad.device().is_cpu() || codec.traits().encodes_on_device) return grad;
   return grad.to(torch::kCPU);
 }
 

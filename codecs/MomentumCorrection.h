@@ -6,20 +6,15 @@
 //     payload = inner.encode(v);  sent = inner.decode(payload);  v = v - sent
 //     momentum factor masking: u[i] = 0 wherever something was sent
 // (formulas as in synxlin/deep-gradient-compression dgc/memory.py). The optimizer must then
-// run without momentum: applies_momentum() is true.
+// run without momentum: the codec declares applies_momentum in its traits.
 //
-// A decorator usable around any codec, like ErrorFeedback (with m = 0 and no masking it *is*
-// error feedback). DgcCodec keeps the same arithmetic fused with its selection (it knows the
-// sent indices without decoding); this wrapper finds them as the non-zeros of the decoded
-// payload.
+// The update, fused with each codec's own selection: DgcCodec (momentum correction) and
+// SdagcCodec (momentum compensation) know the sent indices as they select them, so they mask
+// without decoding their payload.
 #pragma once
 
 #include <cstdint>
-#include <memory>
-#include <string>
 #include <vector>
-
-#include "codecs/Codec.h"
 
 namespace gradwire {
 
@@ -70,39 +65,5 @@ inline float momentum_preview(float u, float v, float g, float momentum, bool ne
   const float ui = momentum * u + g_scale * g;
   return v + ui;
 }
-
-class MomentumCorrection : public Codec {
- public:
-  MomentumCorrection(std::unique_ptr<Codec> inner, double momentum, bool nesterov = false,
-                     bool masking = true);
-  ~MomentumCorrection() override;
-
-  std::string name() const override { return inner_->name(); }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
-  /// Encode: the momentum pass (read u, v, g; write u, v: 20n bytes, 3 operations), the
-  /// inner encode and decode, then v -= sent with masking (read v, u, sent; write v, u: 20n).
-  /// Everything else: the inner codec's.
-  CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
-  Aggregation aggregation() const override { return inner_->aggregation(); }
-  void accumulate(Bytes& acc, ByteSpan other) const override { inner_->accumulate(acc, other); }
-  torch::Tensor finalize(torch::Tensor sum, int workers) const override;
-  double last_density() const override { return inner_->last_density(); }
-  bool applies_momentum() const override { return momentum_ > 0.0; }
-  LossTolerance loss_tolerance() const override { return inner_->loss_tolerance(); }
-  Bytes save_state() const override;
-  void load_state(ByteSpan state) override;
-
-  const torch::Tensor& momentum_buffer() const;  ///< u (undefined before the first encode)
-  const torch::Tensor& velocity() const;         ///< v (undefined before the first encode)
-
- private:
-  std::unique_ptr<Codec> inner_;
-  double momentum_;
-  bool nesterov_;
-  bool masking_;
-  std::unique_ptr<torch::Tensor> u_;
-  std::unique_ptr<torch::Tensor> v_;
-};
 
 }  // namespace gradwire

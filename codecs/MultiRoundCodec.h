@@ -57,6 +57,8 @@ struct RoundOutcome {
 
 class MultiRoundCodec : public Codec {
  public:
+  using Codec::Codec;
+
   /// Starts this worker's exchange for a new step with its flat gradient; returns round 0.
   virtual Round begin_exchange(const at::Tensor& grad) = 0;
 

@@ -24,7 +24,7 @@ std::uint64_t total_bytes(const std::vector<Bytes>& payloads) {
 
 template <class Base>
 TimedCodecBase<Base>::TimedCodecBase(Base& inner, CodecTimer& timer, const CodecTiming& timing)
-    : inner_(inner), timer_(timer), timing_(timing) {
+    : Base(inner.traits(), inner), inner_(inner), timer_(timer), timing_(timing) {
   if (timing.mode == CodecTiming::Mode::kMeasured) {
     if (!positive_finite(timing.scale)) {
       throw std::invalid_argument("codec timing: scale must be positive and finite, got " +

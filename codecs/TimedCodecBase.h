@@ -1,5 +1,6 @@
-// The forwarding and charging shared by TimedCodec and TimedMultiRoundCodec: every virtual of
-// Codec goes to the inner codec unchanged (same payloads, same state), and the operations that
+// The forwarding and charging shared by TimedCodec and TimedMultiRoundCodec: the traits are the
+// inner codec's, every virtual of Codec goes to the inner codec unchanged (same payloads, same
+// state), and the operations that
 // do codec work (encode, encode_chunks, decode, accumulate, finalize, observe_aggregate) are
 // charged to the timer. A template over the base (Codec or MultiRoundCodec) so that the
 // multi-round decorator is itself a MultiRoundCodec (dynamic_cast finds its rounds) without a
@@ -27,21 +28,15 @@ class TimedCodecBase : public Base {
   /// non-positive or non-finite scale (kMeasured) or device rate (kProfile).
   TimedCodecBase(Base& inner, CodecTimer& timer, const CodecTiming& timing);
 
-  std::string name() const override { return inner_.name(); }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
-  bool encodes_on_device() const override { return inner_.encodes_on_device(); }
-  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
-  Aggregation aggregation() const override { return inner_.aggregation(); }
-  torch::Tensor finalize(torch::Tensor sum, int workers) const override;
-  double last_density() const override { return inner_.last_density(); }
-  bool applies_momentum() const override { return inner_.applies_momentum(); }
-  LossTolerance loss_tolerance() const override { return inner_.loss_tolerance(); }
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
+  at::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
+  at::Tensor finalize(at::Tensor sum, int workers) const override;
   void accumulate(Bytes& acc, ByteSpan other) const override;
   /// Charged as one encode of the whole gradient, with the chunks' payload bytes summed.
-  std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
+  std::vector<Bytes> encode_chunks(const at::Tensor& grad,
                                    const std::vector<std::int64_t>& bounds) override;
-  void observe_aggregate(const torch::Tensor& update) override;
+  void observe_aggregate(const at::Tensor& update) override;
   Bytes save_state() const override { return inner_.save_state(); }
   void load_state(ByteSpan state) override { inner_.load_state(state); }
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override {

@@ -11,12 +11,26 @@ namespace gradwire {
 
 namespace {
 constexpr const char* kWhat = "zstd payload";
+
+const Codec& non_null(const std::unique_ptr<Codec>& inner) {
+  if (!inner) throw std::invalid_argument("ZstdStage: inner codec is null");
+  return *inner;
 }
 
-ZstdStage::ZstdStage(std::unique_ptr<Codec> inner, std::uint64_t max_elements)
-    : inner_(std::move(inner)), max_elements_(max_elements) {
-  if (!inner_) throw std::invalid_argument("ZstdStage: inner codec is null");
+/// The inner codec's name and momentum; compressed bytes neither add nor survive a lost byte,
+/// and the stage compresses on the host.
+CodecTraits zstd_traits(const Codec& inner) {
+  CodecTraits t;
+  t.name = inner.name();
+  t.applies_momentum = inner.traits().applies_momentum;
+  return t;
 }
+}  // namespace
+
+ZstdStage::ZstdStage(std::unique_ptr<Codec> inner, std::uint64_t max_elements)
+    : Codec(zstd_traits(non_null(inner)), non_null(inner)),
+      inner_(std::move(inner)),
+      max_elements_(max_elements) {}
 
 Bytes ZstdStage::compress(const Bytes& inner_payload) const {
   const PayloadHeader h = peek_header(ByteSpan(inner_payload));

@@ -22,11 +22,12 @@ class ZstdStage : public Codec {
   static constexpr std::uint8_t kFormatVersion = 1;
   static constexpr int kLevel = 3;
   /// `max_elements` bounds the element count a payload may state (the worker's gradient length).
+  /// Its traits are the inner codec's name and momentum, decode-then-sum, encoded on the host,
+  /// no loss tolerance.
   ZstdStage(std::unique_ptr<Codec> inner, std::uint64_t max_elements);
 
-  std::string name() const override { return inner_->name(); }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// Encode: the inner encode of the inner payload plus zstd over it (read it, write the
   /// frame; kZstdCompressOpsPerByte per input byte). Decode: zstd back (kZstdDecompressOpsPerByte
   /// per output byte) plus the inner decode. The inner size comes from the last encode's ratio.
@@ -36,12 +37,9 @@ class ZstdStage : public Codec {
   /// that many operations.
   static constexpr double kZstdCompressOpsPerByte = 10.0;
   static constexpr double kZstdDecompressOpsPerByte = 3.0;
-  Aggregation aggregation() const override { return Aggregation::kDecodeThenSum; }
-  torch::Tensor finalize(torch::Tensor sum, int workers) const override;
-  double last_density() const override { return inner_->last_density(); }
-  bool applies_momentum() const override { return inner_->applies_momentum(); }
-  void observe_aggregate(const torch::Tensor& update) override { inner_->observe_aggregate(update); }
-  std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
+  at::Tensor finalize(at::Tensor sum, int workers) const override;
+  void observe_aggregate(const at::Tensor& update) override { inner_->observe_aggregate(update); }
+  std::vector<Bytes> encode_chunks(const at::Tensor& grad,
                                    const std::vector<std::int64_t>& bounds) override;
   Bytes save_state() const override { return inner_->save_state(); }
   void load_state(ByteSpan state) override { inner_->load_state(state); }

@@ -6,8 +6,9 @@
 // all read from these declarations.
 //
 // Adding a kind is one new file that returns its `Info`, plus one `add` line in the registry's
-// builtin list. Tests register kinds of their own through `extend()` before anything reads the
-// registry, and remove them with `remove()` when done.
+// builtin list (its constructor). Each registry is `KindRegistry<Info>` plus
+// `BuiltinKinds<itself>`, which gives it `builtin()`; tests register kinds of their own through
+// `extend()` before anything reads the registry, and remove them with `remove()` when done.
 #pragma once
 
 #include <algorithm>
@@ -59,7 +60,7 @@ class KindRegistry {
     if (k == nullptr) throw std::logic_error("kind '" + name + "' is not declared");
     return *k;
   }
-  /// In declaration order: the order listings show.
+  /// In declaration order (or by name after sort_by_name()): the order listings show.
   const std::vector<Info>& list() const { return kinds_; }
   std::vector<std::string> names() const {
     std::vector<std::string> out;
@@ -67,8 +68,32 @@ class KindRegistry {
     return out;
   }
 
+ protected:
+  /// Lists the kinds declared so far by name, for a registry whose kinds come from several
+  /// files and whose listings are alphabetical (codecs).
+  void sort_by_name() {
+    std::sort(kinds_.begin(), kinds_.end(),
+              [](const Info& a, const Info& b) { return a.name < b.name; });
+  }
+
  private:
   std::vector<Info> kinds_;
+};
+
+/// The process's one `Registry`, made by its (private) constructor, which adds the built-in
+/// kinds, the first time anything asks for it. A registry derives from this once, naming
+/// itself, and befriends it: `friend class BuiltinKinds<FooRegistry>;`.
+template <typename Registry>
+class BuiltinKinds {
+ public:
+  /// Every declared kind.
+  static const Registry& builtin() { return extend(); }
+  /// The same registry, for a test that declares a kind of its own before anything reads it
+  /// (and remove()s it when done).
+  static Registry& extend() {
+    static Registry registry;  // thread-safe one-time initialisation
+    return registry;
+  }
 };
 
 /// Refuses every key of `fields` that neither `common` nor `kind` declares. A key another kind

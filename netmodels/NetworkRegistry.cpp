@@ -18,13 +18,6 @@ NetworkRegistry::NetworkRegistry() {
   add(hybrid_family());
 }
 
-NetworkRegistry& NetworkRegistry::extend() {
-  static NetworkRegistry registry;
-  return registry;
-}
-
-const NetworkRegistry& NetworkRegistry::builtin() { return extend(); }
-
 std::vector<ParamSpec> network_params() {
   return {
       params::choice("family", "ethernet", NetworkRegistry::builtin().names(),

@@ -15,15 +15,10 @@
 
 namespace gradwire {
 
-class NetworkRegistry : public KindRegistry<NetworkFamilyInfo> {
- public:
-  /// Every declared family, in the order listings show them.
-  static const NetworkRegistry& builtin();
-  /// The same registry, for tests that declare a family of their own before anything reads it
-  /// (and remove() it when done).
-  static NetworkRegistry& extend();
-
+class NetworkRegistry : public KindRegistry<NetworkFamilyInfo>,
+                        public BuiltinKinds<NetworkRegistry> {
  private:
+  friend class BuiltinKinds<NetworkRegistry>;
   NetworkRegistry();
 };
 

@@ -156,7 +156,11 @@ torch::Tensor within_norm(const torch::Tensor& update, double bound) {
 }  // namespace
 
 LgcCodec::LgcCodec(const Options& options, int rank, int workers, std::int64_t numel)
-    : options_(options), rank_(rank), workers_(workers), numel_(numel) {
+    : MultiRoundCodec(CodecTraits{options.variant == Variant::kRing ? "lgc_ring" : "lgc_ps"}),
+      options_(options),
+      rank_(rank),
+      workers_(workers),
+      numel_(numel) {
   if (workers < 1) throw std::invalid_argument("lgc: workers must be >= 1");
   if (rank < -1 || rank >= workers) throw std::invalid_argument("lgc: rank out of range");
   if (!(options.ratio > 0.0 && options.ratio <= 1.0)) {
@@ -173,10 +177,6 @@ LgcCodec::LgcCodec(const Options& options, int rank, int workers, std::int64_t n
 }
 
 LgcCodec::~LgcCodec() = default;
-
-std::string LgcCodec::name() const {
-  return options_.variant == Variant::kRing ? "lgc_ring" : "lgc_ps";
-}
 
 bool LgcCodec::weights_step(std::int64_t step) const {
   const std::int64_t start = options_.warmup_steps + options_.phase1_steps;
@@ -349,7 +349,7 @@ Bytes LgcCodec::encode(const torch::Tensor& grad) {
     for (const std::uint32_t i : indices) r[i] = 0.0f;
     residual_ = residual;
   }
-  last_density_ = numel_ > 0 ? static_cast<double>(k_) / static_cast<double>(numel_) : 1.0;
+  set_last_density(numel_ > 0 ? static_cast<double>(k_) / static_cast<double>(numel_) : 1.0);
   return payload;
 }
 
@@ -384,7 +384,7 @@ Round LgcCodec::begin_exchange(const at::Tensor& grad) {
   const std::int64_t phase2_start = options_.warmup_steps + options_.phase1_steps;
   if (step_ < options_.warmup_steps) {
     stages_ = {Stage::kDense};
-    last_density_ = 1.0;
+    set_last_density(1.0);
   } else {
     // The weights travel on the first phase-2 step and after every fine-tune; a codec
     // restored into phase 2 without them (state saved before training) fetches them again
@@ -392,7 +392,7 @@ Round LgcCodec::begin_exchange(const at::Tensor& grad) {
     if (step_ >= phase2_start && (!ae_ || weights_step(step_))) stages_.push_back(Stage::kWeights);
     stages_.push_back(Stage::kIndices);
     stages_.push_back(step_ >= phase2_start ? Stage::kCodes : Stage::kValues);
-    last_density_ = static_cast<double>(k_) / static_cast<double>(numel_);
+    set_last_density(static_cast<double>(k_) / static_cast<double>(numel_));
   }
   return next_round();
 }

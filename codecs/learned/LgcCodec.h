@@ -98,9 +98,8 @@ class LgcCodec : public MultiRoundCodec {
   LgcCodec(const Options& options, int rank, int workers, std::int64_t numel);
   ~LgcCodec() override;
 
-  std::string name() const override;
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// Encode (the single-worker form): compensation (12n bytes), a top-k selection of k of n,
   /// the values gathered, the payload written, the residual updated at the sent entries.
   /// Decode: zero fill + scatter.
@@ -115,7 +114,6 @@ class LgcCodec : public MultiRoundCodec {
   /// lgc_ps kReduce: every payload read; codes decoded by the autoencoder; the values added.
   CodecWork reduce_work(int round, std::int64_t numel, std::size_t payloads,
                         std::uint64_t payload_bytes) const override;
-  double last_density() const override { return last_density_; }
   Bytes save_state() const override;
   void load_state(ByteSpan state) override;
 
@@ -183,7 +181,6 @@ class LgcCodec : public MultiRoundCodec {
 
   std::int64_t step_ = 0;
   at::Tensor residual_;
-  double last_density_ = 1.0;
 
   // The step in progress.
   std::vector<Stage> stages_;

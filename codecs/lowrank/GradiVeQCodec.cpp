@@ -29,6 +29,14 @@ constexpr std::int64_t kMaxSlices = std::int64_t{1} << 32;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+CodecTraits gradiveq_traits(const GradiVeQCodec::Options& options) {
+  CodecTraits t;
+  t.name = "gradiveq";
+  // Unquantised coefficients in a basis every worker shares add.
+  t.aggregation = options.qsgd_levels == 0 ? Aggregation::kSummable : Aggregation::kDecodeThenSum;
+  return t;
+}
+
 }  // namespace
 
 // The layers in offset order (they tile the gradient), each with its slices numbered across
@@ -77,7 +85,10 @@ struct GradiVeQCodec::Bases {
 };
 
 GradiVeQCodec::GradiVeQCodec(Options options, std::vector<LayerSlice> layers, std::int64_t numel)
-    : options_(options), layers_(std::move(layers)), bases_(std::make_unique<Bases>()) {
+    : Codec(gradiveq_traits(options)),
+      options_(options),
+      layers_(std::move(layers)),
+      bases_(std::make_unique<Bases>()) {
   if (options_.slice < 1 || options_.components < 1 || options_.components > options_.slice) {
     throw std::invalid_argument("gradiveq: need 1 <= components <= slice");
   }
@@ -169,7 +180,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> GradiVeQCodec::compressed_lay
   return out;
 }
 
-const torch::Tensor& GradiVeQCodec::basis(std::size_t index) const {
+const at::Tensor& GradiVeQCodec::basis(std::size_t index) const {
   if (index >= bases_->basis.size()) throw std::out_of_range("gradiveq: no compressed layer " + std::to_string(index));
   return bases_->basis[index];
 }
@@ -188,7 +199,7 @@ bool GradiVeQCodec::have_bases() const {
 
 bool GradiVeQCodec::compressing() const { return compressed_step(step_) && have_bases(); }
 
-void GradiVeQCodec::set_basis(const torch::Tensor& basis) {
+void GradiVeQCodec::set_basis(const at::Tensor& basis) {
   if (basis.dim() != 2 || basis.size(0) != options_.slice || basis.size(1) != options_.components) {
     throw std::invalid_argument("gradiveq: basis must be slice x components");
   }
@@ -239,7 +250,7 @@ Fields read_fields(ByteReader& reader, std::int64_t d, std::int64_t k,
 
 }  // namespace
 
-std::vector<Bytes> GradiVeQCodec::encode_chunks(const torch::Tensor& grad,
+std::vector<Bytes> GradiVeQCodec::encode_chunks(const at::Tensor& grad,
                                                 const std::vector<std::int64_t>& bounds) {
   check_gradient(grad, "gradiveq encode");
   check_chunk_bounds(grad.numel(), bounds);
@@ -263,7 +274,7 @@ std::vector<Bytes> GradiVeQCodec::encode_chunks(const torch::Tensor& grad,
     }
   }
   const std::uint8_t mode = !compress ? kDenseSlices : coefficient_codec_ ? kQuantizedCoefficients : kCoefficients;
-  last_density_ = compress && p.numel > 0 ? static_cast<double>(p.code) / static_cast<double>(p.numel) : 1.0;
+  set_last_density(compress && p.numel > 0 ? static_cast<double>(p.code) / static_cast<double>(p.numel) : 1.0);
   // Chunks follow the requested count but cut at slice boundaries (each chunk's code decodes
   // on its own: the ring decodes chunk by chunk and concatenates), balanced by what they
   // carry: code floats when compressing, elements otherwise.
@@ -312,11 +323,11 @@ std::vector<Bytes> GradiVeQCodec::encode_chunks(const torch::Tensor& grad,
   return out;
 }
 
-Bytes GradiVeQCodec::encode(const torch::Tensor& grad) {
+Bytes GradiVeQCodec::encode(const at::Tensor& grad) {
   return std::move(encode_chunks(grad, {0, grad.numel()}).front());
 }
 
-torch::Tensor GradiVeQCodec::decode(ByteSpan payload) const {
+at::Tensor GradiVeQCodec::decode(ByteSpan payload) const {
   ByteReader reader(payload, kWhat);
   Plan other;  // the plan of a payload for another length (dense slices only)
   const Fields f = read_fields(reader, options_.slice, options_.components,
@@ -408,7 +419,7 @@ void GradiVeQCodec::accumulate(Bytes& acc, ByteSpan other) const {
   add_f32_array_le(acc.data() + kPrefix, other.data + kPrefix, static_cast<std::uint64_t>(floats));
 }
 
-void GradiVeQCodec::observe_aggregate(const torch::Tensor& update) {
+void GradiVeQCodec::observe_aggregate(const at::Tensor& update) {
   const Plan& p = plan_for(update.numel());
   if (!compressed_step(step_)) {
     for (const Plan::Layer& l : p.layers) {

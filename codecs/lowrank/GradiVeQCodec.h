@@ -65,9 +65,8 @@ class GradiVeQCodec : public Codec {
   explicit GradiVeQCodec(Options options, std::vector<LayerSlice> layers = {}, std::int64_t numel = 0);
   ~GradiVeQCodec() override;
 
-  std::string name() const override { return "gradiveq"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// Compressing steps: encode pads each compressed layer to whole slices (12n bytes) and
   /// projects it onto its basis (S_l x d)(d x K): 2 n K operations in all; decode multiplies
   /// back, as many. Uncompressed steps copy. Accumulate adds the floats. Observe: on
@@ -75,14 +74,10 @@ class GradiVeQCodec : public Codec {
   /// that fits, a symmetric eigendecomposition per layer (9 d^3 each, Golub & Van Loan's count
   /// for symmetric QR with eigenvectors).
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
-  Aggregation aggregation() const override {
-    return options_.qsgd_levels == 0 ? Aggregation::kSummable : Aggregation::kDecodeThenSum;
-  }
   void accumulate(Bytes& acc, ByteSpan other) const override;
-  std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
+  std::vector<Bytes> encode_chunks(const at::Tensor& grad,
                                    const std::vector<std::int64_t>& bounds) override;
-  double last_density() const override { return last_density_; }
-  void observe_aggregate(const torch::Tensor& update) override;
+  void observe_aggregate(const at::Tensor& update) override;
 
   Bytes save_state() const override;
   void load_state(ByteSpan state) override;
@@ -91,12 +86,12 @@ class GradiVeQCodec : public Codec {
   bool compressing() const;
   /// Installs one basis (d x K, orthonormal columns) for every compressed layer: tests and
   /// tools. Before the gradient's length is known it is kept until then.
-  void set_basis(const torch::Tensor& basis);
+  void set_basis(const at::Tensor& basis);
   /// The layers that get a basis, as (offset, length), in offset order, for a gradient of
   /// `numel` elements.
   std::vector<std::pair<std::int64_t, std::int64_t>> compressed_layers(std::int64_t numel) const;
   /// The fitted basis of compressed layer `index` (undefined before the first fit).
-  const torch::Tensor& basis(std::size_t index) const;
+  const at::Tensor& basis(std::size_t index) const;
   /// Steps observed so far.
   std::int64_t steps() const { return step_; }
 
@@ -115,7 +110,6 @@ class GradiVeQCodec : public Codec {
   std::unique_ptr<Plan> plan_;  // for numel_ (null until the gradient's length is known)
   std::unique_ptr<Codec> coefficient_codec_;  // QSGD on the coefficients, when asked
   std::int64_t step_ = 0;
-  double last_density_ = 1.0;
   struct Bases;
   std::unique_ptr<Bases> bases_;  // per compressed layer: U (d x K float32) and the moment
 };

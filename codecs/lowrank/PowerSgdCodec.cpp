@@ -58,7 +58,16 @@ at::Tensor seeded_normal(std::int64_t rows, std::int64_t cols, std::uint64_t see
 }  // namespace
 
 PowerSgdCodec::PowerSgdCodec(Options options, const CodecContext& ctx)
-    : options_(options), workers_(std::max(1, ctx.workers)), seed_(ctx.seed), numel_(ctx.numel) {
+    // A gradient on an accelerator keeps M, P, Q, the error and the update there; the rounds'
+    // values (P and Q factors, dense tensors) are handed to the network from host memory and
+    // their sums copied back. Matrix products on another device sum in another order, so the
+    // factors agree with the host's to float rounding, not bit for bit.
+    : MultiRoundCodec(
+          CodecTraits{"powersgd", Aggregation::kDecodeThenSum, /*encodes_on_device=*/true}),
+      options_(options),
+      workers_(std::max(1, ctx.workers)),
+      seed_(ctx.seed),
+      numel_(ctx.numel) {
   if (options_.rank < 1) throw std::invalid_argument("powersgd: rank must be >= 1");
   const double epsilon = options_.orthogonalization_epsilon;
   if (!(epsilon >= 0.0 && std::isfinite(epsilon))) {
@@ -195,7 +204,7 @@ Round PowerSgdCodec::begin_exchange(const at::Tensor& grad) {
   round.op = RoundOp::kSum;
   dense_step_ = step_ < options_.start_step;
   if (dense_step_) {
-    last_density_ = 1.0;
+    set_last_density(1.0);
     round.values = grad.to(at::kCPU);
     return round;
   }
@@ -205,7 +214,7 @@ Round PowerSgdCodec::begin_exchange(const at::Tensor& grad) {
   } else {
     input_ = grad.clone();
   }
-  last_density_ = static_cast<double>(compressed_floats()) / static_cast<double>(std::max<std::int64_t>(1, numel_));
+  set_last_density(static_cast<double>(compressed_floats()) / static_cast<double>(std::max<std::int64_t>(1, numel_)));
   round.values = first_round_values();
   return round;
 }
@@ -233,7 +242,7 @@ std::optional<Round> PowerSgdCodec::continue_exchange(int round, RoundOutcome&& 
 
 at::Tensor PowerSgdCodec::exchange_result() { return result_; }
 
-Bytes PowerSgdCodec::encode(const torch::Tensor& grad) {
+Bytes PowerSgdCodec::encode(const at::Tensor& grad) {
   // The one-worker exchange: the sums of both rounds are this worker's own vectors.
   Round first = begin_exchange(grad);
   ByteWriter writer;
@@ -263,13 +272,13 @@ Bytes PowerSgdCodec::encode(const torch::Tensor& grad) {
   return writer.take();
 }
 
-torch::Tensor PowerSgdCodec::decode(ByteSpan payload) const { return decode_on(payload, c10::Device(c10::kCPU)); }
+at::Tensor PowerSgdCodec::decode(ByteSpan payload) const { return decode_on(payload, c10::Device(c10::kCPU)); }
 
-torch::Tensor PowerSgdCodec::decode_to(ByteSpan payload, const c10::Device& device) const {
+at::Tensor PowerSgdCodec::decode_to(ByteSpan payload, const c10::Device& device) const {
   return decode_on(payload, device);
 }
 
-torch::Tensor PowerSgdCodec::decode_on(ByteSpan payload, const c10::Device& device) const {
+at::Tensor PowerSgdCodec::decode_on(ByteSpan payload, const c10::Device& device) const {
   ByteReader reader(payload, kWhat);
   const PayloadHeader h = read_header(reader, CodecId::kPowerSgd, "powersgd", kFormatVersion);
   if (static_cast<std::int64_t>(h.numel) != numel_) {

@@ -57,11 +57,10 @@ class PowerSgdCodec : public MultiRoundCodec {
   PowerSgdCodec(Options options, const CodecContext& ctx);
   ~PowerSgdCodec() override;
 
-  std::string name() const override { return "powersgd"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// The factors copied to `device` and multiplied there.
-  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
+  at::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// Encode: the whole one-worker exchange, calls 0 to 2 of round_work, plus the payload.
   /// Decode: P Q^T per matrix (2 rows cols r operations) into 4n bytes.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
@@ -71,12 +70,6 @@ class PowerSgdCodec : public MultiRoundCodec {
   ///   2: P Q^T / workers into the update (2 rows cols r + rows cols); error = M - update
   /// A dense step (before start_step) does only the mean in call 1.
   CodecWork round_work(int call, std::int64_t numel) const override;
-  double last_density() const override { return last_density_; }
-  /// A gradient on an accelerator keeps M, P, Q, the error and the update there; the rounds'
-  /// values (P and Q factors, dense tensors) are handed to the network from host memory and
-  /// their sums copied back. Matrix products on another device sum in another order, so the
-  /// factors agree with the host's to float rounding, not bit for bit.
-  bool encodes_on_device() const override { return true; }
 
   Round begin_exchange(const at::Tensor& grad) override;
   std::optional<Round> continue_exchange(int round, RoundOutcome&& outcome) override;
@@ -105,7 +98,7 @@ class PowerSgdCodec : public MultiRoundCodec {
   /// After the Q sum: the update and the new error.
   void finish_compressed(const at::Tensor& q_sum, int workers);
   void ensure_q();
-  torch::Tensor decode_on(ByteSpan payload, const c10::Device& device) const;
+  at::Tensor decode_on(ByteSpan payload, const c10::Device& device) const;
 
   Options options_;
   int workers_;
@@ -115,7 +108,6 @@ class PowerSgdCodec : public MultiRoundCodec {
   std::vector<Span> dense_;
   std::int64_t step_ = 0;
   bool dense_step_ = false;
-  double last_density_ = 1.0;
   at::Tensor input_;               // M for the current step (gradient + error)
   at::Tensor error_;
   std::vector<at::Tensor> q_;      // warm-start factors, one per matrix

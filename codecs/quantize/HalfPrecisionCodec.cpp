@@ -44,7 +44,18 @@ void load_half_words(const std::uint8_t* src, std::uint64_t n, torch::Tensor& ha
   }
 }
 
+CodecTraits half_traits(HalfPrecisionCodec::Format format) {
+  CodecTraits t;
+  t.name = format == HalfPrecisionCodec::Format::kFp16 ? "fp16" : "bf16";
+  t.aggregation = Aggregation::kSummable;
+  t.encodes_on_device = true;
+  t.loss_tolerance = {kPayloadHeaderSize, 2};
+  return t;
+}
+
 }  // namespace
+
+HalfPrecisionCodec::HalfPrecisionCodec(Format format) : Codec(half_traits(format)), format_(format) {}
 
 std::uint64_t HalfPrecisionCodec::read(ByteSpan payload, const std::uint8_t** values) const {
   ByteReader reader(payload, name() + " payload");
@@ -127,8 +138,6 @@ void HalfPrecisionCodec::accumulate(Bytes& acc, ByteSpan other) const {
     to_half(format_, fa, m, a + 2 * i);
   }
 }
-
-LossTolerance HalfPrecisionCodec::loss_tolerance() const { return {kPayloadHeaderSize, 2}; }
 
 CodecWork HalfPrecisionCodec::work(CodecOp op, std::int64_t numel,
                                    std::uint64_t payload_bytes) const {

@@ -22,23 +22,20 @@ class HalfPrecisionCodec : public Codec {
   enum class Format { kFp16, kBf16 };
   static constexpr std::uint8_t kFormatVersion = 1;
 
-  explicit HalfPrecisionCodec(Format format) : format_(format) {}
+  /// Named "fp16" or "bf16"; summable, encodes on the device, and lost values read as +0 in
+  /// both formats (the header must arrive).
+  explicit HalfPrecisionCodec(Format format);
 
-  std::string name() const override { return format_ == Format::kFp16 ? "fp16" : "bf16"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
-  bool encodes_on_device() const override { return true; }
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// encode()'s payload, rounded with tensor operations wherever grad lives (encode() uses it
   /// for a gradient on an accelerator), so only the 16-bit values cross to the host. NaN
   /// becomes the host encoder's quiet NaN (its payload bits are not kept).
-  Bytes encode_with_tensor_ops(const torch::Tensor& grad) const;
-  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
+  Bytes encode_with_tensor_ops(const at::Tensor& grad) const;
+  at::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// Encode and decode: one conversion pass (1 operation per element). Accumulate: two
   /// payloads read, one written; widen both, add, round back (4 operations per element).
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
-  Aggregation aggregation() const override { return Aggregation::kSummable; }
-  /// Lost values read as +0 in both fp16 and bf16.
-  LossTolerance loss_tolerance() const override;
   void accumulate(Bytes& acc, ByteSpan other) const override;
 
   static std::size_t payload_size(std::uint64_t n) { return 12 + 2 * n; }

@@ -180,11 +180,20 @@ GRADWIRE_VECTOR_KERNEL std::uint32_t power_of_two_values(const std::uint32_t* co
   return worst;
 }
 
+CodecTraits level_traits(LevelQuantizer::Levels scheme) {
+  CodecTraits t;
+  t.name = scheme == LevelQuantizer::Levels::kUniform ? "qsgd" : "natural_dithering";
+  // qsgd encodes a gradient on an accelerator with encode_with_tensor_ops.
+  t.encodes_on_device = scheme == LevelQuantizer::Levels::kUniform;
+  return t;
+}
+
 }  // namespace
 
 LevelQuantizer::LevelQuantizer(Levels scheme, std::uint32_t levels, std::uint32_t bucket, Norm norm,
                                std::uint64_t seed, int rank)
-    : scheme_(scheme),
+    : Codec(level_traits(scheme)),
+      scheme_(scheme),
       levels_(levels),
       bucket_(bucket),
       norm_(norm),
@@ -197,10 +206,6 @@ LevelQuantizer::LevelQuantizer(Levels scheme, std::uint32_t levels, std::uint32_
   }
 }
 
-std::string LevelQuantizer::name() const {
-  return scheme_ == Levels::kUniform ? "qsgd" : "natural_dithering";
-}
-
 std::size_t LevelQuantizer::payload_size(std::uint64_t n) const {
   const std::uint32_t b = effective_bucket(bucket_, n);
   const unsigned width = bits::width_for(levels_) + 1;
@@ -208,7 +213,7 @@ std::size_t LevelQuantizer::payload_size(std::uint64_t n) const {
 }
 
 Bytes LevelQuantizer::encode(const torch::Tensor& grad) {
-  check_gradient(grad, name() + " encode", encodes_on_device());
+  check_gradient(grad, name() + " encode", traits().encodes_on_device);
   if (!grad.device().is_cpu()) return encode_with_tensor_ops(grad);
   const auto n = static_cast<std::uint64_t>(grad.numel());
   const std::uint32_t b = effective_bucket(bucket_, n);

@@ -41,21 +41,18 @@ class LevelQuantizer : public Codec {
   LevelQuantizer(Levels scheme, std::uint32_t levels, std::uint32_t bucket, Norm norm,
                  std::uint64_t seed, int rank);
 
-  std::string name() const override;
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// qsgd: the payload's codes and norms copied to `device`, unpacked and scaled there (the
   /// host decode's values bit for bit); natural_dithering decodes on the host.
-  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
-  /// qsgd encodes a gradient on an accelerator with encode_with_tensor_ops.
-  bool encodes_on_device() const override { return scheme_ == Levels::kUniform; }
+  at::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// qsgd's encode() with tensor operations wherever grad lives, drawing the next dither key
   /// as encode() does: the same draws, levels and signs as the host. Each bucket's L2 norm
   /// comes from a double sum in LibTorch's order (the host adds float lanes), so it can
   /// differ from the host's in its last bits, and an element whose rounding lies that close
   /// to a level boundary can land one level apart; an infinite element's NaN norm keeps
   /// its NaN but not necessarily the host's NaN bits.
-  Bytes encode_with_tensor_ops(const torch::Tensor& grad);
+  Bytes encode_with_tensor_ops(const at::Tensor& grad);
   /// Encode: a norm pass per bucket (4n bytes; L2: 2 operations per element, L_inf: 1), a
   /// quantising pass (4n bytes; a random number and 4 operations per element), the payload
   /// written. Decode: the payload read, 4n bytes written, 2 operations per element.

@@ -31,7 +31,8 @@ GRADWIRE_VECTOR_KERNEL void round_exponents(const float* x, std::uint32_t first,
 }  // namespace
 
 NaturalCompression::NaturalCompression(std::uint64_t seed, int rank)
-    : dither_(seed, rank, CodecId::kNatural), initial_dither_(dither_.state()) {}
+    : Codec(CodecTraits{"natural"}),
+      dither_(seed, rank, CodecId::kNatural), initial_dither_(dither_.state()) {}
 
 Bytes NaturalCompression::encode(const torch::Tensor& grad) {
   check_gradient(grad, "natural encode");

@@ -25,9 +25,8 @@ class NaturalCompression : public Codec {
 
   NaturalCompression(std::uint64_t seed, int rank);
 
-  std::string name() const override { return "natural"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// Encode: one pass (4n bytes read, the payload written), a random number and 2 operations
   /// per element. Decode: payload read, 4n bytes written, one operation per element.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;

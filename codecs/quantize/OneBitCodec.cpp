@@ -16,7 +16,8 @@ constexpr const char* kWhat = "onebit payload";
 }  // namespace
 
 OneBitCodec::OneBitCodec(bool per_column, const CodecContext& ctx)
-    : per_column_(per_column), layers_(ctx.layers) {}
+    : Codec(CodecTraits{"onebit", Aggregation::kDecodeThenSum, /*encodes_on_device=*/true}),
+      per_column_(per_column), layers_(ctx.layers) {}
 
 std::vector<quant::Segment> OneBitCodec::segments(std::uint64_t n) const {
   return quant::segments_for(n, layers_, per_column_ ? quant::Granularity::kColumn

@@ -31,15 +31,13 @@ class OneBitCodec : public Codec {
   /// `per_column` false: one pair of reconstruction values per layer.
   OneBitCodec(bool per_column, const CodecContext& ctx);
 
-  std::string name() const override { return "onebit"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
-  bool encodes_on_device() const override { return true; }
-  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
+  at::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// encode()'s payload computed with tensor operations wherever grad lives (encode() uses
   /// it for a gradient on an accelerator): the same sign bits; each mean from double sums
   /// (the host's adds float lanes), so equal to the host's to about 1e-7 relative.
-  Bytes encode_with_tensor_ops(const torch::Tensor& grad) const;
+  Bytes encode_with_tensor_ops(const at::Tensor& grad) const;
   /// Encode: one pass computing the groups' means and packing the signs (4n bytes read, 3
   /// operations per element). Decode: signs expanded to the two values (1 per element). The
   /// error feedback around it declares its own passes.
@@ -54,7 +52,7 @@ class OneBitCodec : public Codec {
   /// Checks a payload and returns its groups' reconstruction values and the sign bits.
   static quant::SignGroups read_groups(ByteSpan payload);
   /// The payload, from the host's one pass or from tensor operations.
-  Bytes encode_payload(const torch::Tensor& grad, bool tensor_ops) const;
+  Bytes encode_payload(const at::Tensor& grad, bool tensor_ops) const;
 
   bool per_column_;
   std::vector<LayerSlice> layers_;

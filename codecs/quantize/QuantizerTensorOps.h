@@ -20,23 +20,23 @@ namespace gradwire::quant {
 
 /// bits::pack_signs of `values` (a 1-D float tensor on any device): bit i of byte i / 8 is
 /// set when value i's sign bit is clear. Returns ceil(n / 8) bytes as a host uint8 tensor.
-torch::Tensor pack_signs_with_tensor_ops(const torch::Tensor& values);
+at::Tensor pack_signs_with_tensor_ops(const at::Tensor& values);
 
 /// Moments of every group of every segment of `x` (1-D float, any device), groups in
 /// segment order: sum, sum_abs and sum_sq in double, non_negative (sign bit clear), nan and
 /// max_abs. One copy to the host for all groups.
-std::vector<Moments> group_moments_with_tensor_ops(const torch::Tensor& x,
+std::vector<Moments> group_moments_with_tensor_ops(const at::Tensor& x,
                                                    const std::vector<Segment>& segments);
 
 /// The inverse of pack_signs on `device`: element i of the n returned is `positive[g]` where
 /// its sign bit is set and `negative[g]` where not, g the group holding it (consecutive
 /// groups of `group_lengths`, summing to n). Only the sign bytes and the per-group values
 /// are copied to the device.
-torch::Tensor expand_signs_with_tensor_ops(const std::uint8_t* signs, std::uint64_t n,
-                                           const std::vector<std::int64_t>& group_lengths,
-                                           const std::vector<float>& positive,
-                                           const std::vector<float>& negative,
-                                           const c10::Device& device);
+at::Tensor expand_signs_with_tensor_ops(const std::uint8_t* signs, std::uint64_t n,
+                                        const std::vector<std::int64_t>& group_lengths,
+                                        const std::vector<float>& positive,
+                                        const std::vector<float>& negative,
+                                        const c10::Device& device);
 
 /// Sign bits with a pair of values per group of consecutive elements: what the sign codecs'
 /// payloads (signsgd, efsignsgd, onebit) decode to.
@@ -50,16 +50,16 @@ struct SignGroups {
 
 /// The decoded tensor on `device`: on the host by expand_signs, elsewhere by
 /// expand_signs_with_tensor_ops (the same values bit for bit).
-torch::Tensor expand_sign_groups(const SignGroups& groups, const c10::Device& device);
+at::Tensor expand_sign_groups(const SignGroups& groups, const c10::Device& device);
 
 /// Dither::hash(key, i) for i = first .. first + count - 1, as int64 values in [0, 2^32) on
 /// `device`: the same draws the host's stochastic rounding makes.
-torch::Tensor dither_hashes_with_tensor_ops(std::uint32_t key, std::uint64_t first, std::int64_t count,
-                                            const c10::Device& device);
+at::Tensor dither_hashes_with_tensor_ops(std::uint32_t key, std::uint64_t first, std::int64_t count,
+                                         const c10::Device& device);
 
 /// bits::pack_at of `codes` (int64 values < 2^width, 1-D, any device) at `width` bits each,
 /// least significant bit first, the stream padded with zero bits to whole bytes. Returns the
 /// bytes as a host uint8 tensor.
-torch::Tensor pack_codes_with_tensor_ops(const torch::Tensor& codes, unsigned width);
+at::Tensor pack_codes_with_tensor_ops(const at::Tensor& codes, unsigned width);
 
 }  // namespace gradwire::quant

@@ -13,7 +13,8 @@
 namespace gradwire {
 
 ScaledSignCodec::ScaledSignCodec(bool per_layer, const CodecContext& ctx)
-    : per_layer_(per_layer), layers_(ctx.layers) {}
+    : Codec(CodecTraits{"efsignsgd", Aggregation::kDecodeThenSum, /*encodes_on_device=*/true}),
+      per_layer_(per_layer), layers_(ctx.layers) {}
 
 std::vector<quant::Segment> ScaledSignCodec::segments(std::uint64_t n) const {
   return quant::segments_for(n, layers_, per_layer_ ? quant::Granularity::kLayer : quant::Granularity::kTensor);

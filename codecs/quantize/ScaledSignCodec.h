@@ -29,15 +29,13 @@ class ScaledSignCodec : public Codec {
 
   ScaledSignCodec(bool per_layer, const CodecContext& ctx);
 
-  std::string name() const override { return "efsignsgd"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
-  bool encodes_on_device() const override { return true; }
-  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
+  at::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// encode()'s payload computed with tensor operations wherever grad lives (encode() uses
   /// it for a gradient on an accelerator): the same sign bits; each scale from a double sum
   /// (the host's adds float lanes), so equal to the host's to about 1e-7 relative.
-  Bytes encode_with_tensor_ops(const torch::Tensor& grad) const;
+  Bytes encode_with_tensor_ops(const at::Tensor& grad) const;
   /// Encode: an L1-norm pass per segment (4n bytes, 2 operations per element), then the sign
   /// pass (4n bytes, 1 operation), the payload written. Decode: +-scale per bit.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
@@ -51,7 +49,7 @@ class ScaledSignCodec : public Codec {
   static quant::SignGroups read_groups(ByteSpan payload);
   std::vector<quant::Segment> segments(std::uint64_t n) const;
   /// The payload, from the host's one pass or from tensor operations.
-  Bytes encode_payload(const torch::Tensor& grad, bool tensor_ops) const;
+  Bytes encode_payload(const at::Tensor& grad, bool tensor_ops) const;
 
   bool per_layer_;
   std::vector<LayerSlice> layers_;

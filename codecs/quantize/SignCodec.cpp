@@ -21,10 +21,19 @@ GRADWIRE_VECTOR_KERNEL void momentum_update(float* m, const float* g, std::uint6
                                             float alpha) {
   for (std::uint64_t i = 0; i < n; ++i) m[i] = beta * m[i] + alpha * g[i];
 }
+CodecTraits sign_traits(double momentum) {
+  CodecTraits t;
+  t.name = momentum > 0 ? "signum" : "signsgd";
+  t.encodes_on_device = true;
+  t.applies_momentum = true;
+  return t;
+}
+
 }  // namespace
 
 SignCodec::SignCodec(double momentum)
-    : momentum_(momentum), m_(std::make_unique<torch::Tensor>()) {
+    : Codec(sign_traits(momentum)),
+      momentum_(momentum), m_(std::make_unique<torch::Tensor>()) {
   if (!(momentum >= 0.0 && momentum < 1.0)) {
     throw std::invalid_argument("signum: momentum must be in [0, 1), got " + std::to_string(momentum));
   }

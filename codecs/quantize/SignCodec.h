@@ -14,7 +14,7 @@
 //    a buffer started at g_1 (PyTorch SGD's convention) votes on sign(beta g_1 + (1 - beta) g_2)
 //    instead, and the two drift together only as beta^t fades.
 // The aggregate is sign(sum of the workers' signs) -- finalize() -- and the optimizer applies
-// lr * vote with no momentum of its own (applies_momentum() is true for both: signSGD has none,
+// lr * vote with no momentum of its own (traits().applies_momentum is true for both: signSGD has none,
 // Signum keeps it in the codec). Sign-based updates move every weight by lr each step, so use a
 // far smaller learning rate than for SGD (the papers use ~1e-4 to 1e-3 scale rates).
 //
@@ -42,22 +42,19 @@ class SignCodec : public Codec {
   explicit SignCodec(double momentum = 0.0);
   ~SignCodec() override;
 
-  std::string name() const override { return momentum_ > 0 ? "signum" : "signsgd"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
-  bool encodes_on_device() const override { return true; }
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// The packed sign bits of encode()'s payload (and, for signum, the momentum update),
   /// computed with tensor operations wherever grad lives; returned on the host.
-  torch::Tensor signs_with_tensor_ops(const torch::Tensor& grad);
+  at::Tensor signs_with_tensor_ops(const at::Tensor& grad);
   /// The +-1 values expanded on `device` from the payload's sign bits.
-  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
+  at::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// Encode: signsgd packs signs in one pass (4n bytes, 1 operation each); signum also
   /// updates its momentum in the same pass (read g and m, write m: 12n bytes, 4 operations).
   /// Decode: +-1 per bit. Finalize (the vote): the default pass.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
   /// Majority vote: sign(sum). Ties (an even number of workers split evenly) give 0.
-  torch::Tensor finalize(torch::Tensor sum, int workers) const override;
-  bool applies_momentum() const override { return true; }
+  at::Tensor finalize(at::Tensor sum, int workers) const override;
   /// State: Signum's momentum (signSGD keeps none).
   Bytes save_state() const override;
   void load_state(ByteSpan state) override;
@@ -69,7 +66,7 @@ class SignCodec : public Codec {
   static const std::uint8_t* read_signs(ByteSpan payload, std::uint64_t& n);
 
   double momentum_;
-  std::unique_ptr<torch::Tensor> m_;  // Signum's momentum (undefined before the first call: 0)
+  std::unique_ptr<at::Tensor> m_;  // Signum's momentum (undefined before the first call: 0)
 };
 
 }  // namespace gradwire

@@ -146,10 +146,19 @@ void write_table(ByteWriter& w, std::uint64_t n, std::uint32_t contributors,
   }
 }
 
+CodecTraits terngrad_traits(double shared_scale) {
+  CodecTraits t;
+  t.name = "terngrad";
+  // A scale every worker shares makes the integer codes add.
+  t.aggregation = shared_scale > 0 ? Aggregation::kSummable : Aggregation::kDecodeThenSum;
+  return t;
+}
+
 }  // namespace
 
 TernGradCodec::TernGradCodec(double clip, double shared_scale, const CodecContext& ctx)
-    : clip_(clip), shared_scale_(shared_scale), layers_(ctx.layers),
+    : Codec(terngrad_traits(shared_scale)),
+      clip_(clip), shared_scale_(shared_scale), layers_(ctx.layers),
       dither_(ctx.seed, ctx.rank, CodecId::kTernGrad), initial_dither_(dither_.state()) {
   if (!(clip >= 0.0) || !(shared_scale >= 0.0) || !std::isfinite(shared_scale)) {
     throw std::invalid_argument("terngrad: clip and shared_scale must be finite and >= 0");

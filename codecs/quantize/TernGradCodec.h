@@ -46,9 +46,8 @@ class TernGradCodec : public Codec {
   /// switches on scaler sharing with that fixed scale; 0 keeps per-layer local scales.
   TernGradCodec(double clip, double shared_scale, const CodecContext& ctx);
 
-  std::string name() const override { return "terngrad"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// Encode: a moments pass per segment (4n bytes; sum, sum of squares, max: 3 operations),
   /// then the ternarising pass (4n bytes; clip, a random number and 4 operations per element),
   /// the payload written. Decode: 1 operation per element. Accumulate: codes unpacked, added
@@ -58,20 +57,17 @@ class TernGradCodec : public Codec {
   /// fresh roundings across calls).
   Bytes save_state() const override { return dither_.save(name()); }
   void load_state(ByteSpan state) override { dither_.load(state, name(), initial_dither_); }
-  Aggregation aggregation() const override {
-    return shared_scale_ > 0 ? Aggregation::kSummable : Aggregation::kDecodeThenSum;
-  }
   /// Sums the integer codes of two payloads with identical segment tables and scales.
   void accumulate(Bytes& acc, ByteSpan other) const override;
 
   /// Max-scale agreement (TernGradMaxScaleCodec), local-scale mode only. Round 0: this
   /// worker's per-layer scales max|clip(g)| as a scale proposal payload (contributors 0, no
   /// codes); remembers the clipping bounds for encode_with_scales.
-  Bytes propose_scales(const torch::Tensor& grad);
+  Bytes propose_scales(const at::Tensor& grad);
   /// Round 1: the ternary codes of the gradient given to propose_scales (the same tensor),
   /// clipped as there, with the `agreed` scale per segment (each >= this worker's own, else
   /// std::logic_error).
-  Bytes encode_with_scales(const torch::Tensor& grad, const std::vector<float>& agreed);
+  Bytes encode_with_scales(const at::Tensor& grad, const std::vector<float>& agreed);
   /// The elementwise maximum of the proposals' scales (NaN if any is NaN); DecodeError on a
   /// malformed proposal or segment tables that differ.
   static std::vector<float> max_proposed_scales(const std::vector<ByteSpan>& proposals);

@@ -10,7 +10,8 @@
 namespace gradwire {
 
 TernGradMaxScaleCodec::TernGradMaxScaleCodec(double clip, const CodecContext& ctx)
-    : local_(clip, 0.0, ctx), workers_(std::max(1, ctx.workers)) {}
+    : MultiRoundCodec(CodecTraits{"terngrad"}),
+      local_(clip, 0.0, ctx), workers_(std::max(1, ctx.workers)) {}
 
 Round TernGradMaxScaleCodec::begin_exchange(const at::Tensor& grad) {
   grad_ = grad;

@@ -24,9 +24,8 @@ class TernGradMaxScaleCodec : public MultiRoundCodec {
  public:
   TernGradMaxScaleCodec(double clip, const CodecContext& ctx);
 
-  std::string name() const override { return "terngrad"; }
-  Bytes encode(const torch::Tensor& grad) override { return local_.encode(grad); }
-  torch::Tensor decode(ByteSpan payload) const override { return local_.decode(payload); }
+  Bytes encode(const at::Tensor& grad) override { return local_.encode(grad); }
+  at::Tensor decode(ByteSpan payload) const override { return local_.decode(payload); }
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override {
     return local_.work(op, numel, payload_bytes);
   }

@@ -22,7 +22,8 @@ constexpr std::uint64_t kMaxAddressable = std::uint64_t{1} << 32;
 }  // namespace
 
 AdaCompCodec::AdaCompCodec(AdaCompOptions options, const CodecContext& ctx)
-    : options_(options),
+    : Codec(CodecTraits{"adacomp"}),
+      options_(options),
       layers_(ctx.layers),
       max_elements_(ctx.numel > 0 ? static_cast<std::uint64_t>(ctx.numel) : kMaxAddressable),
       residual_(std::make_unique<torch::Tensor>()) {
@@ -97,7 +98,7 @@ Bytes AdaCompCodec::encode(const torch::Tensor& grad) {
     scales.push_back(scale);
     if (count != 0) segments.emplace_back(static_cast<std::uint32_t>(count), scale);
   }
-  last_density_ = n > 0 ? static_cast<double>(k) / static_cast<double>(n) : 1.0;
+  set_last_density(n > 0 ? static_cast<double>(k) / static_cast<double>(n) : 1.0);
 
   std::size_t section = 0;
   const IndexCoding coding = choose_index_coding(indices.data(), k, &section);
@@ -272,7 +273,7 @@ void AdaCompCodec::load_state(ByteSpan state) {
 CodecWork AdaCompCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
   const double n = static_cast<double>(numel);
   const double bytes = static_cast<double>(payload_bytes);
-  const double k = last_density_ * n;
+  const double k = last_density() * n;
   if (op == CodecOp::kDecode) return CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, k);
   if (op != CodecOp::kEncode) return Codec::work(op, numel, payload_bytes);
   return CodecWork::memory(12 * n + 8 * k + bytes) + CodecWork::compute(6 * n);

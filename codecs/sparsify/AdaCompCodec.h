@@ -35,20 +35,18 @@ class AdaCompCodec : public Codec {
   AdaCompCodec(AdaCompOptions options, const CodecContext& ctx);
   ~AdaCompCodec() override;
 
-  std::string name() const override { return "adacomp"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// Encode: one pass, G = r + g (read 8n, write 4n) with the last sends settled and the bin
   /// maxima of |G| in the same pass, the test |G + g| >= bin max from cache, the k sent
   /// positions and values written (8k), the payload written; about 6 operations per element.
   /// Bin-local, so no selection. Decode: zero fill + scatter.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
-  double last_density() const override { return last_density_; }
   Bytes save_state() const override;
   void load_state(ByteSpan state) override;
-  const torch::Tensor& residual() const;
+  const at::Tensor& residual() const;
 
-  static torch::Tensor decode_payload(ByteSpan payload, std::uint64_t max_elements);
+  static at::Tensor decode_payload(ByteSpan payload, std::uint64_t max_elements);
 
  private:
   /// The bins of one segment without AVX-512: appends at indices_[k..] and kept_[k..].
@@ -61,8 +59,7 @@ class AdaCompCodec : public Codec {
   AdaCompOptions options_;
   std::vector<LayerSlice> layers_;
   std::uint64_t max_elements_;
-  double last_density_ = 1.0;
-  std::unique_ptr<torch::Tensor> residual_;
+  std::unique_ptr<at::Tensor> residual_;
   std::vector<std::uint32_t> indices_;  ///< scratch of encode: sent positions (grown, not shrunk)
   std::vector<float> kept_;             ///< scratch of encode: G at the sent positions
   std::vector<std::uint8_t> selected_;  ///< scratch of encode: one bin's test, 0/1 per element

@@ -40,8 +40,21 @@ std::vector<double> parse_density_list(const std::string& text) {
   return out;
 }
 
+namespace {
+
+CodecTraits dgc_traits(const DgcOptions& options) {
+  CodecTraits t;
+  t.name = "dgc";
+  t.encodes_on_device = true;
+  t.applies_momentum = options.momentum_correction && options.momentum > 0.0;
+  return t;
+}
+
+}  // namespace
+
 DgcCodec::DgcCodec(DgcOptions options, const CodecContext& ctx)
-    : options_(std::move(options)),
+    : Codec(dgc_traits(options)),
+      options_(std::move(options)),
       layers_(ctx.layers),
       workers_(std::max(1, ctx.workers)),
       stage_steps_(options_.warmup_stage_steps > 0 ? options_.warmup_stage_steps
@@ -205,7 +218,7 @@ Bytes DgcCodec::encode(const torch::Tensor& grad) {
       if (mask) u[i] = 0.0f;
     }
   }
-  last_density_ = n > 0 ? static_cast<double>(indices_.size()) / static_cast<double>(n) : 1.0;
+  set_last_density(n > 0 ? static_cast<double>(indices_.size()) / static_cast<double>(n) : 1.0);
   return encode_compact_sparse(static_cast<std::uint64_t>(n), indices_.data(), values_.data(),
                                indices_.size(), options_.values);
 }
@@ -310,7 +323,7 @@ Bytes DgcCodec::encode_with_tensor_ops(const torch::Tensor& grad) {
   if (!masked.empty()) u.index_fill_(0, device_index(masked), 0.0f);
   const torch::Tensor host_values = sent.to(torch::kCPU).contiguous();
   values_.assign(host_values.data_ptr<float>(), host_values.data_ptr<float>() + host_values.numel());
-  last_density_ = n > 0 ? static_cast<double>(indices_.size()) / static_cast<double>(n) : 1.0;
+  set_last_density(n > 0 ? static_cast<double>(indices_.size()) / static_cast<double>(n) : 1.0);
   return encode_compact_sparse(static_cast<std::uint64_t>(n), indices_.data(), values_.data(),
                                indices_.size(), options_.values);
 }
@@ -353,7 +366,7 @@ CodecWork DgcCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_b
   // The encode that just ran used the density of the step before the counter moved on.
   const double density = density_at(std::max<std::int64_t>(0, step_ - 1));
   if (op == CodecOp::kDecode) {
-    return CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, last_density_ * n);
+    return CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, last_density() * n);
   }
   if (op != CodecOp::kEncode) return Codec::work(op, numel, payload_bytes);
   CodecWork w = CodecWork::memory(20 * n + bytes) + CodecWork::compute(4 * n);

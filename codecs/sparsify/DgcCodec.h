@@ -1,7 +1,7 @@
 // `dgc`: Deep Gradient Compression (Lin, Han, Mao, Wang, Dally, ICLR 2018,
 // arXiv:1712.01887), all four techniques, each switchable:
 //  * momentum correction: u = m u + g; v = v + u (Nesterov: u = (u + g) m; v = v + u + g), and
-//    v, not g, is sparsified; the engine then runs SGD without momentum (applies_momentum());
+//    v, not g, is sparsified; the engine then runs SGD without momentum (traits().applies_momentum);
 //  * local gradient clipping: before accumulating, g is rescaled when ||g||_2 exceeds
 //    clip_norm * N^-1/2 (N workers: each node's share of the global threshold if all had the
 //    same gradient distribution; paper section 3.2). clip_norm 0 (default) turns it off, as
@@ -61,28 +61,22 @@ class DgcCodec : public Codec {
   DgcCodec(DgcOptions options, const CodecContext& ctx);
   ~DgcCodec() override;
 
-  std::string name() const override { return "dgc"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
-  bool encodes_on_device() const override { return true; }
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// The sent entries copied to `device` and scattered into zeros there.
-  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
+  at::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// encode() with tensor operations wherever grad lives, its u and v kept there (encode()
   /// uses it for a gradient on an accelerator): the same momentum arithmetic, sample, rounds
   /// and fallback, so the same payload and buffers bit for bit; only the sampled magnitudes,
   /// the candidates' positions and the sent values cross to the host. With clip_norm > 0 the
   /// gradient's norm is a double sum in LibTorch's order, so the clipping factor (and with
   /// it everything after) may differ from the host's in its last bits.
-  Bytes encode_with_tensor_ops(const torch::Tensor& grad);
+  Bytes encode_with_tensor_ops(const at::Tensor& grad);
   /// Encode, per sparsified tensor of n_l: the fused momentum + selection pass (read g, u, v;
   /// write u, v: 20 bytes and 4 operations per element), a sample of sample_ratio n_l values
   /// gathered and previewed, the sample's top density share selected for the threshold, then
   /// the payload. Dense 1-D tensors take the momentum pass only. Decode: zero fill + scatter.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
-  double last_density() const override { return last_density_; }
-  bool applies_momentum() const override {
-    return options_.momentum_correction && options_.momentum > 0.0;
-  }
   Bytes save_state() const override;
   void load_state(ByteSpan state) override;
 
@@ -90,8 +84,8 @@ class DgcCodec : public Codec {
   double density_at(std::int64_t step) const;
   std::int64_t steps() const { return step_; }
   const DgcOptions& options() const { return options_; }
-  const torch::Tensor& momentum_buffer() const;  ///< u
-  const torch::Tensor& velocity() const;         ///< v (what is accumulated, not yet sent)
+  const at::Tensor& momentum_buffer() const;  ///< u
+  const at::Tensor& velocity() const;         ///< v (what is accumulated, not yet sent)
   /// Indices sent by the last encode (ascending), and the selection stats per sparse tensor.
   const std::vector<std::uint32_t>& last_indices() const { return indices_; }
   const std::vector<DgcSelectStats>& last_stats() const { return stats_; }
@@ -104,9 +98,8 @@ class DgcCodec : public Codec {
   std::uint64_t max_elements_;
   SplitMix64 rng_;
   std::int64_t step_ = 0;
-  double last_density_ = 1.0;
-  std::unique_ptr<torch::Tensor> u_;
-  std::unique_ptr<torch::Tensor> v_;
+  std::unique_ptr<at::Tensor> u_;
+  std::unique_ptr<at::Tensor> v_;
   std::vector<std::uint32_t> indices_;
   std::vector<float> values_;
   std::vector<DgcSelectStats> stats_;

@@ -16,7 +16,8 @@ namespace gradwire {
 
 GradientDroppingCodec::GradientDroppingCodec(GradientDroppingOptions options,
                                              const CodecContext& ctx)
-    : options_(options),
+    : Codec(CodecTraits{"gradient_dropping"}),
+      options_(options),
       layers_(ctx.layers),
       max_elements_(ctx.numel > 0 ? static_cast<std::uint64_t>(ctx.numel)
                                   : std::uint64_t{1} << 32),
@@ -72,7 +73,7 @@ Bytes GradientDroppingCodec::encode(const torch::Tensor& grad) {
       r[indices[j]] -= q;
     }
   }
-  last_density_ = n > 0 ? static_cast<double>(indices.size()) / static_cast<double>(n) : 1.0;
+  set_last_density(n > 0 ? static_cast<double>(indices.size()) / static_cast<double>(n) : 1.0);
   return encode_compact_sparse(static_cast<std::uint64_t>(n), indices.data(), values.data(),
                                indices.size(), options_.values);
 }
@@ -100,7 +101,7 @@ CodecWork GradientDroppingCodec::work(CodecOp op, std::int64_t numel,
   const double n = static_cast<double>(numel);
   const double bytes = static_cast<double>(payload_bytes);
   if (op == CodecOp::kDecode) {
-    return CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, last_density_ * n);
+    return CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, last_density() * n);
   }
   if (op != CodecOp::kEncode) return Codec::work(op, numel, payload_bytes);
   CodecWork w = CodecWork::memory(16 * n + bytes) + CodecWork::compute(2 * n);

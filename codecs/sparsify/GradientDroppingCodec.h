@@ -42,17 +42,15 @@ class GradientDroppingCodec : public Codec {
   GradientDroppingCodec(GradientDroppingOptions options, const CodecContext& ctx);
   ~GradientDroppingCodec() override;
 
-  std::string name() const override { return "gradient_dropping"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// Encode: residual += g (read 8n, write 4n), per tensor a sample of sample_count values
   /// gathered and the kept share of it selected for the threshold, a threshold scan of the
   /// residual (4n bytes, one compare each), the sent entries zeroed, the payload written.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
-  double last_density() const override { return last_density_; }
   Bytes save_state() const override;
   void load_state(ByteSpan state) override;
-  const torch::Tensor& residual() const;
+  const at::Tensor& residual() const;
 
   /// Elements a tensor of n > 0 keeps: ceil((1 - drop_ratio) n) by count_from_ratio, in [1, n].
   static std::int64_t kept_count(std::int64_t n, double drop_ratio);
@@ -65,8 +63,7 @@ class GradientDroppingCodec : public Codec {
   std::vector<LayerSlice> layers_;
   std::uint64_t max_elements_;
   SplitMix64 rng_;
-  double last_density_ = 1.0;
-  std::unique_ptr<torch::Tensor> residual_;
+  std::unique_ptr<at::Tensor> residual_;
 };
 
 }  // namespace gradwire

@@ -19,10 +19,21 @@ namespace {
 constexpr const char* kWhat = "randomk payload";
 constexpr std::uint64_t kMaxAddressable = std::uint64_t{1} << 32;
 constexpr std::size_t kBodyFixed = 12;  // u64 seed + u32 k
+
+CodecTraits randomk_traits() {
+  CodecTraits t;
+  t.name = "randomk";
+  t.aggregation = Aggregation::kSummable;
+  t.encodes_on_device = true;
+  // Indices come from the seed, so a lost value is a zero at a known index.
+  t.loss_tolerance = {kPayloadHeaderSize + kBodyFixed, 4};
+  return t;
+}
 }  // namespace
 
 RandomKCodec::RandomKCodec(double ratio, bool scale, const CodecContext& ctx)
-    : ratio_(ratio),
+    : Codec(randomk_traits()),
+      ratio_(ratio),
       scale_(scale),
       seed_(ctx.seed),
       max_elements_(ctx.numel > 0 ? static_cast<std::uint64_t>(ctx.numel) : kMaxAddressable) {
@@ -108,7 +119,7 @@ Bytes RandomKCodec::encode(const torch::Tensor& grad) {
   check_gradient(grad, "randomk encode", /*on_device=*/true);
   const std::uint64_t step = step_++;
   const std::int64_t n = grad.numel();
-  last_density_ = n > 0 ? static_cast<double>(k_for(n)) / static_cast<double>(n) : 1.0;
+  set_last_density(n > 0 ? static_cast<double>(k_for(n)) / static_cast<double>(n) : 1.0);
   return encode_slice(grad, step, 0);
 }
 
@@ -126,7 +137,7 @@ std::vector<Bytes> RandomKCodec::encode_chunks(const torch::Tensor& grad,
     sent += k_for(len);
   }
   const std::int64_t n = grad.numel();
-  last_density_ = n > 0 ? static_cast<double>(sent) / static_cast<double>(n) : 1.0;
+  set_last_density(n > 0 ? static_cast<double>(sent) / static_cast<double>(n) : 1.0);
   return out;
 }
 
@@ -204,8 +215,6 @@ void RandomKCodec::load_state(ByteSpan state) {
   if (state.size == 0) return;
   step_ = CodecState::parse(state, name()).u64("step");
 }
-
-LossTolerance RandomKCodec::loss_tolerance() const { return {kPayloadHeaderSize + kBodyFixed, 4}; }
 
 CodecWork RandomKCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
   const double n = static_cast<double>(numel);

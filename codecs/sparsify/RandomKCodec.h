@@ -26,23 +26,17 @@ class RandomKCodec : public Codec {
   static constexpr std::uint8_t kFormatVersion = 1;
   RandomKCodec(double ratio, bool scale, const CodecContext& ctx);
 
-  std::string name() const override { return "randomk"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// The positions drawn on the host, the k values scattered on `device`.
-  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
-  bool encodes_on_device() const override { return true; }
+  at::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// Encode: Floyd's sample of k positions (one random number each, over an n-bit bitmap
   /// written and scanned), the k values gathered, the payload written. Decode regenerates the
   /// same positions and scatters into a zero-filled tensor; accumulate adds k values.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
-  Aggregation aggregation() const override { return Aggregation::kSummable; }
-  /// Indices come from the seed, so a lost value is a zero at a known index.
-  LossTolerance loss_tolerance() const override;
   void accumulate(Bytes& acc, ByteSpan other) const override;
-  double last_density() const override { return last_density_; }
   /// One step: every chunk's positions derive from (seed, step, offset, length).
-  std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
+  std::vector<Bytes> encode_chunks(const at::Tensor& grad,
                                    const std::vector<std::int64_t>& bounds) override;
   Bytes save_state() const override;
   void load_state(ByteSpan state) override;
@@ -58,18 +52,17 @@ class RandomKCodec : public Codec {
 
  /// The values at `pos` times `factor` (one float multiply each, as the host loop does),
   /// gathered with tensor operations wherever `slice` lives and returned on the host.
-  static torch::Tensor gather_scaled(const torch::Tensor& slice,
-                                     const std::vector<std::uint32_t>& pos, float factor);
+  static at::Tensor gather_scaled(const at::Tensor& slice,
+                                  const std::vector<std::uint32_t>& pos, float factor);
 
  private:
-  Bytes encode_slice(const torch::Tensor& slice, std::uint64_t step, std::uint64_t offset);
+  Bytes encode_slice(const at::Tensor& slice, std::uint64_t step, std::uint64_t offset);
 
   double ratio_;
   bool scale_;
   std::uint64_t seed_;
   std::uint64_t max_elements_;
   std::uint64_t step_ = 0;
-  double last_density_ = 1.0;
 };
 
 }  // namespace gradwire

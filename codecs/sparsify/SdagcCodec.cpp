@@ -14,8 +14,20 @@
 
 namespace gradwire {
 
+namespace {
+
+CodecTraits sdagc_traits(const SdagcOptions& options) {
+  CodecTraits t;
+  t.name = "sdagc";
+  t.applies_momentum = options.momentum_compensation && options.momentum > 0.0;
+  return t;
+}
+
+}  // namespace
+
 SdagcCodec::SdagcCodec(SdagcOptions options, const CodecContext& ctx)
-    : options_(options),
+    : Codec(sdagc_traits(options)),
+      options_(options),
       layers_(ctx.layers),
       workers_(std::max(1, ctx.workers)),
       max_elements_(ctx.numel > 0 ? static_cast<std::uint64_t>(ctx.numel)
@@ -94,7 +106,7 @@ Bytes SdagcCodec::encode(const torch::Tensor& grad) {
       if (m != 0.0f) u[i] = 0.0f;
     }
   }
-  last_density_ = n > 0 ? static_cast<double>(indices.size()) / static_cast<double>(n) : 1.0;
+  set_last_density(n > 0 ? static_cast<double>(indices.size()) / static_cast<double>(n) : 1.0);
   return encode_compact_sparse(static_cast<std::uint64_t>(n), indices.data(), values.data(),
                                indices.size(), options_.values);
 }
@@ -125,7 +137,7 @@ void SdagcCodec::load_state(ByteSpan state) {
 CodecWork SdagcCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const {
   const double n = static_cast<double>(numel);
   const double bytes = static_cast<double>(payload_bytes);
-  const double k = last_density_ * n;
+  const double k = last_density() * n;
   if (op == CodecOp::kDecode) return CodecWork::memory(bytes + 4 * n) + CodecWork::gather(n, k);
   if (op != CodecOp::kEncode) return Codec::work(op, numel, payload_bytes);
   const double scanned = std::min(n, static_cast<double>(kScanBlock) * k);  // blocks that reach thr

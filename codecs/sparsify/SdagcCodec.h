@@ -43,30 +43,24 @@ class SdagcCodec : public Codec {
   SdagcCodec(SdagcOptions options, const CodecContext& ctx);
   ~SdagcCodec() override;
 
-  std::string name() const override { return "sdagc"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
   /// Encode: the optional clipping norm (4n bytes), one pass per layer that updates the
   /// momentum and sums the mean, variance (and revision norm) of v (20n bytes), the threshold
   /// scan over the blocks of 64 that reach lambda sigma (no sort; at most 64 elements per sent
   /// one, at most n), the sent entries updated, the payload written.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
-  double last_density() const override { return last_density_; }
-  bool applies_momentum() const override {
-    return options_.momentum_compensation && options_.momentum > 0.0;
-  }
   Bytes save_state() const override;
   void load_state(ByteSpan state) override;
-  const torch::Tensor& velocity() const;
+  const at::Tensor& velocity() const;
 
  private:
   SdagcOptions options_;
   std::vector<LayerSlice> layers_;
   int workers_;
   std::uint64_t max_elements_;
-  double last_density_ = 1.0;
-  std::unique_ptr<torch::Tensor> u_;
-  std::unique_ptr<torch::Tensor> v_;
+  std::unique_ptr<at::Tensor> u_;
+  std::unique_ptr<at::Tensor> v_;
   std::vector<std::uint32_t> block_max_;  ///< per block of v: its largest magnitude key
 };
 

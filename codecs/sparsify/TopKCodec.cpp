@@ -20,11 +20,11 @@ namespace gradwire {
 namespace {
 constexpr const char* kWhat = "topk payload";
 // Indices travel as u32, so a topk payload addresses at most 2^32 elements.
-constexpr std::uint64_t kMaxAddressable = std::uint64_t{1} << 32;
-}  // namespace
+constexpr std::uint64_t kMaxAddressable = std::uint64_t{1} << 32;}  // namespace
 
 TopKCodec::TopKCodec(double ratio, std::uint64_t max_elements)
-    : ratio_(ratio), max_elements_(std::min(max_elements, kMaxAddressable)) {
+    : Codec(CodecTraits{"topk", Aggregation::kDecodeThenSum, /*encodes_on_device=*/true}),
+      ratio_(ratio), max_elements_(std::min(max_elements, kMaxAddressable)) {
   if (!(ratio > 0.0 && ratio <= 1.0)) {  // also rejects NaN
     throw std::invalid_argument("topk: ratio must be in (0, 1], got " + std::to_string(ratio));
   }
@@ -280,7 +280,7 @@ Bytes TopKCodec::encode(const torch::Tensor& grad) {
                                 " elements do not fit u32 indices (at most 2^32)");
   }
   const std::int64_t k = k_for(n);
-  last_density_ = n > 0 ? static_cast<double>(k) / static_cast<double>(n) : 1.0;
+  set_last_density(n > 0 ? static_cast<double>(k) / static_cast<double>(n) : 1.0);
   if (!grad.device().is_cpu() && k > 0) return encode_with_tensor_ops(grad, k);
   const float* values = grad.data_ptr<float>();
 

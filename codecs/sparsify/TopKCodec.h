@@ -30,16 +30,12 @@ class TopKCodec : public Codec {
   explicit TopKCodec(double ratio = kDefaultRatio,
                      std::uint64_t max_elements = std::uint64_t{1} << 32);
 
-  std::string name() const override { return "topk"; }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
-  bool encodes_on_device() const override { return true; }
-  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
+  at::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// Encode: one selection of k of n, a scan of the gradient, the k values gathered, the
   /// payload written. Decode: the zero-filled tensor and the k values scattered into it.
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
-  Aggregation aggregation() const override { return Aggregation::kDecodeThenSum; }
-  double last_density() const override { return last_density_; }
 
   double ratio() const { return ratio_; }
   /// The k this codec keeps out of n elements: max(1, round(ratio * n)), at most n.
@@ -48,10 +44,10 @@ class TopKCodec : public Codec {
   /// Writes the topk wire format for `grad` (checked by the caller) keeping exactly the
   /// entries at `indices` (integer tensor, strictly ascending, each < n; not re-checked).
   /// ExactEncoding uses it to send every non-zero.
-  static Bytes encode_selected(const torch::Tensor& grad, const torch::Tensor& indices);
+  static Bytes encode_selected(const at::Tensor& grad, const at::Tensor& indices);
   /// Decodes a topk-format payload; rejects k > n, inexact sizes, indices >= n, indices not
   /// strictly increasing, and element counts above `max_elements`.
-  static torch::Tensor decode_sparse(ByteSpan payload, std::uint64_t max_elements);
+  static at::Tensor decode_sparse(ByteSpan payload, std::uint64_t max_elements);
   /// Positions of the k largest |values[i]| among n (0 <= k <= n), ascending, ties to the
   /// lower position, NaN above +inf: the exact selection `encode` uses, shared with the other
   /// sparsifiers (DGC's exact fallback).
@@ -63,15 +59,14 @@ class TopKCodec : public Codec {
  /// encode()'s payload for k of grad's elements, computed with tensor operations wherever
   /// grad lives (encode() uses it for a gradient on an accelerator): the same selection, ties
   /// and NaN included, with only the k entries copied to the host.
-  static Bytes encode_with_tensor_ops(const torch::Tensor& grad, std::int64_t k);
+  static Bytes encode_with_tensor_ops(const at::Tensor& grad, std::int64_t k);
   /// select_largest's positions, computed with tensor operations where `values` lives and
   /// returned there (int64, ascending): the same selection, ties and NaN included.
-  static torch::Tensor select_largest_with_tensor_ops(const torch::Tensor& values, std::int64_t k);
+  static at::Tensor select_largest_with_tensor_ops(const at::Tensor& values, std::int64_t k);
 
  private:
   double ratio_;
   std::uint64_t max_elements_;
-  double last_density_ = 1.0;
 };
 
 }  // namespace gradwire

@@ -78,13 +78,13 @@ SparseEntries decode_compact_entries(ByteSpan payload, std::uint64_t max_element
                                      const char* what = "compact sparse payload",
                                      CodecId id = CodecId::kCompactSparse);
 /// The same, scattered into a dense float32 tensor of n elements (zero elsewhere).
-torch::Tensor decode_compact_sparse(ByteSpan payload, std::uint64_t max_elements,
-                                    const char* what = "compact sparse payload");
+at::Tensor decode_compact_sparse(ByteSpan payload, std::uint64_t max_elements,
+                                 const char* what = "compact sparse payload");
 
 /// A dense float32 tensor of n elements on `device`, zero except values[j] at indices[j]: only
 /// the k entries are copied there.
-torch::Tensor scatter_to(std::uint64_t n, const std::vector<std::int64_t>& indices,
-                         const std::vector<float>& values, const c10::Device& device);
+at::Tensor scatter_to(std::uint64_t n, const std::vector<std::int64_t>& indices,
+                      const std::vector<float>& values, const c10::Device& device);
 
 /// Payload bytes of the compact format for k entries at these indices (header included).
 std::size_t compact_sparse_size(const std::uint32_t* indices, std::size_t k, ValueFormat format);

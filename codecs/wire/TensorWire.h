@@ -10,9 +10,9 @@
 namespace gradwire {
 
 /// Claims `count` little-endian float32 values and returns them as a fresh 1-D tensor.
-torch::Tensor read_f32_tensor(ByteReader& reader, std::int64_t count, const char* field);
+at::Tensor read_f32_tensor(ByteReader& reader, std::int64_t count, const char* field);
 
 /// Appends every element of `t` (converted to contiguous float32) as little-endian float32.
-void write_f32_tensor(ByteWriter& writer, const torch::Tensor& t);
+void write_f32_tensor(ByteWriter& writer, const at::Tensor& t);
 
 }  // namespace gradwire

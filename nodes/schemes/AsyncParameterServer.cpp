@@ -93,7 +93,7 @@ void AsyncParameterServer::on_bucket(Worker& worker, int bucket, const at::Tenso
     WallClockAccount::Charge charge(account_);
     m.payload = codec->encode(slice);
   }
-  m.loss = codec->loss_tolerance();  // what a udp transport may lose of it
+  m.loss = codec->traits().loss_tolerance;  // what a udp transport may lose of it
   workers_[rank]->Send(server_->self(), std::move(m));
 }
 

@@ -8,11 +8,9 @@
 #include <functional>
 #include <vector>
 
-#include "nodes/schemes/WallClockAccount.h"
+#include <ATen/core/Tensor.h>
 
-namespace at {
-class Tensor;
-}
+#include "nodes/schemes/WallClockAccount.h"
 
 namespace gradwire {
 

@@ -18,9 +18,7 @@
 #include <functional>
 #include <string>
 
-namespace at {
-class Tensor;
-}
+#include <ATen/core/Tensor.h>
 
 namespace gradwire {
 

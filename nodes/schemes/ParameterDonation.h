@@ -8,9 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace at {
-class Tensor;
-}
+#include <ATen/core/Tensor.h>
 
 namespace gradwire {
 

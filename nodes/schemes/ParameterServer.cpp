@@ -117,7 +117,7 @@ void ParameterServer::contribute(int rank, std::int64_t step, const at::Tensor& 
     WallClockAccount::Charge charge(account_);  // encoding is LibTorch work, not ns-3's
     m.payload = codecs_[rank]->encode(codec_input(*codecs_[rank], gradient));
   }
-  m.loss = codecs_[rank]->loss_tolerance();  // what a udp transport may lose of it
+  m.loss = codecs_[rank]->traits().loss_tolerance;  // what a udp transport may lose of it
   count_payload(rank, m.payload.size());
   workers_[rank]->Send(server_->self(), std::move(m));
 }
@@ -188,7 +188,7 @@ const Codec& ParameterServer::summing_codec() const {
 
 void ParameterServer::add_to_sum(StepState& s, Bytes&& payload) const {
   const Codec& codec = summing_codec();
-  if (codec.aggregation() == Aggregation::kSummable) {
+  if (codec.traits().aggregation == Aggregation::kSummable) {
     if (s.added == 0) {
       s.compressed_sum = std::move(payload);
     } else {
@@ -211,7 +211,7 @@ void ParameterServer::add_decoded(StepState& s, const at::Tensor& g) const {
 }
 
 void ParameterServer::add_in_rank_order(StepState& s, int rank, Bytes&& payload) const {
-  const bool summable = summing_codec().aggregation() == Aggregation::kSummable;
+  const bool summable = summing_codec().traits().aggregation == Aggregation::kSummable;
   if (summable) {
     if (rank != s.next_rank) {
       s.early_payloads.emplace(rank, std::move(payload));
@@ -337,7 +337,7 @@ void ParameterServer::on_push(Message&& message) {
     } else if (server_multi_) {
       result = dense_->decode(s.compressed_sum);  // a kSum round: the plain sum
     } else {
-      result = server_codec_->aggregation() == Aggregation::kSummable
+      result = server_codec_->traits().aggregation == Aggregation::kSummable
                    ? server_codec_->decode(s.compressed_sum)
                    : s.sum;
       result = server_codec_->finalize(result, workers());
@@ -529,7 +529,7 @@ void ParameterServer::complete_step(std::uint64_t step) {
   at::Tensor result;
   {
     WallClockAccount::Charge charge(account_);
-    result = server_codec_->aggregation() == Aggregation::kSummable
+    result = server_codec_->traits().aggregation == Aggregation::kSummable
                  ? server_codec_->decode(s.compressed_sum)
                  : s.sum;
     result = server_codec_->finalize(result, s.received);  // mean over the contributors
@@ -702,7 +702,7 @@ void ParameterServer::close_round(std::int64_t round) {
   at::Tensor result;
   if (s.received > 0) {
     WallClockAccount::Charge charge(account_);
-    result = server_codec_->aggregation() == Aggregation::kSummable
+    result = server_codec_->traits().aggregation == Aggregation::kSummable
                  ? server_codec_->decode(s.compressed_sum)
                  : s.sum;
     result = server_codec_->finalize(result, s.received);  // mean over the arrivals

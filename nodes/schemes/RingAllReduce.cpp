@@ -136,7 +136,7 @@ void RingAllReduce::contribute(int rank, std::int64_t step, const at::Tensor& gr
   } else {
     WallClockAccount::Charge charge(account_);
     s.numel = gradient.numel();
-    if (codecs_[rank]->aggregation() == Aggregation::kSummable) {
+    if (codecs_[rank]->traits().aggregation == Aggregation::kSummable) {
       s.op = Operation::kChunkSum;
       s.summing = codecs_[rank];
       s.slots = codecs_[rank]->encode_chunks(codec_input(*codecs_[rank], gradient),
@@ -215,7 +215,7 @@ void RingAllReduce::send_next(int rank, std::uint32_t phase, std::uint32_t hop,
   m.payload = std::move(payload);
   // Single-round chunks are codec payloads; a udp transport may lose what the codec allows.
   // Multi-round exchanges (factors, bases, broadcasts) must arrive whole.
-  if (!s.multi) m.loss = codecs_[rank]->loss_tolerance();
+  if (!s.multi) m.loss = codecs_[rank]->traits().loss_tolerance;
   messengers_[rank]->Send(static_cast<std::uint32_t>(s.members[mod(s.pos + 1, s.n)]),
                           std::move(m));
 }

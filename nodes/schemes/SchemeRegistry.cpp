@@ -28,13 +28,6 @@ SchemeRegistry::SchemeRegistry() {
   add(local_scheme());
 }
 
-const SchemeRegistry& SchemeRegistry::builtin() { return extend(); }
-
-SchemeRegistry& SchemeRegistry::extend() {
-  static SchemeRegistry registry;
-  return registry;
-}
-
 std::vector<ParamSpec> SchemeRegistry::common_params() const {
   using namespace params;
   return {

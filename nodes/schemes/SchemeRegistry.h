@@ -84,16 +84,14 @@ struct SchemeInfo : KindDeclaration {
   }
 };
 
-class SchemeRegistry : public KindRegistry<SchemeInfo> {
+class SchemeRegistry : public KindRegistry<SchemeInfo>, public BuiltinKinds<SchemeRegistry> {
  public:
-  static const SchemeRegistry& builtin();
-  /// The same registry, for a test that declares a scheme of its own before reading it.
-  static SchemeRegistry& extend();
   /// `kind`, `mode` and `timeout`: the keys every topology object takes. `kind`'s choices are
   /// the declared names when it is asked for.
   std::vector<ParamSpec> common_params() const;
 
  private:
+  friend class BuiltinKinds<SchemeRegistry>;
   SchemeRegistry();
 };
 

@@ -8,9 +8,7 @@
 #include <cstdint>
 #include <string>
 
-namespace at {
-class Tensor;
-}
+#include <ATen/core/Tensor.h>
 
 namespace gradwire {
 

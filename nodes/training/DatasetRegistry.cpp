@@ -14,13 +14,6 @@ DatasetRegistry::DatasetRegistry() {
   add(synthetic_dataset());
 }
 
-const DatasetRegistry& DatasetRegistry::builtin() { return extend(); }
-
-DatasetRegistry& DatasetRegistry::extend() {
-  static DatasetRegistry registry;
-  return registry;
-}
-
 std::vector<ParamSpec> DatasetRegistry::common_params() const {
   using namespace params;
   return {

@@ -34,15 +34,13 @@ struct DatasetInfo : KindDeclaration {
   std::function<DatasetSplit(const DatasetSpec&, std::uint64_t seed)> load;
 };
 
-class DatasetRegistry : public KindRegistry<DatasetInfo> {
+class DatasetRegistry : public KindRegistry<DatasetInfo>, public BuiltinKinds<DatasetRegistry> {
  public:
-  static const DatasetRegistry& builtin();
-  /// The same registry, for a test that declares a kind of its own before reading it.
-  static DatasetRegistry& extend();
   /// `kind`, `augment` and `partition`: the keys every dataset object takes.
   std::vector<ParamSpec> common_params() const;
 
  private:
+  friend class BuiltinKinds<DatasetRegistry>;
   DatasetRegistry();
 };
 

@@ -19,13 +19,6 @@ ModelRegistry::ModelRegistry() {
   add(torchscript_model());
 }
 
-const ModelRegistry& ModelRegistry::builtin() { return extend(); }
-
-ModelRegistry& ModelRegistry::extend() {
-  static ModelRegistry registry;
-  return registry;
-}
-
 void ModelRegistry::add(ModelInfo info) {
   if (!info.parameters || !info.make) {
     throw std::logic_error("model kind '" + info.name +

@@ -74,15 +74,13 @@ struct ModelInfo : KindDeclaration {
   }
 };
 
-class ModelRegistry : public KindRegistry<ModelInfo> {
+class ModelRegistry : public KindRegistry<ModelInfo>, public BuiltinKinds<ModelRegistry> {
  public:
-  static const ModelRegistry& builtin();
-  /// The same registry, for a test that declares a kind of its own before reading it.
-  static ModelRegistry& extend();
   /// std::logic_error unless the kind declares its parameter count and how it is built.
   void add(ModelInfo info);
 
  private:
+  friend class BuiltinKinds<ModelRegistry>;
   ModelRegistry();
 };
 

@@ -42,14 +42,14 @@ std::string param_type(const CodecParam& p) {
 }
 
 /// Whether the codec, built with its defaults, encodes a GPU gradient where it lives
-/// (Codec::encodes_on_device) rather than reading a host copy.
+/// (CodecTraits::encodes_on_device) rather than reading a host copy.
 bool encodes_on_device(const CodecInfo& info) {
   CodecContext context;
   context.numel = 1024;
   context.workers = 2;
   try {
     const nlohmann::json spec = CodecRegistry::builtin().resolve({{"kind", info.name}}, "codec");
-    return info.make(spec, context)->encodes_on_device();
+    return info.make(spec, context)->traits().encodes_on_device;
   } catch (const std::exception&) {
     return false;  // a codec that cannot be built without a model's layout copies to the host
   }
@@ -57,14 +57,14 @@ bool encodes_on_device(const CodecInfo& info) {
 
 void list_codecs(std::ostream& out, bool as_json) {
   nlohmann::json all = nlohmann::json::array();
-  for (const CodecInfo* info : CodecRegistry::builtin().list()) {
+  for (const CodecInfo& info : CodecRegistry::builtin().list()) {
     nlohmann::json params = nlohmann::json::array();
-    for (const auto& p : info->params) {
+    for (const auto& p : info.params) {
       params.push_back({{"name", p.name}, {"type", param_type(p)},
                         {"default", p.default_value}, {"help", p.help}});
     }
-    all.push_back({{"kind", info->name}, {"summary", info->summary}, {"params", params},
-                   {"encodes_on_device", encodes_on_device(*info)}});
+    all.push_back({{"kind", info.name}, {"summary", info.summary}, {"params", params},
+                   {"encodes_on_device", encodes_on_device(info)}});
   }
   if (as_json) {
     out << all.dump(2) << "\n";

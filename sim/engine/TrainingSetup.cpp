@@ -384,7 +384,7 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
     parts.codecs = codecs_of;
     parts.server_codec = server_codec_of;
     // A codec that keeps momentum itself (DGC's momentum correction) must not see it twice.
-    parts.optimizer.momentum = s.codecs[0][0]->applies_momentum() ? 0.0 : sc.training.momentum;
+    parts.optimizer.momentum = s.codecs[0][0]->traits().applies_momentum ? 0.0 : sc.training.momentum;
     parts.optimizer.weight_decay = sc.training.weight_decay;
     parts.optimizer.nesterov = sc.training.nesterov;
     parts.optimizer.lr = sc.training.lr;
@@ -414,7 +414,7 @@ ns3::Ptr<Worker> TrainingSetup::make_worker(int r, Endpoint* endpoint,
   options.rank = r;
   options.steps = sc.training.steps;
   // A codec that keeps momentum itself (DGC's momentum correction) must not see it twice.
-  options.momentum = s.codecs[0][static_cast<std::size_t>(r)]->applies_momentum() ? 0.0 : sc.training.momentum;
+  options.momentum = s.codecs[0][static_cast<std::size_t>(r)]->traits().applies_momentum ? 0.0 : sc.training.momentum;
   options.weight_decay = sc.training.weight_decay;
   options.nesterov = sc.training.nesterov;
   options.lr = sc.training.lr;

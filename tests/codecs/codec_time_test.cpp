@@ -118,18 +118,18 @@ void expect_same_tensor(const torch::Tensor& a, const torch::Tensor& b, const st
 
 TEST(TimedCodec, EveryCodecMatchesItsUndecoratedTwin) {
   const auto& reg = CodecRegistry::builtin();
-  for (const CodecInfo* info : reg.list()) {
-    SCOPED_TRACE(info->name);
+  for (const CodecInfo& info : reg.list()) {
+    SCOPED_TRACE(info.name);
     const CodecContext ctx = context(0, 2, kNumel, small_layout());
-    const json object = settings(info->name);
+    const json object = settings(info.name);
     std::unique_ptr<Codec> plain = build(object, ctx);
     std::unique_ptr<Codec> inner = build(object, ctx);
     RecordingTimer timer;
     std::unique_ptr<Codec> timed = time_codec(*inner, timer, profile());
     EXPECT_EQ(timed->name(), plain->name());
-    EXPECT_EQ(timed->aggregation(), plain->aggregation());
-    EXPECT_EQ(timed->applies_momentum(), plain->applies_momentum());
-    EXPECT_EQ(timed->loss_tolerance().from, plain->loss_tolerance().from);
+    EXPECT_EQ(timed->traits().aggregation, plain->traits().aggregation);
+    EXPECT_EQ(timed->traits().applies_momentum, plain->traits().applies_momentum);
+    EXPECT_EQ(timed->traits().loss_tolerance.from, plain->traits().loss_tolerance.from);
     EXPECT_EQ(dynamic_cast<MultiRoundCodec*>(timed.get()) != nullptr,
               dynamic_cast<MultiRoundCodec*>(plain.get()) != nullptr);
 
@@ -140,7 +140,7 @@ TEST(TimedCodec, EveryCodecMatchesItsUndecoratedTwin) {
       std::vector<Bytes> b;
       // The ring's form, chunks, for the codecs whose payloads add hop by hop (the others keep
       // state for one whole gradient and are encoded whole).
-      if (step == 2 && plain->aggregation() == Aggregation::kSummable) {
+      if (step == 2 && plain->traits().aggregation == Aggregation::kSummable) {
         const std::vector<std::int64_t> bounds{0, kNumel / 2, kNumel};
         a = plain->encode_chunks(g, bounds);
         b = timed->encode_chunks(g, bounds);
@@ -153,7 +153,7 @@ TEST(TimedCodec, EveryCodecMatchesItsUndecoratedTwin) {
       for (std::size_t i = 0; i < a.size(); ++i) {
         expect_same_tensor(timed->decode(a[i]), plain->decode(a[i]), "decode");
       }
-      if (plain->aggregation() == Aggregation::kSummable) {
+      if (plain->traits().aggregation == Aggregation::kSummable) {
         Bytes acc_plain = a[0];
         Bytes acc_timed = a[0];
         plain->accumulate(acc_plain, a[0]);
@@ -186,8 +186,8 @@ TEST(TimedMultiRoundCodec, RoundsMatchTheUndecoratedTwins) {
   const auto& reg = CodecRegistry::builtin();
   constexpr int kWorkers = 2;
   std::vector<json> objects;
-  for (const CodecInfo* info : reg.list()) {
-    if (info->multi_round) objects.push_back(settings(info->name));
+  for (const CodecInfo& info : reg.list()) {
+    if (info.multi_round) objects.push_back(settings(info.name));
   }
   objects.push_back(json{{"kind", "terngrad"}, {"scaler_sharing", true}});
   ASSERT_GE(objects.size(), 4u);  // powersgd, lgc_ps, lgc_ring, terngrad's agreed scales

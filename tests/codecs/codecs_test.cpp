@@ -25,6 +25,7 @@
 #include "codecs/ErrorFeedback.h"
 #include "codecs/ExactEncoding.h"
 #include "codecs/RatioCounts.h"
+#include "codecs/ZstdStage.h"
 #include "codecs/quantize/HalfPrecisionCodec.h"
 #include "codecs/quantize/SignCodec.h"
 #include "codecs/sparsify/DgcCodec.h"
@@ -130,7 +131,7 @@ TEST(DenseCodec, RoundTripIsBitExact) {
   EXPECT_EQ(payload[3], 0);
   EXPECT_EQ(header_numel(payload), 1000u);
   EXPECT_TRUE(bitwise_equal(codec.decode(payload), g));
-  EXPECT_EQ(codec.aggregation(), Aggregation::kSummable);
+  EXPECT_EQ(codec.traits().aggregation, Aggregation::kSummable);
 }
 
 TEST(DenseCodec, EmptyGradientRoundTrips) {
@@ -341,7 +342,7 @@ TEST(ErrorFeedback, FixedGradientIsEventuallySentAndNothingIsLost) {
   const int steps = 300;
   ErrorFeedback ef(std::make_unique<TopKCodec>(0.01));
   EXPECT_EQ(ef.name(), "topk");
-  EXPECT_EQ(ef.aggregation(), Aggregation::kDecodeThenSum);
+  EXPECT_EQ(ef.traits().aggregation, Aggregation::kDecodeThenSum);
   EXPECT_FALSE(ef.residual().defined());
 
   const auto g = random_gradient(n, 12);
@@ -368,9 +369,45 @@ TEST(ErrorFeedback, FixedGradientIsEventuallySentAndNothingIsLost) {
   EXPECT_LT(mean_error, 0.8 * gnorm);
 }
 
+// What the collectives, the transports and the optimizer read of a decorated codec (how its
+// payloads combine, what a lost datagram may cost, who applies momentum, how much was sent)
+// is what the codec inside declared, or what the decorator changes about it.
+TEST(Decorators, TakeTheirTraitsFromTheCodecTheyWrap) {
+  auto fp16 = [] { return std::make_unique<HalfPrecisionCodec>(HalfPrecisionCodec::Format::kFp16); };
+  const ErrorFeedback ef(fp16());
+  EXPECT_EQ(ef.name(), "fp16");
+  EXPECT_EQ(ef.traits().aggregation, Aggregation::kSummable);
+  EXPECT_TRUE(ef.traits().encodes_on_device);
+  EXPECT_EQ(ef.traits().loss_tolerance.from, fp16()->traits().loss_tolerance.from);
+  // Compressed bytes neither add nor survive a lost datagram, and zstd runs on the host.
+  const ZstdStage zstd(fp16(), 1000);
+  EXPECT_EQ(zstd.name(), "fp16");
+  EXPECT_EQ(zstd.traits().aggregation, Aggregation::kDecodeThenSum);
+  EXPECT_FALSE(zstd.traits().encodes_on_device);
+  EXPECT_FALSE(zstd.traits().loss_tolerance.tolerant());
+  // DGC's momentum correction stays declared through both wrappers.
+  DgcOptions dgc;
+  dgc.warmup = false;
+  CodecContext ctx;
+  ctx.numel = 1000;
+  const ZstdStage wrapped(std::make_unique<ErrorFeedback>(std::make_unique<DgcCodec>(dgc, ctx)), 1000);
+  EXPECT_TRUE(wrapped.traits().applies_momentum);
+  EXPECT_EQ(wrapped.name(), "dgc");
+}
+
+TEST(Decorators, ReportTheDensityTheirInnerCodecSent) {
+  ZstdStage codec(std::make_unique<ErrorFeedback>(std::make_unique<TopKCodec>(0.25)), 1000);
+  EXPECT_EQ(codec.last_density(), 1.0);  // nothing encoded yet
+  codec.encode(random_gradient(1000, 31));
+  EXPECT_DOUBLE_EQ(codec.last_density(), 0.25);
+  const std::vector<Bytes> chunks = codec.encode_chunks(random_gradient(1000, 32), {0, 10, 1000});
+  EXPECT_EQ(chunks.size(), 2u);
+  EXPECT_DOUBLE_EQ(codec.last_density(), 248.0 / 990.0);  // the last chunk's k of its n
+}
+
 TEST(ErrorFeedback, DenseInnerKeepsAZeroResidualAndStaysSummable) {
   ErrorFeedback ef(std::make_unique<DenseCodec>());
-  EXPECT_EQ(ef.aggregation(), Aggregation::kSummable);
+  EXPECT_EQ(ef.traits().aggregation, Aggregation::kSummable);
   const auto g = random_gradient(100, 13);
   Bytes acc = ef.encode(g);
   EXPECT_TRUE(bitwise_equal(ef.decode(acc), g));
@@ -583,7 +620,7 @@ std::string config_error_path(const std::function<void()>& f, std::string* messa
 TEST(CodecRegistry, ListsBuiltins) {
   const auto& reg = CodecRegistry::builtin();
   std::vector<std::string> names;
-  for (const auto* info : reg.list()) names.push_back(info->name);
+  for (const auto& info : reg.list()) names.push_back(info.name);
   // Other families register more codecs; these two are always there, listed by name.
   EXPECT_NE(std::find(names.begin(), names.end(), "none"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "topk"), names.end());
@@ -648,7 +685,7 @@ TEST(CodecRegistry, ResolveRejectsWithThePath) {
 }
 
 TEST(CodecRegistry, IntegerAndStringParamsAreTypeChecked) {
-  CodecRegistry reg;
+  CodecRegistry& reg = CodecRegistry::extend();
   CodecParam bits;
   bits.name = "bits";
   bits.type = CodecParam::Type::kInteger;
@@ -677,6 +714,7 @@ TEST(CodecRegistry, IntegerAndStringParamsAreTypeChecked) {
                                    return std::make_unique<DenseCodec>();
                                  }}),
                std::logic_error);
+  EXPECT_TRUE(reg.remove("q"));
 }
 
 TEST(CodecRegistry, CreateBuildsAndWraps) {
@@ -692,7 +730,7 @@ TEST(CodecRegistry, CreateBuildsAndWraps) {
   EXPECT_EQ(ef->name(), "topk");
   EXPECT_NE(dynamic_cast<const TopKCodec*>(&wrapper->inner()), nullptr);
   auto none = reg.create(json{{"kind", "none"}}, ctx);
-  EXPECT_EQ(none->aggregation(), Aggregation::kSummable);
+  EXPECT_EQ(none->traits().aggregation, Aggregation::kSummable);
   EXPECT_THROW(reg.create(json{{"kind", "zip"}}, ctx), ConfigError);
 
   // The decode bound follows the gradient length: a payload claiming more is refused.

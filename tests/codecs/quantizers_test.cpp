@@ -209,7 +209,7 @@ TEST(RoundTrip, HalfPrecisionMatchesTorchCasts) {
   const auto bf16 = make({{"kind", "bf16"}});
   EXPECT_TRUE(torch::equal(fp16->decode(fp16->encode(g)), g.to(torch::kHalf).to(torch::kFloat)));
   EXPECT_TRUE(torch::equal(bf16->decode(bf16->encode(g)), g.to(torch::kBFloat16).to(torch::kFloat)));
-  EXPECT_EQ(fp16->aggregation(), Aggregation::kSummable);
+  EXPECT_EQ(fp16->traits().aggregation, Aggregation::kSummable);
 }
 
 TEST(RoundTrip, HalfPrecisionAccumulateRoundsTheFloatSum) {
@@ -537,8 +537,8 @@ TEST(Unbiased, NaturalCompressionSecondMomentIsAtMostNineEighths) {
 
 TEST(Aggregation, MajorityVoteIsTheSignOfTheSumOfSigns) {
   auto codec = make({{"kind", "signsgd"}});
-  EXPECT_EQ(codec->aggregation(), Aggregation::kDecodeThenSum);
-  EXPECT_TRUE(codec->applies_momentum());
+  EXPECT_EQ(codec->traits().aggregation, Aggregation::kDecodeThenSum);
+  EXPECT_TRUE(codec->traits().applies_momentum);
   // Three workers: element 0 votes +,+,- -> +; element 1 -,-,+ -> -; element 2 +,-,- -> -.
   const std::vector<torch::Tensor> grads = {torch::tensor({1.0f, -2.0f, 5.0f, 0.0f}),
                                             torch::tensor({0.1f, -0.1f, -1.0f, 1.0f}),
@@ -552,7 +552,7 @@ TEST(Aggregation, MajorityVoteIsTheSignOfTheSumOfSigns) {
 
 TEST(Aggregation, SignumVotesOnItsMomentum) {
   auto codec = make({{"kind", "signum"}, {"momentum", 0.9}});
-  EXPECT_TRUE(codec->applies_momentum());
+  EXPECT_TRUE(codec->traits().applies_momentum);
   // Momentum m = 0.1 g1 = 0.1 * (1, -1); then m = 0.09 * (1, -1) + 0.1 * (-0.5, -0.5)
   // = (0.04, -0.14): the first element keeps its sign although g2 is negative.
   EXPECT_TRUE(torch::equal(codec->decode(codec->encode(torch::tensor({1.0f, -1.0f}))), torch::tensor({1.0f, -1.0f})));
@@ -598,7 +598,7 @@ TEST(Aggregation, ScalerSharedTernGradSumsCodesInTheCompressedDomain) {
     payloads.push_back(codecs.back()->encode(random_gradient(n, 20 + r, 0.03)));
     expected += codecs.back()->decode(payloads.back());
   }
-  EXPECT_EQ(codecs[0]->aggregation(), Aggregation::kSummable);
+  EXPECT_EQ(codecs[0]->traits().aggregation, Aggregation::kSummable);
   Bytes acc = payloads[0];
   for (int r = 1; r < workers; ++r) {
     codecs[0]->accumulate(acc, payloads[r]);
@@ -630,7 +630,7 @@ TEST(Aggregation, ScalerSharedTernGradSumsCodesInTheCompressedDomain) {
 TEST(Aggregation, TernGradRefusesToAddPayloadsWithDifferentScales) {
   auto a = make({{"kind", "terngrad"}}, context(0));
   auto b = make({{"kind", "terngrad"}}, context(1));
-  EXPECT_EQ(a->aggregation(), Aggregation::kDecodeThenSum);
+  EXPECT_EQ(a->traits().aggregation, Aggregation::kDecodeThenSum);
   Bytes pa = a->encode(random_gradient(100, 1));
   EXPECT_THROW(a->accumulate(pa, b->encode(random_gradient(100, 2))), DecodeError);
   auto s1 = make({{"kind", "terngrad"}, {"scaler_sharing", true}, {"shared_scale", 0.1}});
@@ -673,7 +673,7 @@ TEST(Aggregation, TernGradAgreesOnTheMaximumScaleInAnExtraRound) {
   auto codecs = max_scale_workers(workers, layers, n);
   const auto ptrs = multi(codecs);
   for (auto* p : ptrs) ASSERT_NE(p, nullptr);
-  EXPECT_EQ(codecs[0]->aggregation(), Aggregation::kDecodeThenSum);  // the single-payload form
+  EXPECT_EQ(codecs[0]->traits().aggregation, Aggregation::kDecodeThenSum);  // the single-payload form
   std::vector<torch::Tensor> grads;
   // Different magnitudes per worker and layer, so the maximum comes from different workers.
   for (int r = 0; r < workers; ++r) {
@@ -765,7 +765,7 @@ TEST(Aggregation, TernGradScaleAgreementRejectsBadInputs) {
   // The configured form is still single-round and summable.
   auto configured = make({{"kind", "terngrad"}, {"scaler_sharing", true}, {"shared_scale", 0.1}});
   EXPECT_EQ(dynamic_cast<MultiRoundCodec*>(configured.get()), nullptr);
-  EXPECT_EQ(configured->aggregation(), Aggregation::kSummable);
+  EXPECT_EQ(configured->traits().aggregation, Aggregation::kSummable);
 
   const auto layers = small_layout();
   auto codecs = max_scale_workers(2, layers, 406);
@@ -793,7 +793,7 @@ TEST(Aggregation, SummabilityIsDeclaredPerCodec) {
   for (const char* kind : kAllQuantizers) {
     const auto codec = make({{"kind", kind}});
     const bool summable = std::string(kind) == "fp16" || std::string(kind) == "bf16";
-    EXPECT_EQ(codec->aggregation() == Aggregation::kSummable, summable) << kind;
+    EXPECT_EQ(codec->traits().aggregation == Aggregation::kSummable, summable) << kind;
     EXPECT_EQ(codec->name(), kind);
   }
 }
@@ -1001,7 +1001,7 @@ TEST(CorruptPayloads, RandomCorruptionsNeverCrash) {
       } catch (const DecodeError&) {
         ++rejected;
       }
-      if (codec->aggregation() == Aggregation::kSummable) {
+      if (codec->traits().aggregation == Aggregation::kSummable) {
         Bytes acc = valid;
         try {
           codec->accumulate(acc, p);

@@ -231,17 +231,7 @@ TEST(Conservation, DgcMomentumCorrectionSendsAllOfTheVelocity) {
     sum_out += dgc.decode(dgc.encode(g));
     ASSERT_TRUE(torch::allclose(sum_out + dgc.velocity(), sum_u, 1e-3, 1e-4)) << step;
   }
-  EXPECT_TRUE(dgc.applies_momentum());
-}
-
-TEST(Conservation, MomentumCorrectionWrapperWithZeroMomentumIsErrorFeedback) {
-  MomentumCorrection mc(std::make_unique<TopKCodec>(0.02), 0.0, false, false);
-  ErrorFeedback ef(std::make_unique<TopKCodec>(0.02));
-  for (int step = 0; step < 8; ++step) {
-    const torch::Tensor g = randn(3000, 900 + step);
-    EXPECT_EQ(mc.encode(g), ef.encode(g));
-  }
-  EXPECT_FALSE(mc.applies_momentum());
+  EXPECT_TRUE(dgc.traits().applies_momentum);
 }
 
 // --------------------------------------------------------------------------------------------
@@ -272,17 +262,6 @@ TEST(Masking, ZeroesExactlyTheSentCoordinatesOfUAndV) {
       }
     }
   }
-}
-
-TEST(Masking, WrapperMasksWhereTheInnerCodecSent) {
-  MomentumCorrection mc(std::make_unique<TopKCodec>(0.01), 0.9);
-  const torch::Tensor g = randn(10000, 5);
-  const torch::Tensor sent = mc.decode(mc.encode(g));
-  const torch::Tensor mask = sent != 0;
-  EXPECT_EQ(mask.sum().item<std::int64_t>(), 100);
-  EXPECT_EQ(mc.momentum_buffer().masked_select(mask).abs().sum().item<float>(), 0.0f);
-  EXPECT_EQ(mc.velocity().masked_select(mask).abs().sum().item<float>(), 0.0f);
-  EXPECT_TRUE(torch::equal(mc.momentum_buffer().masked_select(~mask), g.masked_select(~mask)));
 }
 
 // --------------------------------------------------------------------------------------------
@@ -749,7 +728,7 @@ TEST(Zstd, RoundTripAndSmallerOnRedundantPayloads) {
   const Bytes b = z->encode(g);
   EXPECT_LT(b.size(), a.size() / 2);
   EXPECT_TRUE(torch::equal(z->decode(ByteSpan(b)), g));
-  EXPECT_EQ(z->aggregation(), Aggregation::kDecodeThenSum);
+  EXPECT_EQ(z->traits().aggregation, Aggregation::kDecodeThenSum);
   EXPECT_FALSE(r.resolve(nlohmann::json::parse(R"({"kind":"topk"})"), "codec").contains("zstd"));
   EXPECT_EQ(r.resolve(nlohmann::json::parse(R"({"kind":"topk","zstd":true})"), "codec")["zstd"], true);
   EXPECT_THROW(r.resolve(nlohmann::json::parse(R"({"kind":"topk","zstd":1})"), "codec"), std::exception);
@@ -810,7 +789,7 @@ TEST(Sdagc, ThresholdFollowsTheStandardDeviation) {
   sd.encode(randn(200000, 1));
   // Gaussian: P(|x| >= 3 sigma) = 0.27%.
   EXPECT_NEAR(sd.last_density(), 0.0027, 0.0006);
-  EXPECT_FALSE(sd.applies_momentum());
+  EXPECT_FALSE(sd.traits().applies_momentum);
 }
 
 // --------------------------------------------------------------------------------------------

@@ -143,7 +143,7 @@ void load_state(std::size_t index, int wrapper, ByteSpan state) {
 
 void accumulate(const SharedCodec& shared, ByteSpan other) {
   const Codec& codec = *shared.codec;
-  if (codec.aggregation() != Aggregation::kSummable) return;
+  if (codec.traits().aggregation != Aggregation::kSummable) return;
   Bytes acc = shared.payload;
   try {
     codec.accumulate(acc, other);
@@ -155,7 +155,7 @@ void accumulate(const SharedCodec& shared, ByteSpan other) {
 
 void check_registry() {
   std::vector<std::string> registered;
-  for (const CodecInfo* info : CodecRegistry::builtin().list()) registered.push_back(info->name);
+  for (const CodecInfo& info : CodecRegistry::builtin().list()) registered.push_back(info.name);
   std::vector<std::string> listed = kCodecs;
   std::sort(registered.begin(), registered.end());
   std::sort(listed.begin(), listed.end());
@@ -199,7 +199,7 @@ void write_seeds(const std::string& dir) {
       write_seed(dir, stem + "-payload", i, kDecode, w, payload);
       const Bytes state = codec->save_state();
       if (!state.empty()) write_seed(dir, stem + "-state", i, kLoadState, w, state);
-      if (codec->aggregation() == Aggregation::kSummable) {
+      if (codec->traits().aggregation == Aggregation::kSummable) {
         write_seed(dir, stem + "-sum", i, kAccumulate, w, payload);
       }
     }

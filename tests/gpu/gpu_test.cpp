@@ -183,7 +183,7 @@ TEST(DeviceCodecs, WriteTheCpuBytesAndDecodeToTheCpuValues) {
   const torch::Tensor without_nan = awkward_gradient(100003, /*with_nan=*/false);
   for (const auto& make : device_codecs()) {
     const auto codec = make();
-    ASSERT_TRUE(codec->encodes_on_device()) << codec->name();
+    ASSERT_TRUE(codec->traits().encodes_on_device) << codec->name();
     const torch::Tensor& host = codec->name() == "signum" ? without_nan : with_nan;
     const Bytes from_host = codec->encode(host);
     const Bytes from_device = make()->encode(host.to(kCuda));
@@ -200,7 +200,7 @@ TEST(DeviceCodecs, ErrorFeedbackKeepsTheCpuResidualStepAfterStep) {
   SKIP_WITHOUT_CUDA();
   ErrorFeedback on_host(std::make_unique<TopKCodec>(0.01));
   ErrorFeedback on_device(std::make_unique<TopKCodec>(0.01));
-  ASSERT_TRUE(on_device.encodes_on_device());
+  ASSERT_TRUE(on_device.traits().encodes_on_device);
   torch::manual_seed(5);
   for (int step = 0; step < 5; ++step) {
     const torch::Tensor g = torch::randn({50000});
@@ -219,7 +219,7 @@ TEST(DeviceCodecs, OthersReadAHostCopy) {
   context.numel = 4096;
   auto a = CodecRegistry::builtin().create({{"kind", "terngrad"}}, context);
   auto b = CodecRegistry::builtin().create({{"kind", "terngrad"}}, context);
-  EXPECT_FALSE(b->encodes_on_device());
+  EXPECT_FALSE(b->traits().encodes_on_device);
   const torch::Tensor g = torch::randn({4096});
   const torch::Tensor input = codec_input(*b, g.to(kCuda));
   EXPECT_TRUE(input.device().is_cpu());
@@ -244,7 +244,7 @@ TEST(DeviceCodecs, QuantisersWriteTheCpuBitsAndSumsWithinTolerance) {
   };
   for (bool per_layer : {true, false}) {
     ScaledSignCodec a(per_layer, context), b(per_layer, context);
-    ASSERT_TRUE(b.encodes_on_device());
+    ASSERT_TRUE(b.traits().encodes_on_device);
     const Bytes x = a.encode(host), y = b.encode(device);
     const std::size_t segments = per_layer ? context.layers.size() : 1;
     testing::expect_sign_payloads_match(x, y, kPayloadHeaderSize + 4, kPayloadHeaderSize + 4 + 12 * segments,
@@ -253,7 +253,7 @@ TEST(DeviceCodecs, QuantisersWriteTheCpuBitsAndSumsWithinTolerance) {
   }
   for (bool per_column : {true, false}) {
     OneBitCodec a(per_column, context), b(per_column, context);
-    ASSERT_TRUE(b.encodes_on_device());
+    ASSERT_TRUE(b.traits().encodes_on_device);
     const Bytes x = a.encode(host), y = b.encode(device);
     std::size_t table = 0;
     for (const auto& s : a.segments(n)) table += 12 + 8 * static_cast<std::size_t>(s.groups);
@@ -265,7 +265,7 @@ TEST(DeviceCodecs, QuantisersWriteTheCpuBitsAndSumsWithinTolerance) {
   for (std::uint32_t bucket : {512u, 0u}) {
     LevelQuantizer a(LevelQuantizer::Levels::kUniform, 4, bucket, LevelQuantizer::Norm::kL2, 9, 1);
     LevelQuantizer b(LevelQuantizer::Levels::kUniform, 4, bucket, LevelQuantizer::Norm::kL2, 9, 1);
-    ASSERT_TRUE(b.encodes_on_device());
+    ASSERT_TRUE(b.traits().encodes_on_device);
     for (int step = 0; step < 3; ++step) {
       const Bytes x = a.encode(long_host), y = b.encode(long_host.to(kCuda));
       testing::expect_qsgd_payloads_match(a, x, y, "qsgd on CUDA, bucket " + std::to_string(bucket));
@@ -280,7 +280,7 @@ TEST(DeviceCodecs, EfSignSgdKeepsItsResidualOnTheDevice) {
   context.numel = 50000;
   auto on_host = CodecRegistry::builtin().create({{"kind", "efsignsgd"}}, context);
   auto on_device = CodecRegistry::builtin().create({{"kind", "efsignsgd"}}, context);
-  ASSERT_TRUE(on_device->encodes_on_device());
+  ASSERT_TRUE(on_device->traits().encodes_on_device);
   torch::manual_seed(6);
   for (int step = 0; step < 5; ++step) {
     const torch::Tensor g = torch::randn({50000});
@@ -308,7 +308,7 @@ TEST(DeviceCodecs, DgcKeepsTheCpuSelectionAndBuffers) {
     options.nesterov = nesterov;
     options.warmup_stage_steps = 2;  // through the warm-up densities into the steady one
     DgcCodec on_host(options, context), on_device(options, context);
-    ASSERT_TRUE(on_device.encodes_on_device());
+    ASSERT_TRUE(on_device.traits().encodes_on_device);
     for (int step = 0; step < 10; ++step) {
       torch::manual_seed(200 + step);
       const torch::Tensor g = torch::randn({context.numel});
@@ -392,7 +392,7 @@ TEST(DeviceCodecs, PowerSgdFactorsMatchTheCpuToRounding) {
   context.seed = 8;
   PowerSgdCodec::Options options;
   PowerSgdCodec on_host(options, context), on_device(options, context);
-  ASSERT_TRUE(on_device.encodes_on_device());
+  ASSERT_TRUE(on_device.traits().encodes_on_device);
   torch::manual_seed(9);
   for (int step = 0; step < 5; ++step) {
     const torch::Tensor g = torch::randn({context.numel});

@@ -1,5 +1,6 @@
 // A kind declared nowhere but here (a model, a dataset, a training scheme, a codec) is listed,
 // validated and run like a built-in one: the registries are the only place a kind is known.
+#include <algorithm>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -98,12 +99,35 @@ SchemeInfo tagged_ring_scheme() {
   return s;
 }
 
+/// Dense float32 under a name of its own, written as CONTRIBUTING.md's codec recipe says: a
+/// class deriving from Codec that declares its traits once (the dense wire format, so its
+/// payloads add on the ring) and implements what it does.
+class PlainCodec : public Codec {
+ public:
+  PlainCodec() : Codec(plain_traits()) {}
+  Bytes encode(const at::Tensor& grad) override { return DenseCodec::encode_dense(grad); }
+  at::Tensor decode(ByteSpan payload) const override { return DenseCodec::decode_dense(payload); }
+  void accumulate(Bytes& acc, ByteSpan other) const override { dense_.accumulate(acc, other); }
+
+ private:
+  static CodecTraits plain_traits() {
+    CodecTraits t;
+    t.name = "plain";
+    t.aggregation = Aggregation::kSummable;
+    t.encodes_on_device = true;
+    t.loss_tolerance = DenseCodec().traits().loss_tolerance;
+    return t;
+  }
+  DenseCodec dense_;
+};
+
 CodecInfo plain_codec() {
   CodecInfo c;
   c.name = "plain";
   c.summary = "dense float32 under another name (declared by a test)";
+  c.params = {params::boolean("loud", false, "a key of its own (changes nothing)")};
   c.make = [](const nlohmann::json&, const CodecContext&) -> std::unique_ptr<Codec> {
-    return std::make_unique<DenseCodec>();
+    return std::make_unique<PlainCodec>();
   };
   return c;
 }
@@ -146,6 +170,8 @@ TEST_F(ExtensionTest, KindsAreListed) {
   EXPECT_NE(scheme_reference_json().dump().find("\"tag\""), std::string::npos);
   const auto kinds = param_named(SchemeRegistry::builtin().common_params(), "kind").choices;
   EXPECT_EQ(kinds.back(), "tagged_ring");
+  const auto codecs = CodecRegistry::builtin().names();
+  EXPECT_NE(std::find(codecs.begin(), codecs.end(), "plain"), codecs.end());
 }
 
 TEST_F(ExtensionTest, KindsAreValidatedThroughTheirDeclarations) {
@@ -177,9 +203,24 @@ TEST_F(ExtensionTest, KindsAreValidatedThroughTheirDeclarations) {
   auto images = doc;
   images["model"]["kind"] = "cnn";  // the blobs are features, not images
   EXPECT_EQ(path_of_error(images), "model.kind");
+  auto codec_key = doc;
+  codec_key["codec"]["loud"] = true;
+  EXPECT_EQ(load_scenario(codec_key).codec.at("loud"), true);
+  codec_key["codec"]["loud"] = "yes";
+  EXPECT_EQ(path_of_error(codec_key), "codec.loud");
+  auto topk_key = doc;
+  topk_key["codec"]["ratio"] = 0.1;  // top-k's key, not plain's
+  EXPECT_EQ(path_of_error(topk_key), "codec.ratio");
 }
 
 TEST_F(ExtensionTest, KindsRunAsTheBuiltinsTheyImitate) {
+  // The declared traits reach the run: a summable codec's payloads are added on the ring, hop
+  // by hop, exactly as `none`'s are.
+  CodecContext context;
+  context.numel = 16;
+  const auto plain = CodecRegistry::builtin().create({{"kind", "plain"}}, context);
+  EXPECT_EQ(plain->name(), "plain");
+  EXPECT_EQ(plain->traits().aggregation, Aggregation::kSummable);
   const RunResult own = Engine(load_scenario(scenario("tagged_ring", "plain"))).run("", nullptr);
   const RunResult builtin = Engine(load_scenario(scenario("ring", "none"))).run("", nullptr);
   EXPECT_EQ(own.summary["steps"], 6);
