@@ -11,10 +11,10 @@ namespace gradwire {
 
 /// Elements whose bit pattern is not +0.0: what decides the size of a payload that carries a
 /// finalised update exactly (codecs/ExactEncoding.h picks sparse or dense by this count).
-std::int64_t nonzero_bits(const torch::Tensor& t) {
+std::int64_t nonzero_bits(const at::Tensor& t) {
   if (!t.defined() || t.numel() == 0) return 0;
-  if (t.scalar_type() == torch::kFloat32) {
-    return t.contiguous().view(torch::kInt32).ne(0).sum().item<std::int64_t>();
+  if (t.scalar_type() == at::kFloat) {
+    return t.contiguous().view(at::kInt).ne(0).sum().item<std::int64_t>();
   }
   return t.ne(0).sum().item<std::int64_t>();
 }
@@ -40,17 +40,17 @@ void RecordingCodecBase<Base>::attach_work(CodecCall::Kind kind, const CodecWork
 }
 
 template <class Base>
-torch::Tensor RecordingCodecBase<Base>::decode(ByteSpan payload) const {
+at::Tensor RecordingCodecBase<Base>::decode(ByteSpan payload) const {
   return inner_.decode(payload);
 }
 
 template <class Base>
-torch::Tensor RecordingCodecBase<Base>::decode_to(ByteSpan payload, const c10::Device& device) const {
+at::Tensor RecordingCodecBase<Base>::decode_to(ByteSpan payload, const c10::Device& device) const {
   return inner_.decode_to(payload, device);
 }
 
 template <class Base>
-Bytes RecordingCodecBase<Base>::encode(const torch::Tensor& grad) {
+Bytes RecordingCodecBase<Base>::encode(const at::Tensor& grad) {
   Bytes payload = inner_.encode(grad);
   CodecCall& call = log_call(CodecCall::Kind::kEncode);
   call.payloads.push_back(PayloadShape::of(payload));
@@ -60,7 +60,7 @@ Bytes RecordingCodecBase<Base>::encode(const torch::Tensor& grad) {
 
 template <class Base>
 std::vector<Bytes> RecordingCodecBase<Base>::encode_chunks(
-    const torch::Tensor& grad, const std::vector<std::int64_t>& bounds) {
+    const at::Tensor& grad, const std::vector<std::int64_t>& bounds) {
   std::vector<Bytes> payloads = inner_.encode_chunks(grad, bounds);
   CodecCall& call = log_call(CodecCall::Kind::kEncodeChunks);
   for (const Bytes& p : payloads) call.payloads.push_back(PayloadShape::of(p));
@@ -69,8 +69,8 @@ std::vector<Bytes> RecordingCodecBase<Base>::encode_chunks(
 }
 
 template <class Base>
-torch::Tensor RecordingCodecBase<Base>::finalize(torch::Tensor sum, int workers) const {
-  torch::Tensor out = inner_.finalize(std::move(sum), workers);
+at::Tensor RecordingCodecBase<Base>::finalize(at::Tensor sum, int workers) const {
+  at::Tensor out = inner_.finalize(std::move(sum), workers);
   CodecCall& call = log_call(CodecCall::Kind::kFinalize);
   call.values = out.numel();
   call.nonzero = nonzero_bits(out);
@@ -78,7 +78,7 @@ torch::Tensor RecordingCodecBase<Base>::finalize(torch::Tensor sum, int workers)
 }
 
 template <class Base>
-void RecordingCodecBase<Base>::observe_aggregate(const torch::Tensor& update) {
+void RecordingCodecBase<Base>::observe_aggregate(const at::Tensor& update) {
   inner_.observe_aggregate(update);
   log_call(CodecCall::Kind::kObserve).values = update.numel();
 }

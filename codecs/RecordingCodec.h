@@ -1,5 +1,5 @@
 // A codec decorator that logs what its inner codec did (codecs/CodecCallLog.h) while passing
-// every call through unchanged: the same payloads, the same state, the same declared work. A
+// every call through unchanged: the same traits, payloads, state and declared work. A
 // run that records a step trace wraps each codec in one, beneath the timing decorator, so the
 // log also holds the work the timer asked for. A template over the base (Codec or
 // MultiRoundCodec) like TimedCodecBase, so the multi-round decorator is itself a
@@ -20,22 +20,17 @@ template <class Base>
 class RecordingCodecBase : public Base {
  public:
   /// `inner` and `log` must outlive this object.
-  RecordingCodecBase(Base& inner, CodecCallLog& log) : inner_(inner), log_(log) {}
+  RecordingCodecBase(Base& inner, CodecCallLog& log)
+      : Base(inner.traits(), inner), inner_(inner), log_(log) {}
 
-  std::string name() const override { return inner_.name(); }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
-  bool encodes_on_device() const override { return inner_.encodes_on_device(); }
-  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
-  Aggregation aggregation() const override { return inner_.aggregation(); }
-  torch::Tensor finalize(torch::Tensor sum, int workers) const override;
-  double last_density() const override { return inner_.last_density(); }
-  bool applies_momentum() const override { return inner_.applies_momentum(); }
-  LossTolerance loss_tolerance() const override { return inner_.loss_tolerance(); }
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
+  at::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
+  at::Tensor finalize(at::Tensor sum, int workers) const override;
   void accumulate(Bytes& acc, ByteSpan other) const override { inner_.accumulate(acc, other); }
-  std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
+  std::vector<Bytes> encode_chunks(const at::Tensor& grad,
                                    const std::vector<std::int64_t>& bounds) override;
-  void observe_aggregate(const torch::Tensor& update) override;
+  void observe_aggregate(const at::Tensor& update) override;
   Bytes save_state() const override { return inner_.save_state(); }
   void load_state(ByteSpan state) override { inner_.load_state(state); }
   /// The inner codec's work, logged: with the call it describes (encode, finalize, observe)
@@ -54,7 +49,7 @@ class RecordingCodecBase : public Base {
 
 /// Elements of `t` whose bit pattern is not +0.0 (any count of non-zero elements for other
 /// types): what decides the size of an exact encoding of it (codecs/ExactEncoding.h).
-std::int64_t nonzero_bits(const torch::Tensor& t);
+std::int64_t nonzero_bits(const at::Tensor& t);
 
 /// Wraps `inner` (a MultiRoundCodec keeps its rounds) to log into `log`.
 std::unique_ptr<Codec> record_codec(Codec& inner, CodecCallLog& log);

@@ -23,8 +23,8 @@ const char* kind_name(CodecCall::Kind kind) {
   return "call";
 }
 
-torch::Tensor zeros(std::int64_t numel, const c10::Device& device = c10::Device(c10::kCPU)) {
-  return torch::zeros({numel}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
+at::Tensor zeros(std::int64_t numel, const c10::Device& device = c10::Device(c10::kCPU)) {
+  return torch::zeros({numel}, at::TensorOptions().dtype(torch::kFloat32).device(device));
 }
 
 }  // namespace
@@ -48,9 +48,9 @@ const CodecCall& ReplayCodecBase<Base>::next(CodecCall::Kind kind) const {
 }
 
 template <class Base>
-torch::Tensor ReplayCodecBase<Base>::with_nonzero(std::int64_t numel, std::int64_t nonzero,
+at::Tensor ReplayCodecBase<Base>::with_nonzero(std::int64_t numel, std::int64_t nonzero,
                                                   const c10::Device& device) {
-  torch::Tensor out = zeros(numel, device);
+  at::Tensor out = zeros(numel, device);
   if (nonzero > 0) out.narrow(0, 0, std::min(nonzero, numel)).fill_(1.0f);
   return out;
 }
@@ -72,39 +72,39 @@ CodecWork ReplayCodecBase<Base>::replayed_work(CodecCall::Kind kind) const {
 }
 
 template <class Base>
-Bytes ReplayCodecBase<Base>::encode(const torch::Tensor& /*grad*/) {
+Bytes ReplayCodecBase<Base>::encode(const at::Tensor& /*grad*/) {
   const CodecCall& call = next(CodecCall::Kind::kEncode);
   if (call.payloads.size() != 1) throw ReplayMismatch("codec call log: an encode without its payload");
-  density_ = call.density;
+  this->set_last_density(call.density);
   return call.payloads.front().materialise();
 }
 
 template <class Base>
-std::vector<Bytes> ReplayCodecBase<Base>::encode_chunks(const torch::Tensor& /*grad*/,
+std::vector<Bytes> ReplayCodecBase<Base>::encode_chunks(const at::Tensor& /*grad*/,
                                                         const std::vector<std::int64_t>& bounds) {
   const CodecCall& call = next(CodecCall::Kind::kEncodeChunks);
   if (call.payloads.size() + 1 != bounds.size()) {
     throw ReplayMismatch("codec " + inner_.name() + ": " + std::to_string(call.payloads.size()) +
                          " chunks in the trace, the run asks " + std::to_string(bounds.size() - 1));
   }
-  density_ = call.density;
+  this->set_last_density(call.density);
   std::vector<Bytes> out;
   for (const PayloadShape& p : call.payloads) out.push_back(p.materialise());
   return out;
 }
 
 template <class Base>
-torch::Tensor ReplayCodecBase<Base>::decode(ByteSpan payload) const {
+at::Tensor ReplayCodecBase<Base>::decode(ByteSpan payload) const {
   return zeros(static_cast<std::int64_t>(peek_header(payload).numel));
 }
 
 template <class Base>
-torch::Tensor ReplayCodecBase<Base>::decode_to(ByteSpan payload, const c10::Device& device) const {
+at::Tensor ReplayCodecBase<Base>::decode_to(ByteSpan payload, const c10::Device& device) const {
   return zeros(static_cast<std::int64_t>(peek_header(payload).numel), device);
 }
 
 template <class Base>
-torch::Tensor ReplayCodecBase<Base>::finalize(torch::Tensor sum, int /*workers*/) const {
+at::Tensor ReplayCodecBase<Base>::finalize(at::Tensor sum, int /*workers*/) const {
   const CodecCall& call = next(CodecCall::Kind::kFinalize);
   if (call.values != sum.numel()) {
     throw ReplayMismatch("codec " + inner_.name() + ": finalize of " +
@@ -124,7 +124,7 @@ void ReplayCodecBase<Base>::accumulate(Bytes& acc, ByteSpan other) const {
 }
 
 template <class Base>
-void ReplayCodecBase<Base>::observe_aggregate(const torch::Tensor& /*update*/) {
+void ReplayCodecBase<Base>::observe_aggregate(const at::Tensor& /*update*/) {
   next(CodecCall::Kind::kObserve);
 }
 
@@ -153,7 +153,7 @@ template class ReplayCodecBase<MultiRoundCodec>;
 
 std::optional<Round> ReplayMultiRoundCodec::replay_round() {
   const CodecCall& call = next(CodecCall::Kind::kRound);
-  density_ = call.density;
+  this->set_last_density(call.density);
   if (call.last) return std::nullopt;
   Round round;
   round.op = static_cast<RoundOp>(call.round_op);

@@ -2,9 +2,8 @@
 // the log holds in sequence returns what the recorded call returned as far as a collective and
 // the network can tell (payloads of the recorded sizes and headers with zero bodies, the
 // recorded density, declared work and round shapes), and every decode returns zeros of the
-// element count its payload's header states. Only the recorded codec's capabilities (name,
-// aggregation, loss tolerance, momentum) come from the real codec it wraps, which never
-// encodes. A call the log does not hold in that place raises ReplayMismatch.
+// element count its payload's header states. Only the traits (name, aggregation, loss
+// tolerance, momentum) come from the real codec it wraps, which never encodes. A call the log does not hold in that place raises ReplayMismatch.
 //
 // Exact only for a run whose codec calls do not depend on the values they carry beyond what the
 // log holds; the engine allows replay only for such runs (sim/engine/ReplaySafety.h).
@@ -25,25 +24,20 @@ template <class Base>
 class ReplayCodecBase : public Base {
  public:
   /// `inner` (the real codec, for its capabilities) and `log` must outlive this object.
-  ReplayCodecBase(Base& inner, const CodecCallLog& log) : inner_(inner), log_(log) {}
+  ReplayCodecBase(Base& inner, const CodecCallLog& log)
+      : Base(replayed_traits(inner.traits())), inner_(inner), log_(log) {}
 
-  std::string name() const override { return inner_.name(); }
-  Bytes encode(const torch::Tensor& grad) override;
-  torch::Tensor decode(ByteSpan payload) const override;
-  bool encodes_on_device() const override { return false; }
-  torch::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
-  Aggregation aggregation() const override { return inner_.aggregation(); }
+  Bytes encode(const at::Tensor& grad) override;
+  at::Tensor decode(ByteSpan payload) const override;
+  at::Tensor decode_to(ByteSpan payload, const c10::Device& device) const override;
   /// Zeros but for the recorded count of non-zero elements (ones), so that an exact encoding
   /// of the update has the recorded size.
-  torch::Tensor finalize(torch::Tensor sum, int workers) const override;
-  double last_density() const override { return density_; }
-  bool applies_momentum() const override { return inner_.applies_momentum(); }
-  LossTolerance loss_tolerance() const override { return inner_.loss_tolerance(); }
+  at::Tensor finalize(at::Tensor sum, int workers) const override;
   /// Leaves `acc` as it is: summable payloads keep their size when added.
   void accumulate(Bytes& acc, ByteSpan other) const override;
-  std::vector<Bytes> encode_chunks(const torch::Tensor& grad,
+  std::vector<Bytes> encode_chunks(const at::Tensor& grad,
                                    const std::vector<std::int64_t>& bounds) override;
-  void observe_aggregate(const torch::Tensor& update) override;
+  void observe_aggregate(const at::Tensor& update) override;
   Bytes save_state() const override { return {}; }
   void load_state(ByteSpan /*state*/) override {}
   CodecWork work(CodecOp op, std::int64_t numel, std::uint64_t payload_bytes) const override;
@@ -51,8 +45,13 @@ class ReplayCodecBase : public Base {
  protected:
   /// The next call of the log, which must be of `kind`.
   const CodecCall& next(CodecCall::Kind kind) const;
+  /// The recorded codec's traits; a replay reads no gradient, so it encodes nothing on a device.
+  static CodecTraits replayed_traits(CodecTraits traits) {
+    traits.encodes_on_device = false;
+    return traits;
+  }
   /// Zeros of `numel` elements but the first `nonzero`, which are ones.
-  static torch::Tensor with_nonzero(std::int64_t numel, std::int64_t nonzero,
+  static at::Tensor with_nonzero(std::int64_t numel, std::int64_t nonzero,
                                     const c10::Device& device);
   /// The work of the latest replayed call of `kind`.
   CodecWork replayed_work(CodecCall::Kind kind) const;
@@ -61,7 +60,6 @@ class ReplayCodecBase : public Base {
   const CodecCallLog& log_;
   mutable std::size_t cursor_ = 0;
   mutable const CodecCall* latest_[8] = {};  // per CodecCall::Kind
-  double density_ = 1.0;
 };
 
 /// Wraps `inner` (a MultiRoundCodec keeps its rounds) to replay `log`. The `lead` worker's
