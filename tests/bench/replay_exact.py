@@ -23,6 +23,7 @@ nothing differs, 1 otherwise.
 import argparse
 import concurrent.futures
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -185,6 +186,12 @@ def main():
         if derived is None:
             print("%-60s skipped: %s" % (sr.display_path(path), changes))
             continue
+        # Stand-ins are made under OUT; the runs start elsewhere.
+        for section in ("dataset", "model"):
+            part = derived.get(section)
+            if isinstance(part, dict) and isinstance(part.get("path"), str) and \
+                    not os.path.isabs(part["path"]) and (out / part["path"]).exists():
+                part["path"] = str(out / part["path"])
         tasks.append((path, derived))
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {pool.submit(check_scenario, binary, path, doc, out): path for path, doc in tasks}

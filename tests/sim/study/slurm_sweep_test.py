@@ -17,7 +17,7 @@ printed) when it fails; GRADWIRE_KEEP_SLURM_TEST=1 keeps it either way.
 
 Checks: the node comes up idle; sbatch accepts sweep.slurm and every array task completes with
 exit code 0 (scontrol); every run has summary.json; results.csv equals the local sweep's cell
-for cell, wall-clock columns aside, rows in the same order, every status "ok".
+for cell, wall-clock columns and replayed_from aside, rows in the same order, every status "ok".
 
 Exit 77 (ctest: skipped), with the reason, when not run as root (slurmd runs jobs as their
 submitter and this cluster's SlurmUser is root), when munge or Slurm is not installed
@@ -54,8 +54,10 @@ SWEEP = {
              "network.rate": ["100Mbps", "1Gbps"]},
 }
 RUNS = 4
-# Wall-clock seconds differ from one execution to the next.
-WALL_COLUMNS = {"wall_time_s", "ns3_wall_time_s"}
+# Wall-clock seconds differ from one execution to the next; replayed_from says how a run was
+# made: the Slurm tasks train every run, the local sweep replays the runs that differ from
+# another only in their network (their simulated columns must still be equal).
+WALL_COLUMNS = {"wall_time_s", "ns3_wall_time_s", "replayed_from"}
 TOOLS = ["munged", "slurmctld", "slurmd", "sbatch", "sinfo", "scontrol", "squeue", "scancel"]
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
          "BOOT_FAIL", "DEADLINE", "PREEMPTED"}
