@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <sstream>
@@ -125,30 +126,46 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   const auto check_done = [&] {
     if (finished + departed == n) ns3::Simulator::Stop();
   };
+  const auto evaluates_after = [&](std::int64_t done) {
+    return done % sc.training.eval_every == 0 || done == sc.training.steps;
+  };
+  const auto evaluate_now = [&](std::int64_t done) {
+    setup.await_compute();  // LibTorch's account, not the evaluation's
+    WallClockAccount::Charge charge(&eval_account);
+    const EvalResult result = setup.evaluate();
+    return RecordedEvaluation{done, result, setup.consensus_distance()};
+  };
+  // Replicas of a synchronous collective are evaluated on rank 0's model as it ended the step:
+  // once it has begun its next step, that step's forward pass has moved its batch-norm
+  // statistics, and whether it has by the time the slowest worker ends the step depends on the
+  // network.
+  const bool replicas = sc.topology.scheme().collective_in(sc.topology.mode);
+  std::map<std::int64_t, RecordedEvaluation> ended_on_rank0;
   // A step is complete when every worker taking part reported it (for sync schemes the
   // replicas then agree): evaluate at the configured interval.
   const auto step_complete = [&](std::int64_t step) {
     const std::int64_t done = step + 1;
-    if (done % sc.training.eval_every == 0 || done == sc.training.steps) {
-      setup.await_compute();  // LibTorch's account, not the evaluation's
-      const double now = ns3::Simulator::Now().GetSeconds();
-      if (replay) {
-        const RecordedEvaluation& e = recorded_evaluation(*replay, done);
-        recorder.evaluation(done, now, e.result, e.consensus_distance);
-        return;
-      }
-      WallClockAccount::Charge charge(&eval_account);
-      const EvalResult result = setup.evaluate();
-      const double consensus = setup.consensus_distance();
-      if (recorded) recorded->evaluations.push_back(RecordedEvaluation{done, result, consensus});
-      recorder.evaluation(done, now, result, consensus);
+    if (!evaluates_after(done)) return;
+    const double now = ns3::Simulator::Now().GetSeconds();
+    if (replay) {
+      const RecordedEvaluation& e = recorded_evaluation(*replay, done);
+      recorder.evaluation(done, now, e.result, e.consensus_distance);
+      return;
     }
+    const auto early = ended_on_rank0.find(done);
+    const RecordedEvaluation e = early != ended_on_rank0.end() ? early->second : evaluate_now(done);
+    if (early != ended_on_rank0.end()) ended_on_rank0.erase(early);
+    if (recorded) recorded->evaluations.push_back(e);
+    recorder.evaluation(done, now, e.result, e.consensus_distance);
   };
   for (int r = 0; r < n; ++r) {
     auto w = setup.make_worker(
         r, worker_messengers[r],
         [&](const StepRecord& record) {
           if (recorded) recorded->steps[static_cast<std::size_t>(record.rank)].push_back(record);
+          if (replicas && !replay && record.rank == 0 && evaluates_after(record.step + 1)) {
+            ended_on_rank0.emplace(record.step + 1, evaluate_now(record.step + 1));
+          }
           if (recorder.record(record, n)) step_complete(record.step);
         },
         [&](int) {
