@@ -79,6 +79,15 @@ class CodecCallLog {
   std::map<WorkKey, CodecWork> stateless_work;
   /// Set when one key declared two different works: replaying its timing is refused.
   bool ambiguous_work = false;
+  /// Payloads whose decoded tensor is not as long as their header states (GradiVeQ's coded
+  /// slices): the decoded length by the payload's size and header; -1 where one size and header
+  /// decoded to different lengths (a replay of such a payload is refused).
+  std::map<std::pair<std::uint64_t, std::vector<std::uint8_t>>, std::int64_t> decoded_numel;
+
+  /// Records a decode's result length when it differs from the header's.
+  void add_decoded(ByteSpan payload, std::int64_t numel);
+  /// The length a payload decodes to: the recorded one, else its header's.
+  std::int64_t decoded(ByteSpan payload) const;
 
   /// Records the work of a call that does not change the codec's state.
   void add_stateless_work(CodecOp op, std::int64_t numel, std::uint64_t bytes, const CodecWork& w);

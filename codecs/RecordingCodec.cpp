@@ -41,12 +41,16 @@ void RecordingCodecBase<Base>::attach_work(CodecCall::Kind kind, const CodecWork
 
 template <class Base>
 at::Tensor RecordingCodecBase<Base>::decode(ByteSpan payload) const {
-  return inner_.decode(payload);
+  at::Tensor out = inner_.decode(payload);
+  log_.add_decoded(payload, out.numel());
+  return out;
 }
 
 template <class Base>
 at::Tensor RecordingCodecBase<Base>::decode_to(ByteSpan payload, const c10::Device& device) const {
-  return inner_.decode_to(payload, device);
+  at::Tensor out = inner_.decode_to(payload, device);
+  log_.add_decoded(payload, out.numel());
+  return out;
 }
 
 template <class Base>

@@ -95,12 +95,12 @@ std::vector<Bytes> ReplayCodecBase<Base>::encode_chunks(const at::Tensor& /*grad
 
 template <class Base>
 at::Tensor ReplayCodecBase<Base>::decode(ByteSpan payload) const {
-  return zeros(static_cast<std::int64_t>(peek_header(payload).numel));
+  return zeros(log_.decoded(payload));
 }
 
 template <class Base>
 at::Tensor ReplayCodecBase<Base>::decode_to(ByteSpan payload, const c10::Device& device) const {
-  return zeros(static_cast<std::int64_t>(peek_header(payload).numel), device);
+  return zeros(log_.decoded(payload), device);
 }
 
 template <class Base>

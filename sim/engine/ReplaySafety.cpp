@@ -1,6 +1,7 @@
 #include "sim/engine/ReplaySafety.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 namespace gradwire {
@@ -35,6 +36,27 @@ std::optional<ConfigError> replay_refusal(const Scenario& sc) {
                          "devices given per hybrid group cannot be replayed: which worker runs "
                          "on which device depends on the network");
     }
+  }
+  // GradiVeQ's payloads decode to slice-aligned lengths that their headers do not state, so
+  // what a trace keeps of a payload (size and header) does not say how long it decodes.
+  const std::function<bool(const nlohmann::json&)> names_gradiveq = [&](const nlohmann::json& j) {
+    if (j.is_object()) {
+      if (j.value("kind", "") == "gradiveq") return true;
+      for (const auto& item : j.items()) {
+        if (names_gradiveq(item.value())) return true;
+      }
+    }
+    if (j.is_array()) {
+      for (const auto& item : j) {
+        if (names_gradiveq(item)) return true;
+      }
+    }
+    return false;
+  };
+  if (names_gradiveq(sc.codec)) {
+    return ConfigError("codec.kind",
+                       "gradiveq cannot be replayed: its payloads decode to lengths their headers "
+                       "do not state, which a step trace does not keep");
   }
   if (!sc.faults.empty()) {
     return ConfigError("faults",

@@ -182,6 +182,13 @@ Bytes codec_section(const StepTrace& t) {
         work(w, value);
       }
       w.u8(log.ambiguous_work ? 1 : 0);
+      w.u64(log.decoded_numel.size());
+      for (const auto& [key, numel] : log.decoded_numel) {
+        w.u64(key.first);
+        w.u8(static_cast<std::uint8_t>(key.second.size()));
+        w.raw(key.second.data(), key.second.size());
+        w.u64(static_cast<std::uint64_t>(numel));
+      }
     }
   }
   return w.take();
@@ -295,6 +302,16 @@ void read_codecs(ByteReader& r, StepTrace& t, std::uint64_t buckets, std::uint64
       const std::uint8_t ambiguous = r.u8("codec.ambiguous_work");
       if (ambiguous > 1) r.fail("flag " + std::to_string(ambiguous) + " at offset " + std::to_string(r.offset() - 1));
       log.ambiguous_work = ambiguous == 1;
+      const std::uint64_t lengths = count(r, r.u64("codec.decoded_lengths"), 17, "codec.decoded_lengths");
+      for (std::uint64_t k = 0; k < lengths; ++k) {
+        const std::uint64_t bytes = r.u64("decoded.bytes");
+        const std::uint8_t head = r.u8("decoded.head");
+        if (head > 12 || head > bytes) r.fail("payload header of " + std::to_string(head) + " bytes at offset " + std::to_string(r.offset() - 1));
+        const std::uint8_t* h = r.take(head, 1, "decoded.head");
+        const std::int64_t numel = as_count(r.u64("decoded.numel"));
+        if (numel < -1) r.fail("a decoded length below -1 at offset " + std::to_string(r.offset() - 8));
+        log.decoded_numel[{bytes, std::vector<std::uint8_t>(h, h + head)}] = numel;
+      }
     }
   }
 }

@@ -209,6 +209,7 @@ INSTANTIATE_TEST_SUITE_P(
         Refused{"MeasuredCodecTime",
                 [](nlohmann::json& d) { d["compute"]["codec_time"] = "measured"; },
                 "compute.codec_time"},
+        Refused{"GradiVeQ", [](nlohmann::json& d) { d["codec"] = {{"kind", "gradiveq"}}; }, "codec.kind"},
         Refused{"Faults",
                 [](nlohmann::json& d) {
                   d["faults"] = {{{"rank", 1}, {"leave_at", "0.001s"}}};
