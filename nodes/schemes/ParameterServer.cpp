@@ -1,6 +1,7 @@
 #include "nodes/schemes/ParameterServer.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "codecs/MultiRoundCodec.h"
 #include "nodes/schemes/ParameterDonation.h"
 #include "nodes/schemes/Participation.h"
+#include "nodes/schemes/PhaseLedger.h"
 #include "nodes/schemes/QuietWatchdog.h"
 #include "nodes/transport/Endpoint.h"
 
@@ -44,6 +46,12 @@ struct ParameterServer::StepState {
   std::vector<Bytes> payloads;   // kReduce rounds: every worker's payload
 };
 
+struct ParameterServer::ExchangeClock {
+  double first_push = std::numeric_limits<double>::infinity();
+  double all_in = 0;    // when the server held every push (or the broadcast root's)
+  int replies = -1;     // replies still to arrive; -1 until the server has sent them
+};
+
 struct ParameterServer::WorkerState {
   Done done;                      // set while a step is in flight
   std::int64_t step = -1;
@@ -57,13 +65,14 @@ struct ParameterServer::WorkerState {
 
 ParameterServer::ParameterServer(std::vector<Endpoint*> workers, Endpoint* server,
                                  std::vector<Codec*> codecs, Codec* server_codec,
-                                 Participation* participation)
+                                 Participation* participation, PhaseLedger* phases)
     : workers_(std::move(workers)),
       server_(server),
       codecs_(std::move(codecs)),
       server_codec_(server_codec),
       dense_(std::make_unique<DenseCodec>()),
-      participation_(participation) {
+      participation_(participation),
+      phases_(phases) {
   if (workers_.empty() || workers_.size() != codecs_.size() || !server_ || !server_codec_) {
     throw std::invalid_argument("ParameterServer: need one messenger and codec per worker");
   }
@@ -80,7 +89,10 @@ ParameterServer::ParameterServer(std::vector<Endpoint*> workers, Endpoint* serve
       throw std::invalid_argument("ParameterServer: worker and server codecs differ in kind");
     }
     const int rank = static_cast<int>(r);
-    workers_[r]->SetHandler([this, rank](Message&& m) { on_pull(rank, std::move(m)); });
+    workers_[r]->SetHandler([this, rank](Message&& m) {
+      clock_reply(m);
+      on_pull(rank, std::move(m));
+    });
   }
 }
 
@@ -119,6 +131,7 @@ void ParameterServer::contribute(int rank, std::int64_t step, const at::Tensor& 
   }
   m.loss = codecs_[rank]->traits().loss_tolerance;  // what a udp transport may lose of it
   count_payload(rank, m.payload.size());
+  clock_push(m.step, 0);
   workers_[rank]->Send(server_->self(), std::move(m));
 }
 
@@ -162,6 +175,7 @@ void ParameterServer::send_round(int rank, Round&& round) {
       m.kind = kBroadcastUp;
       m.payload = round.payload;  // the root keeps its own copy as its outcome
       count_payload(rank, m.payload.size());
+      clock_push(m.step, m.round);
       workers_[rank]->Send(server_->self(), std::move(m));
       {
         RoundOutcome own;
@@ -171,6 +185,7 @@ void ParameterServer::send_round(int rank, Round&& round) {
       return;
   }
   count_payload(rank, m.payload.size());
+  clock_push(m.step, m.round);
   workers_[rank]->Send(server_->self(), std::move(m));
   // A reply that overtook nothing cannot exist yet, but an early one is kept in the inbox.
   auto it = w.inbox.find({static_cast<std::uint64_t>(w.step), w.round});
@@ -288,6 +303,7 @@ void ParameterServer::on_push(Message&& message) {
       WallClockAccount::Charge charge(account_);
       server_multi_->observe_broadcast(static_cast<int>(message.round), message.payload);
     }
+    clock_all_in(message.step, message.round, workers() - 1);
     for (int r = 0; r < workers(); ++r) {
       if (r == rank) continue;
       Message out;
@@ -345,6 +361,7 @@ void ParameterServer::on_push(Message&& message) {
     }
   }
   steps_.erase(key);
+  clock_all_in(key.first, key.second, workers());
   reply_all(key.first, key.second, result);
 }
 
@@ -464,6 +481,35 @@ void ParameterServer::finish(int rank, const at::Tensor& update) {
   // The replica now holds the parameters of step `next`: hand them to newcomers admitted then.
   donate_parameters(*workers_[rank], w.donate, next, kJoinParams,
                     [&] { return parameters_of_(rank); }, account_);
+}
+
+// --- phases ---------------------------------------------------------------------------------
+
+void ParameterServer::clock_push(std::uint64_t step, std::uint32_t round) {
+  if (!timing_phases()) return;
+  ExchangeClock& c = clocks_[{step, round}];
+  c.first_push = std::min(c.first_push, ns3::Simulator::Now().GetSeconds());
+}
+
+void ParameterServer::clock_all_in(std::uint64_t step, std::uint32_t round, int replies) {
+  if (!timing_phases()) return;
+  const auto it = clocks_.find({step, round});
+  if (it == clocks_.end()) return;
+  ExchangeClock& c = it->second;
+  c.all_in = ns3::Simulator::Now().GetSeconds();
+  c.replies = replies;
+  phases_->add_push(static_cast<std::int64_t>(step), c.all_in - c.first_push);
+  if (replies == 0) clocks_.erase(it);
+}
+
+void ParameterServer::clock_reply(const Message& message) {
+  if (!timing_phases() || (message.kind != kPull && message.kind != kBroadcastDown)) return;
+  const auto it = clocks_.find({message.step, message.round});
+  if (it == clocks_.end() || it->second.replies <= 0) return;
+  if (--it->second.replies > 0) return;
+  phases_->add_pull(static_cast<std::int64_t>(message.step),
+                    ns3::Simulator::Now().GetSeconds() - it->second.all_in);
+  clocks_.erase(it);
 }
 
 // --- faults ---------------------------------------------------------------------------------

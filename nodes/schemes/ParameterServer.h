@@ -50,6 +50,7 @@ class Endpoint;
 class DenseCodec;
 class MultiRoundCodec;
 class Participation;
+class PhaseLedger;
 struct Round;
 struct RoundOutcome;
 
@@ -58,9 +59,11 @@ class ParameterServer : public Collective, public FaultTolerant {
   /// `workers[r]`: worker r's endpoint; `server`: the server host's endpoint; `codecs[r]`:
   /// worker r's codec; `server_codec`: a codec of the same kind the server decodes with. All
   /// must outlive the collective. `participation` (may be null: every worker, every round)
-  /// samples the rounds; it must outlive the collective too.
+  /// samples the rounds; it must outlive the collective too. `phases` (may be null) is where
+  /// each step's push and pull times are added, without faults or participation.
   ParameterServer(std::vector<Endpoint*> workers, Endpoint* server, std::vector<Codec*> codecs,
-                  Codec* server_codec, Participation* participation = nullptr);
+                  Codec* server_codec, Participation* participation = nullptr,
+                  PhaseLedger* phases = nullptr);
   ~ParameterServer() override;
 
   void contribute(int rank, std::int64_t step, const at::Tensor& gradient, Done done) override;
@@ -78,6 +81,8 @@ class ParameterServer : public Collective, public FaultTolerant {
  private:
   struct StepState;
   struct WorkerState;
+  /// One exchange's (step, round) instants, for the phase ledger.
+  struct ExchangeClock;
   /// The codec that adds the pushes: the server's, or dense fp32 for a multi-round codec's
   /// kSum rounds.
   const Codec& summing_codec() const;
@@ -95,6 +100,11 @@ class ParameterServer : public Collective, public FaultTolerant {
   void continue_exchange(int rank, RoundOutcome&& outcome);
   void finish(int rank, const at::Tensor& update);
   void reply_all(std::uint64_t step, std::uint32_t round, const at::Tensor& result);
+  // --- phases ---
+  bool timing_phases() const { return phases_ != nullptr && !faults_ && participation_ == nullptr; }
+  void clock_push(std::uint64_t step, std::uint32_t round);
+  void clock_all_in(std::uint64_t step, std::uint32_t round, int replies);
+  void clock_reply(const Message& message);
   // --- faults ---
   bool expected(int rank, std::uint64_t step) const;
   bool step_complete(const StepState& s, std::uint64_t step) const;
@@ -136,6 +146,10 @@ class ParameterServer : public Collective, public FaultTolerant {
 
   // Partial participation (inactive when null).
   Participation* participation_ = nullptr;
+
+  // Phase timing (inactive when null), per (step, exchange round) in flight.
+  PhaseLedger* phases_ = nullptr;
+  std::map<std::pair<std::uint64_t, std::uint32_t>, ExchangeClock> clocks_;
   std::int64_t closed_ = -1;  // rounds close in order: the latest closed
 };
 

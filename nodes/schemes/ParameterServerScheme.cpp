@@ -44,7 +44,7 @@ SchemeInfo parameter_server_scheme() {
   ps.collective_modes = {SyncMode::kSync};
   ps.collective = [](const CollectiveParts& p, const std::any&) -> std::unique_ptr<Collective> {
     return std::make_unique<ParameterServer>(p.workers, p.server, p.codecs, p.server_codec,
-                                             p.participation);
+                                             p.participation, p.phases);
   };
   ps.scheme = [](const SchemeParts& p, const std::any& settings) -> std::unique_ptr<TrainingScheme> {
     AsyncServerOptions o = std::any_cast<const AsyncServerOptions&>(settings);

@@ -16,6 +16,7 @@ namespace gradwire {
 class Codec;
 class Endpoint;
 class Participation;
+class PhaseLedger;
 struct StalenessEvent;
 
 /// One collective's share of a run: the workers' endpoints (or channels of them), the server's
@@ -28,6 +29,9 @@ struct CollectiveParts {
   /// Who takes part in each round and the round's deadline (the scenario's `participation`);
   /// null: every worker, every round.
   Participation* participation = nullptr;
+  /// Where a collective that times its phases adds them (nodes/schemes/PhaseLedger.h); may be
+  /// null.
+  PhaseLedger* phases = nullptr;
 };
 
 /// The optimizer every replica runs, for schemes that apply updates themselves.

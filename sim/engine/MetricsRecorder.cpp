@@ -10,6 +10,7 @@
 #include <string>
 
 #include "nodes/schemes/Participation.h"
+#include "nodes/schemes/PhaseLedger.h"
 #include "nodes/transport/LossLedger.h"
 #include "sim/engine/ComputeTime.h"
 #include "sim/engine/Scenario.h"
@@ -195,6 +196,13 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
       ++rounds_;
     }
   }
+  if (const PhaseLedger::Phases* p = phases_ ? phases_->find(record.step) : nullptr) {
+    line["push_s"] = p->push_s;
+    line["pull_s"] = p->pull_s;
+    sum_push_ += p->push_s;
+    sum_pull_ += p->pull_s;
+    ++phased_steps_;
+  }
   if (ledger_ != nullptr) {
     const LossLedger::Entry lost = ledger_->at(static_cast<std::uint64_t>(record.step));
     line["lost_bytes"] = lost.lost_bytes;
@@ -336,6 +344,10 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
         {"mean_participants", static_cast<double>(applied_updates_) / rounds},
         {"dropped_updates", sampled_clients_ - applied_updates_},
         {"empty_rounds", empty_rounds_}};
+  }
+  if (phased_steps_ > 0) {
+    s["mean_step_push_s"] = sum_push_ / static_cast<double>(phased_steps_);
+    s["mean_step_pull_s"] = sum_pull_ / static_cast<double>(phased_steps_);
   }
   if (ledger_ != nullptr) {
     const LossLedger::Entry& t = ledger_->total();

@@ -57,6 +57,7 @@
 namespace gradwire {
 
 class LossLedger;
+class PhaseLedger;
 struct DeviceProfile;
 class Participation;
 struct Scenario;
@@ -79,6 +80,8 @@ class MetricsRecorder {
 
   /// Where the UDP transport records lost gradient bytes (null: TCP, nothing is lost).
   void set_loss_ledger(const LossLedger* ledger) { ledger_ = ledger; }
+  /// Where a collective that times its phases records each step's push and pull (null: none).
+  void set_phase_ledger(const PhaseLedger* phases) { phases_ = phases; }
   /// Who took part in each round (null: every worker, every step).
   void set_participation(const Participation* participation) { participation_ = participation; }
 
@@ -135,6 +138,9 @@ class MetricsRecorder {
   std::vector<std::int64_t> member_from_;  // per rank: first step it reports (faults)
   std::map<std::string, int> event_counts_;
   const LossLedger* ledger_ = nullptr;
+  const PhaseLedger* phases_ = nullptr;
+  double sum_push_ = 0, sum_pull_ = 0;
+  std::int64_t phased_steps_ = 0;
   std::optional<MeasuredLoadCheck> load_check_;
   // Energy: each worker's device (empty when some worker has none), busy and compute seconds
   // and steps it reported.

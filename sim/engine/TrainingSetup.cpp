@@ -18,6 +18,7 @@
 #include "nodes/schemes/DeviceStreams.h"
 #include "nodes/schemes/DeviceTimedEndpoint.h"
 #include "nodes/schemes/Participation.h"
+#include "nodes/schemes/PhaseLedger.h"
 #include "nodes/schemes/SynchronousScheme.h"
 #include "nodes/schemes/WallClockAccount.h"
 #include "nodes/schemes/Worker.h"
@@ -83,6 +84,7 @@ struct TrainingSetup::Impl {
   std::vector<std::unique_ptr<EndpointChannels>> channels;
   // Declared before the collective that samples its rounds from it.
   std::unique_ptr<Participation> participation;
+  PhaseLedger phases;
   std::unique_ptr<Collective> collective;
   std::unique_ptr<TrainingScheme> scheme;
   std::unique_ptr<Evaluator> evaluator;
@@ -322,6 +324,8 @@ bool TrainingSetup::on_gpu() const { return impl_->device.is_cuda(); }
 MeasuredClock TrainingSetup::measured_clock() const { return impl_->clock; }
 TrainingScheme& TrainingSetup::scheme() { return *impl_->scheme; }
 const Participation* TrainingSetup::participation() const { return impl_->participation.get(); }
+
+const PhaseLedger& TrainingSetup::phases() const { return impl_->phases; }
 WallClockAccount& TrainingSetup::torch_account() { return impl_->torch_account; }
 
 void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* server,
@@ -357,7 +361,7 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
     // One bucket's collective over `ends` and `server_end`, with bucket b's codecs.
     auto collective = [&](std::vector<Endpoint*> ends, Endpoint* server_end, std::size_t b) {
       return info.collective(CollectiveParts{std::move(ends), server_end, codecs_of(b),
-                                             server_codec_of(b), s.participation.get()},
+                                             server_codec_of(b), s.participation.get(), &s.phases},
                              topo.settings);
     };
     if (s.buckets.size() > 1) {

@@ -22,6 +22,7 @@ namespace gradwire {
 
 class Endpoint;
 class Participation;
+class PhaseLedger;
 class TrainingScheme;
 class WallClockAccount;
 class Worker;
@@ -79,6 +80,9 @@ class TrainingSetup {
   TrainingScheme& scheme();
   /// Who takes part in each round (the scenario's `participation`); null without it.
   const Participation* participation() const;
+  /// Each step's push and pull times, for collectives that time their phases (the
+  /// synchronous parameter server).
+  const PhaseLedger& phases() const;
   /// Wall time spent in LibTorch and codec work inside the event loop.
   WallClockAccount& torch_account();
 
