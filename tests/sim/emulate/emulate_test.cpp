@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "GlooRingSchedule.h"
 #include "RunGradwire.h"
 #include "codecs/CodecRegistry.h"
 #include "netmodels/Network.h"
@@ -388,6 +389,50 @@ TEST_F(Emulate, LteAndHybridNetworksCarryTrafficBetweenEveryHost) {
   }
 }
 
+/// Simulated seconds of one all-reduce of `elements` float32 over the scenario at `path`
+/// (4 hosts): gloo's ring schedule, or gradwire's own ring.
+double simulated_all_reduce(const std::string& path, std::int64_t elements, bool gloo) {
+  const Scenario sc = load_scenario(read_scenario_file(path));
+  SimulatedWorld world(sc, 4);
+  std::vector<Endpoint*> endpoints;
+  for (int r = 0; r < 4; ++r) endpoints.push_back(ns3::PeekPointer(world.messengers()[r]));
+  double seconds = 0;
+  int finished = 0;
+  const double start = world.network().ready_time_s();
+  const auto done = [&] {
+    seconds = std::max(seconds, ns3::Simulator::Now().GetSeconds() - start);
+    // Radios keep scheduling (beacons, LTE's control channels): stop when the last rank is done.
+    if (++finished == 4) ns3::Simulator::Stop();
+  };
+  std::vector<std::unique_ptr<Codec>> codecs;
+  std::vector<Codec*> raw;
+  std::unique_ptr<RingAllReduce> ring;
+  std::unique_ptr<testing::GlooRingSchedule> schedule;
+  if (gloo) {
+    schedule = std::make_unique<testing::GlooRingSchedule>(endpoints, elements * 4, [&](int) { done(); });
+  } else {
+    const auto none = CodecRegistry::builtin().resolve({{"kind", "none"}}, "codec");
+    for (int r = 0; r < 4; ++r) {
+      codecs.push_back(CodecRegistry::builtin().create(none, CodecContext{r, 4, 1, elements, {}, 0}));
+      raw.push_back(codecs.back().get());
+    }
+    ring = std::make_unique<RingAllReduce>(endpoints, raw);
+  }
+  for (int r = 0; r < 4; ++r) {
+    ns3::Simulator::Schedule(ns3::Seconds(start), [&, r] {
+      if (gloo) {
+        schedule->start(r);
+      } else {
+        ring->contribute(r, 0, torch::full({elements}, static_cast<float>(r + 1)),
+                         [&](const at::Tensor&) { done(); });
+      }
+    });
+  }
+  ns3::Simulator::Stop(ns3::Seconds(start + 120));
+  ns3::Simulator::Run();
+  return finished == 4 ? seconds : -1;
+}
+
 // gloo's all_reduce over Ethernet, one Wi-Fi cell and one LTE cell (4 hosts each), against
 // gradwire's simulated ring all-reduce of the same bytes on the same scenario.
 TEST_F(Emulate, GlooAllReduceGivesTheSumAndTakesTheSimulatedTime) {
@@ -397,16 +442,29 @@ TEST_F(Emulate, GlooAllReduceGivesTheSumAndTakesTheSimulatedTime) {
   }
   // 10 MB over Ethernet; 1 MB over the radios, whose shared medium carries every host's
   // sends one at a time (802.11n 20 MHz; LTE at 25 resource blocks so ns-3 keeps real time).
-  const std::vector<std::tuple<std::string, nlohmann::json, std::int64_t>> networks = {
-      {"eth100", {{"family", "ethernet"}, {"rate", "100Mbps"}}, 2500000},
-      {"wifi-n20-4", {{"family", "wifi"}, {"standard", "n"}, {"band", "2.4GHz"}, {"width_mhz", 20}}, 250000},
-      {"lte-5mhz-4", {{"family", "lte"}, {"server", "ue"}, {"ul_bandwidth", 25}, {"dl_bandwidth", 25}}, 250000}};
-  for (const auto& [name, network, elements] : networks) {
-    const std::string path = scenario(name, 4, network);
-    const auto run = testing::run_gradwire("emulate " + path + " --timeout 50 --max-lag 250 -- " + kPython + " " +
-                                           kTools + "gloo_allreduce.py " + std::to_string(elements));
-    ASSERT_EQ(run.code, 0) << name << "\n" << run.output;
-    double emulated_s = 0;
+  // The bound is per network: 100 Mbit/s of Ethernet through eight link traversals is ~90,000
+  // packet hops a second, which ns-3 carries in real time only on a quiet machine, while the
+  // radios' rates leave it room.
+  struct Case {
+    std::string name;
+    nlohmann::json network;
+    std::int64_t elements;
+    double low, high;  // emulated / simulated
+  };
+  const std::vector<Case> cases = {
+      {"eth100", {{"family", "ethernet"}, {"rate", "100Mbps"}}, 2500000, 0.8, 4.0},
+      {"wifi-n20-4", {{"family", "wifi"}, {"standard", "n"}, {"band", "2.4GHz"}, {"width_mhz", 20}}, 250000, 0.95, 1.05},
+      {"lte-5mhz-4", {{"family", "lte"}, {"server", "ue"}, {"ul_bandwidth", 25}, {"dl_bandwidth", 25}}, 250000, 0.95, 1.05}};
+  constexpr int kRepeats = 3;
+  for (const Case& c : cases) {
+    const std::string path = scenario(c.name, 4, c.network);
+    const auto run = testing::run_gradwire("emulate " + path + " --timeout 80 --max-lag 250 -- " +
+                                           kPython + " " + kTools + "gloo_allreduce.py " +
+                                           std::to_string(c.elements) + " " + std::to_string(kRepeats));
+    ASSERT_EQ(run.code, 0) << c.name << "\n" << run.output;
+    // Each repetition lasts until its slowest rank is done; the shortest repetition is the one
+    // least disturbed by whatever else this machine runs.
+    std::vector<double> slowest(kRepeats, 0.0);
     std::size_t at = 0;
     int ranks = 0;
     while ((at = run.output.find("{\"rank\"", at)) != std::string::npos) {
@@ -415,53 +473,30 @@ TEST_F(Emulate, GlooAllReduceGivesTheSumAndTakesTheSimulatedTime) {
       ++ranks;
       EXPECT_TRUE(line["correct"].get<bool>()) << line.dump();
       EXPECT_EQ(line["sum"].get<double>(), 10.0);
-      emulated_s = std::max(emulated_s, line["seconds"].get<double>());
+      const auto seconds = line["all_seconds"].get<std::vector<double>>();
+      ASSERT_EQ(seconds.size(), static_cast<std::size_t>(kRepeats)) << line.dump();
+      for (int k = 0; k < kRepeats; ++k) slowest[k] = std::max(slowest[k], seconds[k]);
     }
     EXPECT_EQ(ranks, 4) << run.output;
+    const double emulated_s = *std::min_element(slowest.begin(), slowest.end());
 
-    // The same bytes through gradwire's ring all-reduce in the simulator.
-    const Scenario sc = load_scenario(read_scenario_file(path));
-    SimulatedWorld world(sc, 4);
-    std::vector<std::unique_ptr<Codec>> codecs;
-    std::vector<Codec*> raw;
-    std::vector<Endpoint*> endpoints;
-    const auto none = CodecRegistry::builtin().resolve({{"kind", "none"}}, "codec");
-    for (int r = 0; r < 4; ++r) {
-      codecs.push_back(CodecRegistry::builtin().create(none, CodecContext{r, 4, 1, elements, {}, 0}));
-      raw.push_back(codecs.back().get());
-      endpoints.push_back(ns3::PeekPointer(world.messengers()[r]));
-    }
-    RingAllReduce ring(endpoints, raw);
-    double simulated_s = 0;
-    int finished = 0;
-    const double start = world.network().ready_time_s();
-    for (int r = 0; r < 4; ++r) {
-      ns3::Simulator::Schedule(ns3::Seconds(start), [&, r] {
-        ring.contribute(r, 0, torch::full({elements}, static_cast<float>(r + 1)),
-                        [&](const at::Tensor&) {
-                          simulated_s = std::max(simulated_s, ns3::Simulator::Now().GetSeconds() - start);
-                          // Radios keep scheduling (beacons, LTE's control channels): stop
-                          // when the last rank has its sum.
-                          if (++finished == 4) ns3::Simulator::Stop();
-                        });
-      });
-    }
-    ns3::Simulator::Stop(ns3::Seconds(start + 120));
-    ns3::Simulator::Run();
-    ASSERT_EQ(finished, 4) << name << ": the simulated all-reduce did not finish";
-    const auto s = summary(name);
-    std::printf("gloo all_reduce of %lld float32 over 4 hosts on %s: emulated %.3f s, gradwire's "
-                "simulated ring all-reduce %.3f s (ratio %.3f); lag max %.2f ms, p99 %.2f ms\n",
-                static_cast<long long>(elements), name.c_str(), emulated_s, simulated_s,
-                emulated_s / simulated_s, s["lag"]["max_ms"].get<double>(),
+    // The same bytes in the same pattern through the simulator: gloo's ring schedule (its
+    // segments, two in flight). gradwire's own ring moves the same bytes chunk by chunk, for
+    // comparison.
+    const double gloo_s = simulated_all_reduce(path, c.elements, true);
+    const double ring_s = simulated_all_reduce(path, c.elements, false);
+    ASSERT_GT(gloo_s, 0) << c.name << ": the simulated gloo schedule did not finish";
+    ASSERT_GT(ring_s, 0) << c.name << ": the simulated ring all-reduce did not finish";
+    const auto s = summary(c.name);
+    std::printf("gloo all_reduce of %lld float32 over 4 hosts on %s: emulated %.3f s (repetitions",
+                static_cast<long long>(c.elements), c.name.c_str(), emulated_s);
+    for (double v : slowest) std::printf(" %.3f", v);
+    std::printf("), simulated gloo schedule %.3f s (ratio %.3f), gradwire's ring %.3f s; lag max "
+                "%.2f ms, p99 %.2f ms\n",
+                gloo_s, emulated_s / gloo_s, ring_s, s["lag"]["max_ms"].get<double>(),
                 s["lag"]["p99_ms"].get<double>());
-    // Both move 2 (n - 1) / n of the tensor through every host's link, so the emulated network
-    // cannot be much faster than the simulated one. It can be slower: gloo's own protocol (its
-    // rendezvous and a ring of its own), four processes copying and summing, and ns-3 carrying
-    // the traffic in real time all share this machine's cores (Ethernet: 1.05x on an idle
-    // 2-core machine, up to 2.3x under a load of 8).
-    EXPECT_GT(emulated_s, 0.8 * simulated_s) << name;
-    EXPECT_LT(emulated_s, 4.0 * simulated_s) << name;
+    EXPECT_GT(emulated_s, c.low * gloo_s) << c.name;
+    EXPECT_LT(emulated_s, c.high * gloo_s) << c.name;
   }
 }
 
