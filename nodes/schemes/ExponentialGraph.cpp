@@ -4,11 +4,16 @@
 
 namespace gradwire {
 
-ExponentialGraph::ExponentialGraph(int nodes, int peers) : nodes_(nodes), levels_(0), peers_(0) {
-  if (nodes_ < 2) return;
+int ExponentialGraph::max_peers(int nodes) {
+  if (nodes < 2) return 0;
   int l = 0;
-  while ((1 << (l + 1)) <= nodes_ - 1) ++l;  // floor(log2(n - 1))
-  levels_ = l + 1;
+  while ((1 << (l + 1)) <= nodes - 1) ++l;  // floor(log2(n - 1))
+  return l + 1;
+}
+
+ExponentialGraph::ExponentialGraph(int nodes, int peers)
+    : nodes_(nodes), levels_(max_peers(nodes)), peers_(0) {
+  if (nodes_ < 2) return;
   peers_ = std::clamp(peers, 1, levels_);
 }
 

@@ -13,7 +13,11 @@ namespace gradwire {
 class ExponentialGraph {
  public:
   /// `peers` is clamped to [1, L] (more would repeat a peer); n = 1 has no peers.
+  /// `peers` is clamped to 1..max_peers(nodes).
   ExponentialGraph(int nodes, int peers);
+  /// Distinct out-peers a node has over `nodes` nodes: the shifts 2^0 .. 2^(L-1), with
+  /// L = floor(log2(nodes - 1)) + 1 (0 for fewer than 2 nodes).
+  static int max_peers(int nodes);
 
   std::vector<int> out_peers(int node, std::int64_t step) const;
   std::vector<int> in_peers(int node, std::int64_t step) const;

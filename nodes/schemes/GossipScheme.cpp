@@ -1,8 +1,10 @@
 // Stochastic Gradient Push's declaration: parameters travel, so codecs must be `none`.
 #include <memory>
+#include <string>
 
 #include "common/ConfigError.h"
 #include "nodes/schemes/BuiltinSchemes.h"
+#include "nodes/schemes/ExponentialGraph.h"
 #include "nodes/schemes/PushSumGossip.h"
 
 namespace gradwire {
@@ -18,7 +20,10 @@ SchemeInfo gossip_scheme() {
   gossip.sends_gradients = false;
   gossip.faults_sync = true;
   FieldTable<PushSumOptions> fields;
-  fields.add(integer("peers", 1, 1, 16, "out-peers per step"), &PushSumOptions::peers);
+  fields.add(integer("peers", 1, 1, 16,
+                     "out-peers per step, at most floor(log2(workers - 1)) + 1 (the graph's "
+                     "distinct shifts 2^0, 2^1, ...)"),
+             &PushSumOptions::peers);
   fields.add(
       boolean("overlap", false,
               "mix the previous step's shares so sending overlaps compute (SGP with tau = 1); "
@@ -33,6 +38,17 @@ SchemeInfo gossip_scheme() {
   gossip.check_with_faults = [](const std::any& settings) {
     if (std::any_cast<const PushSumOptions&>(settings).overlap) {
       throw ConfigError("topology.overlap", "not supported together with faults");
+    }
+  };
+  gossip.check_with_workers = [](const std::any& settings, int workers) {
+    const int peers = std::any_cast<const PushSumOptions&>(settings).peers;
+    const int most = ExponentialGraph::max_peers(workers);
+    if (peers > most) {
+      throw ConfigError("topology.peers",
+                        "expected at most " + std::to_string(most) + " with " +
+                            std::to_string(workers) + " workers (the exponential graph over " +
+                            std::to_string(workers) + " nodes has " + std::to_string(most) +
+                            " distinct out-peers), got " + std::to_string(peers));
     }
   };
   gossip.scheme = [](const SchemeParts& p, const std::any& settings) -> std::unique_ptr<TrainingScheme> {

@@ -15,7 +15,9 @@ SchemeInfo ring_scheme() {
   ring.name = "ring";
   ring.summary =
       "synchronous ring all-reduce (reduce-scatter then all-gather); summable codecs are "
-      "reduced hop by hop without decoding";
+      "reduced hop by hop without decoding. Sync only: every hop needs its predecessor's "
+      "chunk, so an asynchronous ring has no meaning, and the literature has none "
+      "(TF-Replicator's switch to asynchronous training goes through parameter servers)";
   ring.modes = {SyncMode::kSync};
   ring.gradient_buckets = true;
   ring.faults_sync = true;

@@ -47,6 +47,9 @@ struct SchemeInfo : KindDeclaration {
   std::function<void(const std::any& settings, nlohmann::json& topology)> write;
   /// With `faults`: ConfigError for settings that cannot be replayed when a worker leaves.
   std::function<void(const std::any& settings)> check_with_faults;
+  /// ConfigError naming topology.<key> for settings `workers` workers cannot carry (checked
+  /// at validation, where the worker count is known).
+  std::function<void(const std::any& settings, int workers)> check_with_workers;
   /// A scheme that exchanges parts of the model on schedules of its own: the parts (contiguous
   /// groups of parameter tensors, forward order), which the run gives codecs each as it does
   /// gradient buckets; ConfigError naming topology.<key> when the model cannot be cut so.

@@ -303,6 +303,7 @@ void check_scenario_rules(const Scenario& s, std::int64_t train_samples) {
   check_faults(s);
   check_participation(s);
   const TopologyConfig& tp = s.topology;
+  if (tp.scheme().check_with_workers) tp.scheme().check_with_workers(tp.settings, s.training.workers);
   const std::int64_t hosts = s.training.workers + (tp.with_server() ? 1 : 0);
   check_impairment_hosts(s.network.to_json(), "network", hosts, hosts);
   if (!tp.scheme().sends_gradients && s.codec.at("kind") != "none") {

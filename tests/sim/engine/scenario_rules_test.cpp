@@ -60,6 +60,7 @@ TEST(ScenarioRules, TheValidScenarioLoadsWithEachSectionThatTheCasesBreak) {
            nlohmann::json{{"codec", {{"kind", "powersgd"}}}},
            nlohmann::json{{"network", {{"transport", {{"kind", "udp"}}}}}},
            nlohmann::json{{"topology", {{"kind", "gossip"}, {"overlap", true}}}},
+           nlohmann::json{{"topology", {{"kind", "gossip"}, {"peers", 2}}}},
            nlohmann::json{{"topology", {{"kind", "leader"}}}},
            nlohmann::json{{"topology", {{"kind", "ps"}, {"mode", "async"}}}},
            nlohmann::json{{"codec", {{"kind", "topk"}}}},
@@ -97,6 +98,9 @@ INSTANTIATE_TEST_SUITE_P(
         RuleCase{"buckets_with_gossip",
                  {{"topology", {{"kind", "gossip"}}}, {"training", {{"buckets", {{"size_mb", 1}}}}}},
                  "training.buckets"},
+        // 4 workers: shifts 1 and 2 only (floor(log2 3) + 1 = 2).
+        RuleCase{"more_gossip_peers_than_the_graph_has",
+                 {{"topology", {{"kind", "gossip"}, {"peers", 3}}}}, "topology.peers"},
         RuleCase{"compression_with_a_scheme_that_sends_parameters",
                  {{"topology", {{"kind", "gossip"}}}, {"codec", {{"kind", "topk"}}}},
                  "codec.kind"},
