@@ -13,7 +13,8 @@ SchemeInfo leader_scheme() {
   leader.summary =
       "Leader SGD: local steps; every l_comm steps the workers of a group (consecutive ranks) "
       "are pulled towards the group's leader (lowest loss), every g_comm steps towards the "
-      "global leader; only the leaders' parameters travel";
+      "global leader (both in one update when both fall on a step); only the leaders' "
+      "parameters travel, the global leader's through the group leaders";
   leader.modes = {SyncMode::kSync};
   leader.sends_gradients = false;
   FieldTable<LeaderOptions> fields;

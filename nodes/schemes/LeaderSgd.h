@@ -2,8 +2,12 @@
 // Deep Learning Models", NeurIPS 2019; multi-leader variant): workers take local SGD steps and
 // every `l_comm` steps are pulled towards the leader of their group (the member with the lowest
 // recent training loss), x = (1 - c1) x + c1 x_leader, and every `g_comm` steps towards the
-// global leader with c2. To find the leader, participants exchange their loss (a few bytes);
-// then only the leader's parameters travel.
+// global leader with c2. When both fall on one step, both attractive forces act in one update,
+// x = x - c1 (x - x_group_leader) - c2 (x - x_global_leader), as in the paper's multi-leader
+// update. To find the leaders, participants exchange their loss (a few bytes; all of them on a
+// global step, from which each group's leader is known too); then only leaders' parameters
+// travel. The global leader's go through the group leaders: the global leader sends them to its
+// own group and once to each other group's leader, who passes them on within its group.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +33,10 @@ struct LeaderOptions {
 
 /// The pull of Leader SGD: (1 - c) x + c x_leader.
 at::Tensor leader_pull(const at::Tensor& x, const at::Tensor& leader, double c);
+/// Both pulls in one update: x - c1 (x - group_leader) - c2 (x - global_leader); a term whose
+/// coefficient is 0 is left out (its leader may then be undefined).
+at::Tensor leader_pulls(const at::Tensor& x, const at::Tensor& group_leader, double c1,
+                        const at::Tensor& global_leader, double c2);
 
 class LeaderSgd : public TrainingScheme {
  public:
@@ -45,6 +53,12 @@ class LeaderSgd : public TrainingScheme {
   void on_message(int rank, Message&& message);
   void advance(int rank);
   std::vector<int> participants(int rank, bool global) const;
+  /// The member of `among` with the lowest loss this round (ties: the lowest rank).
+  int lowest_loss(const Node& node, const std::vector<int>& among) const;
+  bool same_group(int a, int b) const;
+  /// Sends rank's parameters (or, `relayed`, those a message carried) to `to` but itself.
+  void send_parameters(int rank, const std::vector<int>& to, std::uint32_t carries,
+                       const Message* relayed);
 
   std::vector<Endpoint*> messengers_;
   LeaderOptions options_;

@@ -74,6 +74,20 @@ TEST(LeaderSgd, PullIsTheStatedConvexCombination) {
   EXPECT_TRUE(torch::equal(leader_pull(x, leader, 1.0), leader));
 }
 
+TEST(LeaderSgd, BothPullsActInOneUpdate) {
+  const auto x = torch::tensor({2.0f, -2.0f, 4.0f});
+  const auto group = torch::tensor({0.0f, 2.0f, 4.0f});
+  const auto global = torch::tensor({4.0f, 0.0f, 0.0f});
+  // x - 0.25 (x - group) - 0.5 (x - global)
+  EXPECT_TRUE(torch::allclose(leader_pulls(x, group, 0.25, global, 0.5),
+                              torch::tensor({2.5f, 0.0f, 2.0f})));
+  // A pull that does not fall on the step leaves its leader out, even undefined.
+  EXPECT_TRUE(torch::allclose(leader_pulls(x, group, 0.25, at::Tensor(), 0.0),
+                              leader_pull(x, group, 0.25)));
+  EXPECT_TRUE(torch::allclose(leader_pulls(x, at::Tensor(), 0.0, global, 0.5),
+                              leader_pull(x, global, 0.5)));
+}
+
 TEST(ComputeTime, FlopsPerSampleOverridesTheModelsCount) {
   ComputeSpec spec;
   spec.mode = "profile";
@@ -322,6 +336,48 @@ TEST(LeaderSgd, OnlyTheLeadersParametersTravel) {
   const std::uint64_t rounds = 20 / 5, n = 4;
   EXPECT_EQ(r.summary["bytes_on_wire"].get<std::uint64_t>(),
             rounds * ((n - 1) * param_msg + n * (n - 1) * loss_msg));
+}
+
+TEST(LeaderSgd, TheGlobalLeadersParametersTravelThroughTheGroupLeaders) {
+  // Eight workers in two groups of four; group pulls at steps 5 and 15, both pulls at 10 and
+  // 20. A group step: each group's leader sends to its three members, losses within groups.
+  // A global step: every loss to everyone; the global leader sends to its three group members
+  // and once to the other group's leader, who passes it to its three members and sends its own
+  // parameters to them for the group pull.
+  auto doc = run_doc("leader");
+  doc["training"]["workers"] = 8;
+  doc["topology"].update({{"l_comm", 5}, {"g_comm", 10}, {"group_size", 4}});
+  doc["training"]["steps"] = 20;
+  const RunResult r = Engine(load_scenario(doc)).run("", nullptr);
+  const std::uint64_t params = r.summary["parameters"].get<std::uint64_t>();
+  const std::uint64_t frame = 32;
+  const std::uint64_t param_msg = frame + 12 + 4 * params;
+  const std::uint64_t loss_msg = frame + 8;
+  const std::uint64_t group_step = 2 * 3 * param_msg + 2 * 4 * 3 * loss_msg;
+  const std::uint64_t both_step = (3 + 1 + 3 + 3) * param_msg + 8 * 7 * loss_msg;
+  EXPECT_EQ(r.summary["bytes_on_wire"].get<std::uint64_t>(), 2 * group_step + 2 * both_step);
+  // Every global step pulls the whole cluster together.
+  const auto evals = lines_of(r.metrics_jsonl, "eval");
+  ASSERT_FALSE(evals.empty());
+  EXPECT_GT(r.summary["final_accuracy"].get<double>(), 0.5);
+}
+
+TEST(LeaderSgd, AGlobalStepPullsEachWorkerTowardsBothLeaders) {
+  // c1 + c2 = 1 on a step with both pulls: a worker outside the global leader's group lands on
+  // c1 x_group_leader + c2 x_global_leader, so with c1 = 1, c2 = 0 every group collapses to its
+  // own leader (the spread between groups stays) and with c1 = 0, c2 = 1 the whole cluster
+  // collapses to the global leader (no spread at all).
+  auto doc = run_doc("leader");
+  doc["training"]["workers"] = 8;
+  doc["training"]["steps"] = 10;
+  doc["training"]["eval_every"] = 10;
+  doc["topology"].update({{"l_comm", 10}, {"g_comm", 10}, {"group_size", 4}, {"c1", 0.0}, {"c2", 1.0}});
+  const RunResult all = Engine(load_scenario(doc)).run("", nullptr);
+  // x - 1 (x - leader) is the leader's parameters to rounding.
+  EXPECT_LT(lines_of(all.metrics_jsonl, "eval").back()["consensus_distance"].get<double>(), 1e-9);
+  doc["topology"].update({{"c1", 1.0}, {"c2", 0.0}});
+  const RunResult groups = Engine(load_scenario(doc)).run("", nullptr);
+  EXPECT_GT(lines_of(groups.metrics_jsonl, "eval").back()["consensus_distance"].get<double>(), 1e-6);
 }
 
 TEST(Schemes, ValidationNamesTheProblem) {
