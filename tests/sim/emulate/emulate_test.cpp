@@ -25,8 +25,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "GlooRingSchedule.h"
 #include "RunGradwire.h"
+#include "SimulatedReference.h"
 #include "codecs/CodecRegistry.h"
 #include "netmodels/Network.h"
 #include "nodes/schemes/RingAllReduce.h"
@@ -131,23 +131,7 @@ void expect_nothing_left(pid_t pid, const std::vector<pid_t>& processes) {
   for (pid_t p : processes) EXPECT_TRUE(ended(p)) << "process " << p << " of the emulation still runs";
 }
 
-/// Seconds the scenario's network takes to deliver `bytes` from host 0 to host 1 in the
-/// simulator, over gradwire's own TCP transport (SimulatedWorld, as `gradwire run` builds it).
-double simulated_transfer_s(const std::string& scenario_path, std::size_t bytes) {
-  const Scenario sc = load_scenario(read_scenario_file(scenario_path));
-  SimulatedWorld world(sc, 2);
-  double arrived = -1;
-  world.messengers()[1]->SetHandler([&](Message&&) { arrived = ns3::Simulator::Now().GetSeconds(); });
-  const double start = world.network().ready_time_s();
-  ns3::Simulator::Schedule(ns3::Seconds(start), [&] {
-    Message m;
-    m.payload.assign(bytes, 0x5a);
-    world.messengers()[0]->Send(1, std::move(m));
-  });
-  ns3::Simulator::Stop(ns3::Seconds(120));
-  ns3::Simulator::Run();
-  return arrived - start;
-}
+using testing::simulated_transfer_s;
 
 std::string bulk_transfer_args(const std::string& path, std::size_t bytes) {
   const std::string b = std::to_string(bytes);
@@ -389,49 +373,7 @@ TEST_F(Emulate, LteAndHybridNetworksCarryTrafficBetweenEveryHost) {
   }
 }
 
-/// Simulated seconds of one all-reduce of `elements` float32 over the scenario at `path`
-/// (4 hosts): gloo's ring schedule, or gradwire's own ring.
-double simulated_all_reduce(const std::string& path, std::int64_t elements, bool gloo) {
-  const Scenario sc = load_scenario(read_scenario_file(path));
-  SimulatedWorld world(sc, 4);
-  std::vector<Endpoint*> endpoints;
-  for (int r = 0; r < 4; ++r) endpoints.push_back(ns3::PeekPointer(world.messengers()[r]));
-  double seconds = 0;
-  int finished = 0;
-  const double start = world.network().ready_time_s();
-  const auto done = [&] {
-    seconds = std::max(seconds, ns3::Simulator::Now().GetSeconds() - start);
-    // Radios keep scheduling (beacons, LTE's control channels): stop when the last rank is done.
-    if (++finished == 4) ns3::Simulator::Stop();
-  };
-  std::vector<std::unique_ptr<Codec>> codecs;
-  std::vector<Codec*> raw;
-  std::unique_ptr<RingAllReduce> ring;
-  std::unique_ptr<testing::GlooRingSchedule> schedule;
-  if (gloo) {
-    schedule = std::make_unique<testing::GlooRingSchedule>(endpoints, elements * 4, [&](int) { done(); });
-  } else {
-    const auto none = CodecRegistry::builtin().resolve({{"kind", "none"}}, "codec");
-    for (int r = 0; r < 4; ++r) {
-      codecs.push_back(CodecRegistry::builtin().create(none, CodecContext{r, 4, 1, elements, {}, 0}));
-      raw.push_back(codecs.back().get());
-    }
-    ring = std::make_unique<RingAllReduce>(endpoints, raw);
-  }
-  for (int r = 0; r < 4; ++r) {
-    ns3::Simulator::Schedule(ns3::Seconds(start), [&, r] {
-      if (gloo) {
-        schedule->start(r);
-      } else {
-        ring->contribute(r, 0, torch::full({elements}, static_cast<float>(r + 1)),
-                         [&](const at::Tensor&) { done(); });
-      }
-    });
-  }
-  ns3::Simulator::Stop(ns3::Seconds(start + 120));
-  ns3::Simulator::Run();
-  return finished == 4 ? seconds : -1;
-}
+using testing::simulated_all_reduce;
 
 // gloo's all_reduce over Ethernet, one Wi-Fi cell and one LTE cell (4 hosts each), against
 // gradwire's simulated ring all-reduce of the same bytes on the same scenario.
