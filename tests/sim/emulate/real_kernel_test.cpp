@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "GlooAllReduceRuns.h"
 #include "RealKernelNetwork.h"
 #include "RunGradwire.h"
 #include "SimulatedReference.h"
@@ -25,6 +26,7 @@ namespace gradwire {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::json_lines_with;
 using testing::RealKernelNetwork;
 
 const std::string kPython = "/usr/bin/python3";
@@ -32,34 +34,6 @@ const std::string kTools = std::string(GRADWIRE_SOURCE_DIR) + "/tests/sim/emulat
 constexpr int kRateMbit = 100;
 /// Seconds tbf's full bucket lets through at once after an idle period.
 constexpr double kBurstS = RealKernelNetwork::kBurstBytes * 8 / (kRateMbit * 1e6);
-
-/// The JSON objects in `output` (one a line, possibly after an emulator's "[hN] " prefix) that
-/// have `key`.
-std::vector<nlohmann::json> json_lines_with(const std::string& output, const std::string& key) {
-  std::vector<nlohmann::json> lines;
-  std::size_t at = 0;
-  while ((at = output.find("{\"", at)) != std::string::npos) {
-    const std::size_t end = output.find('\n', at);
-    const auto line = nlohmann::json::parse(output.substr(at, end - at), nullptr, false);
-    if (!line.is_discarded() && line.contains(key)) lines.push_back(line);
-    at = end == std::string::npos ? output.size() : end;
-  }
-  return lines;
-}
-
-/// Per repetition, the seconds of its slowest rank, from the ranks' gloo_allreduce.py lines.
-std::vector<double> slowest_ranks(const std::vector<nlohmann::json>& lines, int repeats) {
-  std::vector<double> slowest(static_cast<std::size_t>(repeats), 0.0);
-  for (const auto& line : lines) {
-    EXPECT_TRUE(line["correct"].get<bool>()) << line.dump();
-    const auto seconds = line["all_seconds"].get<std::vector<double>>();
-    EXPECT_EQ(seconds.size(), slowest.size()) << line.dump();
-    for (std::size_t k = 0; k < std::min(seconds.size(), slowest.size()); ++k) {
-      slowest[k] = std::max(slowest[k], seconds[k]);
-    }
-  }
-  return slowest;
-}
 
 class RealKernel : public ::testing::Test {
  protected:
@@ -126,6 +100,10 @@ TEST_F(RealKernel, BulkTcpTakesTheSimulatedTimeOnRealLinuxAndUnderEmulate) {
     EXPECT_EQ(client[0]["retransmissions"].get<long long>(), 0) << "tbf must not drop";
     kernel_s = std::min(kernel_s, client[0]["seconds"].get<double>());
   }
+  // tbf shapes: the payload never outruns the rate times payload per charged frame
+  // (1448 / 1514 bytes with TCP timestamps), beyond the bucket's head start.
+  EXPECT_LT(8.0 * static_cast<double>(bytes) / (kernel_s + kBurstS),
+            kRateMbit * 1e6 * 1448.0 / 1514.0 * 1.005);
   const double kernel_wire_s = (kernel_s + kBurstS) * RealKernelNetwork::kFrameRatio;
 
   const std::string path = scenario("bulk", 2);
@@ -168,45 +146,29 @@ TEST_F(RealKernel, GlooAllReduceTakesTheSimulatedTimeOnRealLinuxAndUnderEmulate)
   RealKernelNetwork net(kHosts, kRateMbit);
   if (!net.error().empty()) GTEST_SKIP() << "cannot build the kernel's network: " << net.error();
 
-  std::vector<std::string> commands;
-  for (int h = 0; h < kHosts; ++h) {
-    commands.push_back("env RANK=" + std::to_string(h) + " WORLD_SIZE=" + std::to_string(kHosts) +
-                       " MASTER_ADDR=" + RealKernelNetwork::address(0) +
-                       " MASTER_PORT=29500 GLOO_SOCKET_IFNAME=eth0 " + kPython + " " + kTools +
-                       "gloo_allreduce.py " + std::to_string(elements) + " " + std::to_string(kRepeats));
-  }
-  const auto outputs = net.run_on_hosts(commands, 90);
-  std::vector<nlohmann::json> lines;
-  std::string all;
-  for (const auto& out : outputs) {
-    all += out;
-    for (auto& line : json_lines_with(out, "all_seconds")) lines.push_back(std::move(line));
-  }
-  ASSERT_EQ(lines.size(), static_cast<std::size_t>(kHosts)) << all;
-  const auto kernel = slowest_ranks(lines, kRepeats);
-  const double kernel_s = *std::min_element(kernel.begin(), kernel.end());
+  const auto kernel = testing::kernel_gloo_all_reduce(net, kHosts, elements, kRepeats, 90);
+  ASSERT_EQ(kernel.ranks, kHosts) << kernel.output;
+  EXPECT_TRUE(kernel.correct) << kernel.output;
+  const double kernel_s = kernel.best();
   const double kernel_wire_s = (kernel_s + kBurstS) * RealKernelNetwork::kFrameRatio;
 
   const std::string path = scenario("gloo", kHosts);
   const double simulated_s = testing::simulated_all_reduce(path, elements, true, kHosts);
   ASSERT_GT(simulated_s, 0) << "the simulated gloo schedule did not finish";
 
-  const auto run = testing::run_gradwire("emulate " + path + " --timeout 80 --max-lag 250 -- " +
-                                         kPython + " " + kTools + "gloo_allreduce.py " +
-                                         std::to_string(elements) + " " + std::to_string(kRepeats));
-  ASSERT_EQ(run.code, 0) << run.output;
-  const auto emulated_lines = json_lines_with(run.output, "all_seconds");
-  ASSERT_EQ(emulated_lines.size(), static_cast<std::size_t>(kHosts)) << run.output;
-  const auto emulated = slowest_ranks(emulated_lines, kRepeats);
-  const double emulated_s = *std::min_element(emulated.begin(), emulated.end());
+  const auto emulated = testing::emulated_gloo_all_reduce(path, elements, kRepeats, 80);
+  ASSERT_EQ(emulated.exit_code, 0) << emulated.output;
+  ASSERT_EQ(emulated.ranks, kHosts) << emulated.output;
+  EXPECT_TRUE(emulated.correct) << emulated.output;
+  const double emulated_s = emulated.best();
 
   std::printf("gloo all_reduce of %lld float32 among %d hosts at %d Mbit/s (%s): kernel %.4f s "
               "(as on a wire %.4f s; repetitions",
               static_cast<long long>(elements), kHosts, kRateMbit, net.congestion_control().c_str(),
               kernel_s, kernel_wire_s);
-  for (double s : kernel) std::printf(" %.4f", s);
+  for (double s : kernel.slowest) std::printf(" %.4f", s);
   std::printf("), simulated %.4f s, emulated %.4f s (repetitions", simulated_s, emulated_s);
-  for (double s : emulated) std::printf(" %.4f", s);
+  for (double s : emulated.slowest) std::printf(" %.4f", s);
   std::printf("); kernel/simulated %.4f, emulated/simulated %.4f\n", kernel_wire_s / simulated_s,
               emulated_s / simulated_s);
   EXPECT_NEAR(kernel_wire_s / simulated_s, 1.0, 0.06);
