@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "BenchArguments.h"
+#include "EmulationFolder.h"
 #include "GlooAllReduceRuns.h"
 #include "RealKernelNetwork.h"
 #include "SimulatedReference.h"
@@ -39,17 +40,9 @@ int usage(const std::string& what) {
 }
 
 std::string scenario(const fs::path& dir, int ranks, int rate_mbit) {
-  const nlohmann::json doc = {
-      {"gradwire", 1},
-      {"name", "kernel-reference-" + std::to_string(ranks)},
-      {"training", {{"workers", ranks}}},
-      {"network", {{"family", "ethernet"}, {"rate", std::to_string(rate_mbit) + "Mbps"}, {"delay", "0us"}}},
-      {"output", {{"dir", (dir / "runs").string()}}}};
-  const fs::path path = dir / ("ranks" + std::to_string(ranks) + ".json");
-  std::ofstream(path) << doc.dump(2);
-  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
-                            fs::perms::others_read);
-  return path.string();
+  return gradwire::testing::write_scenario(
+      dir, "kernel-reference-" + std::to_string(ranks), ranks,
+      {{"family", "ethernet"}, {"rate", std::to_string(rate_mbit) + "Mbps"}, {"delay", "0us"}});
 }
 
 std::string seconds_cell(double s) {
@@ -95,8 +88,7 @@ int main(int argc, char** argv) {
   if (::geteuid() != 0) return usage("needs root (network namespaces, veths, a bridge, tc)");
 
   const fs::path dir = fs::temp_directory_path() / ("gradwire-real-kernel-bench-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  fs::permissions(dir, fs::perms::all);
+  gradwire::testing::make_open_folder(dir);
   const double burst_s = RealKernelNetwork::kBurstBytes * 8 / (rate_mbit * 1e6);
 
   std::printf("| ranks | gradient | real (s) | real on a wire (s) | emulated (s) | simulated (s) | "

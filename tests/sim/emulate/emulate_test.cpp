@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "EmulationFolder.h"
 #include "RunGradwire.h"
 #include "SimulatedReference.h"
 #include "codecs/CodecRegistry.h"
@@ -63,9 +64,7 @@ class Emulate : public ::testing::Test {
     if (::access(kPython.c_str(), X_OK) != 0) GTEST_SKIP() << "no " << kPython;
     dir_ = fs::temp_directory_path() / ("gradwire-emulate-test-" + std::to_string(::getpid()) +
                                         "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    fs::permissions(dir_, fs::perms::all);
+    testing::make_open_folder(dir_);
   }
   void TearDown() override {
     if (!dir_.empty()) fs::remove_all(dir_);
@@ -73,16 +72,7 @@ class Emulate : public ::testing::Test {
 
   /// Writes a scenario with `hosts` workers and `network`; returns its path.
   std::string scenario(const std::string& name, int hosts, const nlohmann::json& network) {
-    nlohmann::json doc = {{"gradwire", 1},
-                          {"name", name},
-                          {"training", {{"workers", hosts}}},
-                          {"network", network},
-                          {"output", {{"dir", (dir_ / "runs").string()}}}};
-    const std::string path = (dir_ / (name + ".json")).string();
-    std::ofstream(path) << doc.dump(2);
-    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write |
-                              fs::perms::group_read | fs::perms::others_read);
-    return path;
+    return testing::write_scenario(dir_, name, hosts, network);
   }
 
   nlohmann::json summary(const std::string& name) {

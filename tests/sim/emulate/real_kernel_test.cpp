@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "EmulationFolder.h"
 #include "GlooAllReduceRuns.h"
 #include "RealKernelNetwork.h"
 #include "RunGradwire.h"
@@ -49,9 +49,7 @@ class RealKernel : public ::testing::Test {
     if (!missing.empty()) GTEST_SKIP() << "cannot emulate here: " << missing;
     dir_ = fs::temp_directory_path() / ("gradwire-real-kernel-test-" + std::to_string(::getpid()) +
                                         "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    fs::permissions(dir_, fs::perms::all);
+    testing::make_open_folder(dir_);
   }
   void TearDown() override {
     if (!dir_.empty()) fs::remove_all(dir_);
@@ -60,17 +58,9 @@ class RealKernel : public ::testing::Test {
   /// The scenario both gradwire sides run: switched Ethernet at the tbf's rate, with no added
   /// delay (a veth adds none beyond the kernel's own processing).
   std::string scenario(const std::string& name, int hosts) {
-    const nlohmann::json doc = {
-        {"gradwire", 1},
-        {"name", name},
-        {"training", {{"workers", hosts}}},
-        {"network", {{"family", "ethernet"}, {"rate", std::to_string(kRateMbit) + "Mbps"}, {"delay", "0us"}}},
-        {"output", {{"dir", (dir_ / "runs").string()}}}};
-    const std::string path = (dir_ / (name + ".json")).string();
-    std::ofstream(path) << doc.dump(2);
-    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write |
-                              fs::perms::group_read | fs::perms::others_read);
-    return path;
+    return testing::write_scenario(
+        dir_, name, hosts,
+        {{"family", "ethernet"}, {"rate", std::to_string(kRateMbit) + "Mbps"}, {"delay", "0us"}});
   }
 
   fs::path dir_;
@@ -78,9 +68,9 @@ class RealKernel : public ::testing::Test {
 
 // One connection carries 4 MB from host 0 to host 1. The kernel's duration is made comparable
 // with a wire's: plus the head start tbf's bucket gave (kBurstS), times the framing a veth does
-// not charge (kFrameRatio). Measured on 2 loaded cores (load average 2.5-3): kernel / simulated
-// 0.99-1.01 after those corrections, emulated / simulated 0.97-1.00; the bounds leave room for
-// the load.
+// not charge (kFrameRatio). Measured on 2 cores under a sweep's load (load average 3.5-4.7):
+// kernel / simulated 1.005-1.019 after those corrections, emulated / simulated 1.005-1.027; the
+// bounds leave room for more load. A simulated rate 10 % off gives 0.91 and fails.
 TEST_F(RealKernel, BulkTcpTakesTheSimulatedTimeOnRealLinuxAndUnderEmulate) {
   const std::size_t bytes = 4000000;
   const std::string b = std::to_string(bytes);
@@ -132,9 +122,10 @@ TEST_F(RealKernel, BulkTcpTakesTheSimulatedTimeOnRealLinuxAndUnderEmulate) {
 // among 4 hosts, against the simulator running gloo's own schedule (GlooRingSchedule) over the
 // same scenario, and the same program under `gradwire emulate`. Every host sends and receives
 // at once, so the comparison covers the ACKs sharing a host's link with its data. The kernel's
-// duration is corrected as in the bulk test. Measured on 2 loaded cores: kernel / simulated
-// 0.97-1.03, emulated / simulated 1.0-1.1 (the emulator's ns-3 carries four links at 100 Mbit/s
-// in real time beside the machine's other load).
+// duration is corrected as in the bulk test. Measured on 2 cores under a sweep's load (load
+// average 3.5-4.7): kernel / simulated 0.998-1.003; emulated / simulated 1.06-1.21, bounded by the
+// machine rather than the model (the emulator's ns-3 carries four links at 100 Mbit/s in real
+// time beside the four ranks and the other load; docs/emulate.md), hence its wider bound.
 TEST_F(RealKernel, GlooAllReduceTakesTheSimulatedTimeOnRealLinuxAndUnderEmulate) {
   if (RealKernelNetwork::run(kPython + " -c 'import torch.distributed as d; print(d.is_gloo_available())'")
           .find("True") == std::string::npos) {
@@ -173,7 +164,7 @@ TEST_F(RealKernel, GlooAllReduceTakesTheSimulatedTimeOnRealLinuxAndUnderEmulate)
               emulated_s / simulated_s);
   EXPECT_NEAR(kernel_wire_s / simulated_s, 1.0, 0.06);
   EXPECT_GT(emulated_s / simulated_s, 0.94);
-  EXPECT_LT(emulated_s / simulated_s, 1.25);
+  EXPECT_LT(emulated_s / simulated_s, 1.5);
 }
 
 }  // namespace
