@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -67,24 +66,40 @@ int main(int argc, char** argv) {
   int repeats = 3;
   int rate_mbit = 100;
   bool emulate = true;
-  try {
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      const auto value = [&]() -> std::string {
-        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-        return argv[++i];
-      };
-      if (a == "--sizes-mb") sizes_mb = gradwire::testing::number_list(value());
-      else if (a == "--ranks") ranks_list = gradwire::testing::number_list(value());
-      else if (a == "--repeats") repeats = std::stoi(value());
-      else if (a == "--rate-mbit") rate_mbit = std::stoi(value());
-      else if (a == "--no-emulate") emulate = false;
-      else return usage("unknown option " + a);
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--no-emulate") {
+      emulate = false;
+      continue;
     }
-  } catch (const std::exception& e) {
-    return usage(std::string("bad value: ") + e.what());
+    if (a != "--sizes-mb" && a != "--ranks" && a != "--repeats" && a != "--rate-mbit") {
+      return usage("unknown option " + a);
+    }
+    if (i + 1 >= argc) return usage(a + " needs a value");
+    const std::string value = argv[++i];
+    std::vector<double> numbers;
+    try {
+      numbers = gradwire::testing::number_list(value);
+    } catch (const std::exception&) {
+      numbers.clear();
+    }
+    const bool whole = a == "--ranks" || a == "--repeats" || a == "--rate-mbit";
+    bool good = !numbers.empty() && (a == "--sizes-mb" || a == "--ranks" || numbers.size() == 1);
+    for (double n : numbers) {
+      good = good && n > 0 && (!whole || n == static_cast<int>(n)) && (a != "--ranks" || n >= 2);
+    }
+    if (!good) {
+      return usage(a + " expects " +
+                   (a == "--sizes-mb"  ? std::string("positive sizes in MB, comma-separated")
+                    : a == "--ranks"   ? std::string("whole numbers of ranks >= 2, comma-separated")
+                                       : std::string("one positive whole number")) +
+                   ", not '" + value + "'");
+    }
+    if (a == "--sizes-mb") sizes_mb = numbers;
+    else if (a == "--ranks") ranks_list = numbers;
+    else if (a == "--repeats") repeats = static_cast<int>(numbers[0]);
+    else rate_mbit = static_cast<int>(numbers[0]);
   }
-  if (repeats < 1 || rate_mbit < 1) return usage("--repeats and --rate-mbit must be positive");
   if (::geteuid() != 0) return usage("needs root (network namespaces, veths, a bridge, tc)");
 
   const fs::path dir = fs::temp_directory_path() / ("gradwire-real-kernel-bench-" + std::to_string(::getpid()));
