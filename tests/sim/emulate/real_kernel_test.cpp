@@ -123,7 +123,7 @@ TEST_F(RealKernel, BulkTcpTakesTheSimulatedTimeOnRealLinuxAndUnderEmulate) {
 // same scenario, and the same program under `gradwire emulate`. Every host sends and receives
 // at once, so the comparison covers the ACKs sharing a host's link with its data. The kernel's
 // duration is corrected as in the bulk test. Measured on 2 cores under a sweep's load (load
-// average 3.5-4.7): kernel / simulated 0.998-1.003; emulated / simulated 1.06-1.21, bounded by the
+// average 3.5-4.7): kernel / simulated 0.998-1.006; emulated / simulated 1.06-1.21, bounded by the
 // machine rather than the model (the emulator's ns-3 carries four links at 100 Mbit/s in real
 // time beside the four ranks and the other load; docs/emulate.md), hence its wider bound.
 TEST_F(RealKernel, GlooAllReduceTakesTheSimulatedTimeOnRealLinuxAndUnderEmulate) {
