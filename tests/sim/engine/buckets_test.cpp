@@ -219,7 +219,13 @@ TEST_P(BeforeTheTimeline, FreeCodecTimeWithoutBucketsReproducesItsMetrics) {
   std::ifstream in(kData + "before-timeline-" + GetParam() + ".metrics.jsonl");
   std::stringstream before;
   before << in.rdbuf();
-  expect_same_run(step_and_eval_lines(r.metrics_jsonl), step_and_eval_lines(before.str()));
+  // The files were written before parameter-server step lines carried their push and pull.
+  std::vector<nlohmann::json> lines = step_and_eval_lines(r.metrics_jsonl);
+  for (auto& j : lines) {
+    j.erase("push_s");
+    j.erase("pull_s");
+  }
+  expect_same_run(lines, step_and_eval_lines(before.str()));
 
   // Not vacuous: the default (buckets on, two for this model) does change the timeline.
   doc["training"].erase("buckets");
