@@ -376,7 +376,9 @@ TEST_F(Emulate, GlooAllReduceGivesTheSumAndTakesTheSimulatedTime) {
   // sends one at a time (802.11n 20 MHz; LTE at 25 resource blocks so ns-3 keeps real time).
   // The bound is per network: 100 Mbit/s of Ethernet through eight link traversals is ~90,000
   // packet hops a second, which ns-3 carries in real time only on a quiet machine, while the
-  // radios' rates leave it room.
+  // radios' rates leave it room. The radios agree within 5 % with the machine to themselves
+  // (docs/emulate.md); beside other tests under ctest -j2 real time runs up to ~6 % slow, never
+  // fast, so the upper bound leaves 10 % and the lower one stays at 5 %.
   struct Case {
     std::string name;
     nlohmann::json network;
@@ -385,8 +387,8 @@ TEST_F(Emulate, GlooAllReduceGivesTheSumAndTakesTheSimulatedTime) {
   };
   const std::vector<Case> cases = {
       {"eth100", {{"family", "ethernet"}, {"rate", "100Mbps"}}, 2500000, 0.8, 4.0},
-      {"wifi-n20-4", {{"family", "wifi"}, {"standard", "n"}, {"band", "2.4GHz"}, {"width_mhz", 20}}, 250000, 0.95, 1.05},
-      {"lte-5mhz-4", {{"family", "lte"}, {"server", "ue"}, {"ul_bandwidth", 25}, {"dl_bandwidth", 25}}, 250000, 0.95, 1.05}};
+      {"wifi-n20-4", {{"family", "wifi"}, {"standard", "n"}, {"band", "2.4GHz"}, {"width_mhz", 20}}, 250000, 0.95, 1.10},
+      {"lte-5mhz-4", {{"family", "lte"}, {"server", "ue"}, {"ul_bandwidth", 25}, {"dl_bandwidth", 25}}, 250000, 0.95, 1.10}};
   constexpr int kRepeats = 3;
   // Real time only gets slower when other work takes the cores (ns-3's thread or the Python
   // processes miss their turn), never faster: a run over the bound is run again, up to three
