@@ -26,6 +26,7 @@
 #include <torch/torch.h>
 
 #include "EmulationFolder.h"
+#include "GlooAllReduceRuns.h"
 #include "RunGradwire.h"
 #include "SimulatedReference.h"
 #include "codecs/CodecRegistry.h"
@@ -405,26 +406,12 @@ TEST_F(Emulate, GlooAllReduceGivesTheSumAndTakesTheSimulatedTime) {
     ASSERT_GT(ring_s, 0) << c.name << ": the simulated ring all-reduce did not finish";
     double emulated_s = -1;
     for (int attempt = 1; attempt <= kAttempts; ++attempt) {
-      const auto run = testing::run_gradwire("emulate " + path + " --timeout 80 --max-lag 250 -- " +
-                                             kPython + " " + kTools + "gloo_allreduce.py " +
-                                             std::to_string(c.elements) + " " + std::to_string(kRepeats));
-      ASSERT_EQ(run.code, 0) << c.name << "\n" << run.output;
-      // Each repetition lasts until its slowest rank is done.
-      std::vector<double> slowest(kRepeats, 0.0);
-      std::size_t at = 0;
-      int ranks = 0;
-      while ((at = run.output.find("{\"rank\"", at)) != std::string::npos) {
-        const auto line = nlohmann::json::parse(run.output.substr(at, run.output.find('\n', at) - at));
-        at += 1;
-        ++ranks;
-        EXPECT_TRUE(line["correct"].get<bool>()) << line.dump();
-        EXPECT_EQ(line["sum"].get<double>(), 10.0);
-        const auto seconds = line["all_seconds"].get<std::vector<double>>();
-        ASSERT_EQ(seconds.size(), static_cast<std::size_t>(kRepeats)) << line.dump();
-        for (int k = 0; k < kRepeats; ++k) slowest[k] = std::max(slowest[k], seconds[k]);
-      }
-      ASSERT_EQ(ranks, 4) << run.output;
-      const double best = *std::min_element(slowest.begin(), slowest.end());
+      const testing::GlooAllReduceRun run =
+          testing::emulated_gloo_all_reduce(path, c.elements, kRepeats, 80);
+      ASSERT_EQ(run.exit_code, 0) << c.name << "\n" << run.output;
+      ASSERT_EQ(run.ranks, 4) << run.output;
+      EXPECT_TRUE(run.correct) << run.output;
+      const double best = run.best();
       emulated_s = emulated_s < 0 ? best : std::min(emulated_s, best);
       const auto s = summary(c.name);
       std::string load = shell_output("cut -d' ' -f1 /proc/loadavg");
@@ -432,7 +419,7 @@ TEST_F(Emulate, GlooAllReduceGivesTheSumAndTakesTheSimulatedTime) {
       std::printf("gloo all_reduce of %lld float32 over 4 hosts on %s, attempt %d: emulated %.3f s "
                   "(repetitions",
                   static_cast<long long>(c.elements), c.name.c_str(), attempt, best);
-      for (double v : slowest) std::printf(" %.3f", v);
+      for (double v : run.slowest) std::printf(" %.3f", v);
       std::printf("), simulated gloo schedule %.3f s (ratio %.3f), gradwire's ring %.3f s; lag "
                   "max %.2f ms, p99 %.2f ms; load average %s\n",
                   gloo_s, best / gloo_s, ring_s, s["lag"]["max_ms"].get<double>(),
