@@ -46,7 +46,32 @@ class FieldTable {
   template <typename T>
   FieldTable& add(ParamSpec spec, T Config::*member) {
     expect_member_type<T>(spec);
-    fields_.push_back({std::move(spec), plain_reader(member), plain_writer(member), false});
+    const auto at = [member](auto& c) -> auto& { return c.*member; };
+    fields_.push_back(Field(std::move(spec), plain_reader<T>(at), plain_writer<T>(at)));
+    return *this;
+  }
+
+  /// A key read into `member` of the config's part `part` (a dataset's text settings).
+  template <typename Part, typename T>
+  FieldTable& add(ParamSpec spec, Part Config::*part, T Part::*member) {
+    expect_member_type<T>(spec);
+    const auto at = [part, member](auto& c) -> auto& { return (c.*part).*member; };
+    fields_.push_back(Field(std::move(spec), plain_reader<T>(at), plain_writer<T>(at)));
+    return *this;
+  }
+
+  /// The key last added belongs to the object only where `applies` holds for the config read
+  /// so far (a loss model's own parameters): it is read after the keys that always belong,
+  /// written only then, and `names(config)` leaves it out otherwise.
+  FieldTable& only_when(std::function<bool(const Config&)> applies) {
+    last().applies = std::move(applies);
+    return *this;
+  }
+
+  /// The key last added is always read, but written back only where `written` holds (a
+  /// default the resolved object leaves out because another key replaces it).
+  FieldTable& written_when(std::function<bool(const Config&)> written) {
+    last().written = std::move(written);
     return *this;
   }
 
@@ -56,12 +81,16 @@ class FieldTable {
   template <typename T>
   FieldTable& add(ParamSpec spec, T Config::*member, Narrow narrow) {
     expect_member_type<T>(spec);
-    Reader plain = plain_reader(member);
-    Reader read = [plain, narrow](const JsonFields& f, const ParamSpec& s, Config& c) {
-      plain(f, narrow(s, c), c);
-    };
-    fields_.push_back({std::move(spec), std::move(read), plain_writer(member), true});
-    return *this;
+    const auto at = [member](auto& c) -> auto& { return c.*member; };
+    return add_narrowed<T>(std::move(spec), at, std::move(narrow));
+  }
+
+  /// A key of the config's part `part` read through the declaration `narrow` gives.
+  template <typename Part, typename T>
+  FieldTable& add(ParamSpec spec, Part Config::*part, T Part::*member, Narrow narrow) {
+    expect_member_type<T>(spec);
+    const auto at = [part, member](auto& c) -> auto& { return (c.*part).*member; };
+    return add_narrowed<T>(std::move(spec), at, std::move(narrow));
   }
 
   /// A nested object held in `member` (a type of its own, such as a placement): `read`
@@ -83,13 +112,22 @@ class FieldTable {
   /// A key whose form the declaration cannot check alone (a list, a value checked against
   /// other keys): the owner reads and writes it, here, beside its declaration.
   FieldTable& add(ParamSpec spec, Reader read, Writer write) {
-    fields_.push_back({std::move(spec), std::move(read), std::move(write), false});
+    fields_.push_back(Field(std::move(spec), std::move(read), std::move(write)));
     return *this;
   }
 
   std::vector<ParamSpec> params() const {
     std::vector<ParamSpec> out;
     for (const auto& f : fields_) out.push_back(f.spec);
+    return out;
+  }
+
+  /// The keys that belong to an object whose other keys read as `config`.
+  std::vector<std::string> names(const Config& config) const {
+    std::vector<std::string> out;
+    for (const auto& f : fields_) {
+      if (!f.applies || f.applies(config)) out.push_back(f.spec.name);
+    }
     return out;
   }
 
@@ -107,26 +145,99 @@ class FieldTable {
   /// Fills every declared member of `config` from `fields` (defaults where a key is absent).
   /// Unknown keys are the caller's to refuse (it knows which other keys the object takes).
   void read(const JsonFields& fields, Config& config) const {
-    for (const auto& f : fields_) {
-      if (!f.narrowed) f.read(fields, f.spec, config);
-    }
-    for (const auto& f : fields_) {
-      if (f.narrowed) f.read(fields, f.spec, config);
-    }
+    read_always(fields, config);
+    read_conditional(fields, config);
   }
 
-  /// Adds every declared key of `config` to `out`, in declaration order.
+  /// Reads the keys that always belong, refuses every key that does not belong to an object
+  /// read so (`extra` besides), then reads the rest: a key of another loss model is refused
+  /// as unknown before anything else of it is read.
+  void read_allowing(const JsonFields& fields, Config& config,
+                     const std::vector<std::string>& extra = {}) const {
+    bool conditional = false;
+    for (const auto& f : fields_) conditional = conditional || static_cast<bool>(f.applies);
+    // Without conditional keys, unknown keys are refused before any value is read.
+    if (conditional) read_always(fields, config);
+    std::vector<std::string> allowed = extra;
+    for (auto& n : names(config)) allowed.push_back(std::move(n));
+    fields.allow(allowed);
+    if (!conditional) read_always(fields, config);
+    read_conditional(fields, config);
+  }
+
+  /// A nested object of its own (an `impairments` object's `loss`) read at `path` into
+  /// `config` (holding defaults the declaration leaves to the caller), keys that do not
+  /// belong refused.
+  Config read_object(const nlohmann::json& object, const std::string& path,
+                     Config config) const {
+    read_allowing(JsonFields(object, path), config);
+    return config;
+  }
+  Config read_object(const nlohmann::json& object, const std::string& path) const {
+    Config config;
+    read_allowing(JsonFields(object, path), config);
+    return config;
+  }
+  /// Its resolved object.
+  nlohmann::json write_object(const Config& config) const {
+    nlohmann::json out = nlohmann::json::object();
+    write(config, out);
+    return out;
+  }
+
+  /// Adds every key of `config` that belongs and is written to `out`, in declaration order.
   void write(const Config& config, nlohmann::json& out) const {
-    for (const auto& f : fields_) f.write(config, f.spec, out);
+    for (const auto& f : fields_) {
+      if (f.applies && !f.applies(config)) continue;
+      if (f.written && !f.written(config)) continue;
+      f.write(config, f.spec, out);
+    }
   }
 
  private:
   struct Field {
+    Field(ParamSpec s, Reader r, Writer w)
+        : spec(std::move(s)), read(std::move(r)), write(std::move(w)) {}
     ParamSpec spec;
     Reader read;
     Writer write;
-    bool narrowed;
+    bool narrowed = false;
+    std::function<bool(const Config&)> applies;  ///< empty: always belongs
+    std::function<bool(const Config&)> written;  ///< empty: written whenever it belongs
   };
+
+  Field& last() {
+    if (fields_.empty()) throw std::logic_error("a condition before any key");
+    return fields_.back();
+  }
+
+  // Keys that always belong, unnarrowed first; conditional ones once those are read, so a
+  // condition may test any of them.
+  void read_always(const JsonFields& fields, Config& config) const {
+    for (const auto& f : fields_) {
+      if (!f.narrowed && !f.applies) f.read(fields, f.spec, config);
+    }
+    for (const auto& f : fields_) {
+      if (f.narrowed && !f.applies) f.read(fields, f.spec, config);
+    }
+  }
+  void read_conditional(const JsonFields& fields, Config& config) const {
+    for (const auto& f : fields_) {
+      if (f.applies && f.applies(config)) f.read(fields, f.spec, config);
+    }
+  }
+
+  template <typename T, typename At>
+  FieldTable& add_narrowed(ParamSpec spec, At at, Narrow narrow) {
+    Reader plain = plain_reader<T>(at);
+    Reader read = [plain, narrow](const JsonFields& f, const ParamSpec& s, Config& c) {
+      plain(f, narrow(s, c), c);
+    };
+    Field field(std::move(spec), std::move(read), plain_writer<T>(at));
+    field.narrowed = true;
+    fields_.push_back(std::move(field));
+    return *this;
+  }
 
   template <typename T>
   static void expect_member_type(const ParamSpec& spec) {
@@ -149,39 +260,42 @@ class FieldTable {
     }
   }
 
-  template <typename T>
-  static Reader plain_reader(T Config::*member) {
-    return [member](const JsonFields& f, const ParamSpec& spec, Config& c) {
+  // `at(config)` is the member a key fills (of the config or of one of its parts).
+  template <typename T, typename At>
+  static Reader plain_reader(At at) {
+    return [at](const JsonFields& f, const ParamSpec& spec, Config& c) {
+      T& member = at(c);
       if constexpr (std::is_same_v<T, bool>) {
-        c.*member = f.boolean(spec.name, spec.default_value.get<bool>());
+        member = f.boolean(spec.name, spec.default_value.get<bool>());
       } else if constexpr (std::is_integral_v<T>) {
-        c.*member = static_cast<T>(declared_integer(f, spec));
+        member = static_cast<T>(declared_integer(f, spec));
       } else if constexpr (std::is_floating_point_v<T>) {
         switch (spec.type) {
-          case ParamSpec::Type::kRate: c.*member = declared_rate(f, spec); break;
-          case ParamSpec::Type::kDuration: c.*member = declared_duration(f, spec); break;
-          default: c.*member = declared_number(f, spec);
+          case ParamSpec::Type::kRate: member = declared_rate(f, spec); break;
+          case ParamSpec::Type::kDuration: member = declared_duration(f, spec); break;
+          default: member = declared_number(f, spec);
         }
       } else {
-        c.*member = declared_string(f, spec);
+        member = declared_string(f, spec);
       }
     };
   }
 
-  template <typename T>
-  static Writer plain_writer(T Config::*member) {
-    return [member](const Config& c, const ParamSpec& spec, nlohmann::json& out) {
+  template <typename T, typename At>
+  static Writer plain_writer(At at) {
+    return [at](const Config& c, const ParamSpec& spec, nlohmann::json& out) {
+      const T& member = at(c);
       if constexpr (std::is_floating_point_v<T>) {
         if (spec.type == ParamSpec::Type::kDuration) {
-          out[spec.name] = format_duration(c.*member);
+          out[spec.name] = format_duration(member);
           return;
         }
         if (spec.type == ParamSpec::Type::kRate) {
-          out[spec.name] = format_bps(c.*member);
+          out[spec.name] = format_bps(member);
           return;
         }
       }
-      out[spec.name] = c.*member;
+      out[spec.name] = member;
     };
   }
 

@@ -20,15 +20,23 @@
 
 namespace gradwire {
 
+using namespace params;
+
 namespace {
+
+/// `spec` with an exclusive lower bound; ranges the builders cannot declare (durations).
+ParamSpec above(ParamSpec spec, double min) {
+  spec.min = min;
+  spec.min_exclusive = true;
+  return spec;
+}
 
 constexpr std::uint16_t kBackgroundPort = 9;
 
-std::vector<int> read_host_list(const nlohmann::json& object, const std::string& key,
-                                const std::string& path, bool allow_all) {
-  if (!object.contains(key)) return {};
-  const auto& v = object.at(key);
-  const std::string where = path + "." + key;
+std::vector<int> read_host_list(const JsonFields& f, const std::string& key, bool allow_all) {
+  if (!f.has(key)) return {};
+  const auto& v = f.object().at(key);
+  const std::string where = f.path_of(key);
   if (allow_all && v.is_string() && v.get<std::string>() == "all") return {};
   if (!v.is_array()) {
     throw ConfigError(where, std::string("expected ") + (allow_all ? "\"all\" or " : "") +
@@ -57,78 +65,48 @@ bool host_listed(const std::vector<int>& list, std::size_t index, std::size_t ho
   return false;
 }
 
-const nlohmann::json& array_at(const nlohmann::json& object, const std::string& key,
-                               const std::string& path) {
-  static const nlohmann::json kEmpty = nlohmann::json::array();
-  if (!object.contains(key)) return kEmpty;
-  const auto& v = object.at(key);
-  if (!v.is_array()) {
-    throw ConfigError(path + "." + key, "expected a list of objects, got " + json_brief(v));
-  }
-  return v;
-}
-
-LossSpec read_loss(const nlohmann::json& object, const std::string& path) {
-  const auto spec = [](const char* name) -> const ParamSpec& {
-    return param_named(loss_params(), name);
-  };
-  JsonFields f(object, path);
-  LossSpec l;
-  l.model = declared_string(f, spec("model"));
-  f.allow(loss_keys(l.model));
-  if (l.model == "uniform") {
-    l.rate = declared_number(f, spec("rate"));
-  } else if (l.model == "gilbert-elliott") {
-    l.p = declared_number(f, spec("p"));
-    l.r = declared_number(f, spec("r"));
-    l.loss_good = declared_number(f, spec("loss_good"));
-    l.loss_bad = declared_number(f, spec("loss_bad"));
-  }
-  return l;
-}
-
-BackgroundFlowSpec read_background(const nlohmann::json& object, const std::string& path,
-                                   bool wireless) {
-  const std::vector<ParamSpec>& declared = background_params(wireless);
-  const auto spec = [&](const char* name) -> const ParamSpec& {
-    return param_named(declared, name);
-  };
-  JsonFields f(object, path);
-  f.allow(allowed_keys({}, declared));
-  BackgroundFlowSpec b;
-  b.rate_bps = declared_rate(f, spec("rate"));
-  b.on_s = declared_duration(f, spec("on"));
-  b.off_s = declared_duration(f, spec("off"));
-  check_declared_bounds(f, spec("on"), b.on_s);
-  b.distribution = declared_string(f, spec("distribution"));
-  b.packet_bytes = static_cast<std::uint32_t>(declared_integer(f, spec("packet_bytes")));
-  b.direction = declared_string(f, spec("direction"));
-  b.target = static_cast<int>(declared_integer(f, spec("target")));
-  b.start_s = declared_duration(f, spec("start"));
-  if (wireless) b.distance_m = declared_number(f, spec("distance_m"));
-  return b;
-}
-
-MobilitySpec read_mobility(const nlohmann::json& object, const std::string& path) {
-  const auto spec = [](const char* name) -> const ParamSpec& {
-    return param_named(mobility_params(), name);
-  };
-  JsonFields f(object, path);
-  MobilitySpec m;
-  m.model = declared_string(f, spec("model"));
-  f.allow(mobility_keys(m.model));
-  if (m.model == "static") return m;
-  if (m.model == "random-waypoint") m.pause_s = declared_duration(f, spec("pause"));
-  if (m.model == "straight") m.heading_deg = declared_number(f, spec("heading_deg"));
-  m.speed_mps = declared_number(f, spec("speed_mps"));
-  m.bounds_m = declared_number(f, spec("bounds_m"));
-  return m;
-}
-
 nlohmann::json hosts_json(const std::vector<int>& hosts) {
   if (hosts.empty()) return "all";
   return hosts;
 }
+
+/// A list of host indices or "all", in `member`.
+template <typename Config>
+void add_hosts(FieldTable<Config>& keys, ParamSpec spec, std::vector<int> Config::*member) {
+  keys.add(
+      std::move(spec),
+      [member](const JsonFields& f, const ParamSpec& s, Config& c) {
+        c.*member = read_host_list(f, s.name, true);
+      },
+      [member](const Config& c, const ParamSpec& s, nlohmann::json& out) {
+        out[s.name] = hosts_json(c.*member);
+      });
+}
+
+/// A list of objects, each read by `read` at path[i].
+template <typename Config, typename Entry>
+void add_entries(FieldTable<Config>& keys, ParamSpec spec, std::vector<Entry> Config::*member,
+                 std::function<Entry(const nlohmann::json&, const std::string&)> read,
+                 std::function<nlohmann::json(const Entry&)> write) {
+  keys.add(
+      std::move(spec),
+      [member, read](const JsonFields& f, const ParamSpec& s, Config& c) {
+        if (!f.has(s.name)) return;
+        const auto& list = f.object().at(s.name);
+        if (!list.is_array()) {
+          throw ConfigError(f.path_of(s.name), "expected a list of objects, got " + json_brief(list));
+        }
+        for (std::size_t i = 0; i < list.size(); ++i) {
+          (c.*member).push_back(read(list[i], f.path_of(s.name) + "[" + std::to_string(i) + "]"));
+        }
+      },
+      [member, write](const Config& c, const ParamSpec& s, nlohmann::json& out) {
+        out[s.name] = nlohmann::json::array();
+        for (const auto& e : c.*member) out[s.name].push_back(write(e));
+      });
+}
+
+FieldTable<ImpairmentsConfig> impairment_keys(bool wireless);
 
 }  // namespace
 
@@ -141,48 +119,219 @@ double LossSpec::mean_loss() const {
   return 0.0;
 }
 
+const FieldTable<LossSpec>& LossSpec::keys() {
+  static const FieldTable<LossSpec> kKeys = [] {
+    const auto model_is = [](const char* m) {
+      return [m](const LossSpec& l) { return l.model == m; };
+    };
+    FieldTable<LossSpec> k;
+    k.add(choice("model", "none", {"none", "uniform", "gilbert-elliott"},
+                 "`uniform`: each packet is lost with probability `rate`; `gilbert-elliott`: "
+                 "bursts, from a two-state (good, bad) Markov chain stepped per packet"),
+          &LossSpec::model)
+        .add(number("rate", 0.01, 0.0, 1.0, "`uniform`: probability that a packet is lost"),
+             &LossSpec::rate)
+        .only_when(model_is("uniform"))
+        .add(number("p", 0.01, 0.0, 1.0, "`gilbert-elliott`: P(good -> bad) per packet"),
+             &LossSpec::p)
+        .only_when(model_is("gilbert-elliott"))
+        .add(number("r", 0.25, 0.0, 1.0,
+                    "`gilbert-elliott`: P(bad -> good) per packet; bursts last 1 / r packets on "
+                    "average",
+                    true),
+             &LossSpec::r)
+        .only_when(model_is("gilbert-elliott"))
+        .add(number("loss_good", 0.0, 0.0, 1.0,
+                    "`gilbert-elliott`: loss probability in the good state"),
+             &LossSpec::loss_good)
+        .only_when(model_is("gilbert-elliott"))
+        .add(number("loss_bad", 1.0, 0.0, 1.0,
+                    "`gilbert-elliott`: loss probability in the bad state; mean loss = (r "
+                    "loss_good + p loss_bad) / (p + r)"),
+             &LossSpec::loss_bad)
+        .only_when(model_is("gilbert-elliott"));
+    return k;
+  }();
+  return kKeys;
+}
+
+const FieldTable<OutageSpec>& OutageSpec::keys() {
+  static const FieldTable<OutageSpec> kKeys = [] {
+    FieldTable<OutageSpec> k;
+    k.add(required_key(duration("down", "", "the hosts' links go down at this simulated time")),
+          &OutageSpec::down_s)
+        .add(required_key(duration("up", "",
+                                   "and come back at this time, after `down`: nothing crosses "
+                                   "in [down, up)")),
+             &OutageSpec::up_s);
+    add_hosts(k,
+              key_with_default(list("hosts",
+                                    "hosts whose links go down: `\"all\"` (every impaired "
+                                    "host) or a list of host indices (-1 is the last host)"),
+                               "all"),
+              &OutageSpec::hosts);
+    return k;
+  }();
+  return kKeys;
+}
+
+const FieldTable<BackgroundFlowSpec>& BackgroundFlowSpec::keys(bool wireless) {
+  static const FieldTable<BackgroundFlowSpec> kWired = [] {
+    FieldTable<BackgroundFlowSpec> k;
+    k.add(rate("rate", "10Mbps", "sending rate while on"), &BackgroundFlowSpec::rate_bps)
+        .add(above(duration("on", "1s", "mean on period"), 0.0),
+             [](const JsonFields& f, const ParamSpec& s, BackgroundFlowSpec& b) {
+               b.on_s = declared_duration(f, s);
+               check_declared_bounds(f, s, b.on_s);
+             },
+             [](const BackgroundFlowSpec& b, const ParamSpec& s, nlohmann::json& out) {
+               out[s.name] = format_duration(b.on_s);
+             })
+        .add(duration("off", "1s", "mean off period"), &BackgroundFlowSpec::off_s)
+        .add(choice("distribution", "constant", {"constant", "exponential"},
+                    "on and off periods: `constant` or `exponential` (with those means)"),
+             &BackgroundFlowSpec::distribution)
+        .add(integer("packet_bytes", 1000, 12, 1472, "UDP payload per packet, bytes"),
+             &BackgroundFlowSpec::packet_bytes)
+        .add(choice("direction", "uplink", {"uplink", "downlink"},
+                    "`uplink`: the flow's extra node sends to `target`; `downlink`: `target` "
+                    "sends to it"),
+             &BackgroundFlowSpec::direction)
+        .add(integer("target", -1, -100000, 100000,
+                     "host the flow exchanges with (negative counts from the end: -1 is the "
+                     "last host); a global host index, also in a hybrid group"),
+             &BackgroundFlowSpec::target)
+        .add(duration("start", "500ms",
+                      "when the flow starts: after Wi-Fi association and LTE attach (earlier "
+                      "flows kept a station's TCP connection from ever opening in tests)"),
+             &BackgroundFlowSpec::start_s);
+    return k;
+  }();
+  static const FieldTable<BackgroundFlowSpec> kWireless = [] {
+    FieldTable<BackgroundFlowSpec> k = kWired;
+    k.add(number("distance_m", 10.0, 0.0, 100000.0,
+                 "wireless families only: the extra station's or UE's distance from the AP / "
+                 "eNodeB, metres"),
+          &BackgroundFlowSpec::distance_m);
+    return k;
+  }();
+  return wireless ? kWireless : kWired;
+}
+
+const FieldTable<MobilitySpec>& MobilitySpec::keys() {
+  static const FieldTable<MobilitySpec> kKeys = [] {
+    const auto moving = [](const MobilitySpec& m) { return m.model != "static"; };
+    FieldTable<MobilitySpec> k;
+    k.add(choice("model", "static", {"static", "random-walk", "random-waypoint", "straight"},
+                 "how worker stations and UEs move: `static`, `random-walk` (a new direction "
+                 "every second), `random-waypoint` or `straight` (each walks from where it "
+                 "stands along `heading_deg` until it reaches the edge of the square)"),
+          &MobilitySpec::model)
+        .add(number("speed_mps", 1.0, 0.0, 1000.0, "speed, metres per second", true),
+             &MobilitySpec::speed_mps)
+        .only_when(moving)
+        .add(duration("pause", "0s", "`random-waypoint`: pause at each waypoint"),
+             &MobilitySpec::pause_s)
+        .only_when([](const MobilitySpec& m) { return m.model == "random-waypoint"; })
+        .add(number("heading_deg", 0.0, -360.0, 360.0,
+                    "`straight`: direction, degrees counterclockwise from the x axis (0: along "
+                    "the line of eNodeBs, towards the next one)"),
+             &MobilitySpec::heading_deg)
+        .only_when([](const MobilitySpec& m) { return m.model == "straight"; })
+        .add(number("bounds_m", 50.0, 0.0, 100000.0,
+                    "moves inside a square of +-bounds_m around the AP / eNodeB", true),
+             &MobilitySpec::bounds_m)
+        .only_when(moving);
+    return k;
+  }();
+  return kKeys;
+}
+
+namespace {
+
+FieldTable<ImpairmentsConfig> impairment_keys(bool wireless) {
+  FieldTable<ImpairmentsConfig> k;
+  add_hosts(k,
+            key_with_default(list("hosts",
+                                  "impaired hosts: `\"all\"` or a list of host indices "
+                                  "(negative counts from the end: -1 is the last host)"),
+                             "all"),
+            &ImpairmentsConfig::hosts);
+  k.add<LossSpec>(
+       object("loss", "packet loss (`loss` below)"), &ImpairmentsConfig::loss,
+       [](const nlohmann::json& o, const std::string& p) { return LossSpec::keys().read_object(o, p); },
+       [](const LossSpec& l) { return LossSpec::keys().write_object(l); })
+      .add(at_most(duration("delay", "0s", "extra one-way delay per direction (at most 1s)"), 1.0),
+           &ImpairmentsConfig::delay_s)
+      .add(duration("jitter", "0s",
+                    "each packet's extra delay is uniform in [delay - jitter, delay + jitter]; "
+                    "packet order is kept"),
+           &ImpairmentsConfig::jitter_s)
+      // null, the declared default, means no cap.
+      .add(derived(key_with_default(rate("rate_cap", "",
+                                         "bandwidth cap per direction of each impaired host: "
+                                         "packets serialise at the cap, up to `queue` wait, the "
+                                         "rest are dropped; null: no cap"),
+                                    nullptr),
+                   "null"),
+           [](const JsonFields& f, const ParamSpec& s, ImpairmentsConfig& c) {
+             if (f.has(s.name) && !f.object().at(s.name).is_null()) {
+               c.rate_cap_bps = declared_rate(f, s);
+             }
+           },
+           [](const ImpairmentsConfig& c, const ParamSpec& s, nlohmann::json& out) {
+             out[s.name] = c.rate_cap_bps > 0 ? nlohmann::json(format_bps(c.rate_cap_bps))
+                                              : nlohmann::json(nullptr);
+           })
+      .add(integer("queue", 1000, 1, 1000000, "packets held by the impairment stage (tail drop)"),
+           &ImpairmentsConfig::queue_packets);
+  add_entries<ImpairmentsConfig, OutageSpec>(
+      k, list("outages", "windows in which the hosts' links carry nothing (`outages` entries below)"),
+      &ImpairmentsConfig::outages,
+      [](const nlohmann::json& o, const std::string& p) {
+        JsonFields f(o, p);
+        if (!f.has("down") || !f.has("up")) {
+          f.allow(param_names(OutageSpec::keys().params()));
+          throw ConfigError(p, "expected {\"down\": \"1s\", \"up\": \"2s\"} (both required)");
+        }
+        OutageSpec s = OutageSpec::keys().read_object(o, p);
+        if (s.up_s <= s.down_s) throw ConfigError(f.path_of("up"), "expected a time after `down`");
+        return s;
+      },
+      [](const OutageSpec& s) { return OutageSpec::keys().write_object(s); });
+  add_entries<ImpairmentsConfig, BackgroundFlowSpec>(
+      k, list("background", "UDP on/off flows sharing the bottleneck (`background` entries below)"),
+      &ImpairmentsConfig::background,
+      [wireless](const nlohmann::json& o, const std::string& p) {
+        return BackgroundFlowSpec::keys(wireless).read_object(o, p);
+      },
+      [wireless](const BackgroundFlowSpec& b) {
+        return BackgroundFlowSpec::keys(wireless).write_object(b);
+      });
+  if (wireless) {
+    k.add<MobilitySpec>(
+        object("mobility",
+               "wireless families only: how worker stations and UEs move (`mobility` below)"),
+        &ImpairmentsConfig::mobility,
+        [](const nlohmann::json& o, const std::string& p) {
+          return MobilitySpec::keys().read_object(o, p);
+        },
+        [](const MobilitySpec& m) { return MobilitySpec::keys().write_object(m); });
+  }
+  return k;
+}
+
+}  // namespace
+
+const FieldTable<ImpairmentsConfig>& ImpairmentsConfig::keys(bool wireless) {
+  static const FieldTable<ImpairmentsConfig> kWired = impairment_keys(false);
+  static const FieldTable<ImpairmentsConfig> kWireless = impairment_keys(true);
+  return wireless ? kWireless : kWired;
+}
+
 ImpairmentsConfig ImpairmentsConfig::from_json(const nlohmann::json& object,
                                                const std::string& path, bool wireless) {
-  const std::vector<ParamSpec>& declared = impairments_params(wireless);
-  const auto spec = [&](const char* name) -> const ParamSpec& {
-    return param_named(declared, name);
-  };
-  JsonFields f(object, path);
-  f.allow(allowed_keys({}, declared));
-  ImpairmentsConfig c;
-  c.hosts = read_host_list(object, "hosts", path, true);
-  c.loss = read_loss(f.object_at("loss"), f.path_of("loss"));
-  c.delay_s = declared_duration(f, spec("delay"));
-  c.jitter_s = declared_duration(f, spec("jitter"));
-  // null, the declared default, means no cap.
-  if (f.has("rate_cap") && !f.object().at("rate_cap").is_null()) {
-    c.rate_cap_bps = declared_rate(f, spec("rate_cap"));
-  }
-  c.queue_packets = static_cast<std::uint32_t>(declared_integer(f, spec("queue")));
-  const auto& outages = array_at(object, "outages", path);
-  for (std::size_t i = 0; i < outages.size(); ++i) {
-    const std::string p = f.path_of("outages") + "[" + std::to_string(i) + "]";
-    JsonFields o(outages[i], p);
-    o.allow(allowed_keys({}, outage_params()));
-    if (!o.has("down") || !o.has("up")) {
-      throw ConfigError(p, "expected {\"down\": \"1s\", \"up\": \"2s\"} (both required)");
-    }
-    OutageSpec s;
-    s.down_s = declared_duration(o, param_named(outage_params(), "down"));
-    s.up_s = declared_duration(o, param_named(outage_params(), "up"));
-    if (s.up_s <= s.down_s) {
-      throw ConfigError(o.path_of("up"), "expected a time after `down`");
-    }
-    s.hosts = read_host_list(outages[i], "hosts", p, true);
-    c.outages.push_back(s);
-  }
-  const auto& background = array_at(object, "background", path);
-  for (std::size_t i = 0; i < background.size(); ++i) {
-    c.background.push_back(read_background(
-        background[i], f.path_of("background") + "[" + std::to_string(i) + "]", wireless));
-  }
-  if (wireless) c.mobility = read_mobility(f.object_at("mobility"), f.path_of("mobility"));
-  return c;
+  return keys(wireless).read_object(object, path);
 }
 
 std::function<ImpairmentsConfig(const nlohmann::json&, const std::string&)>
@@ -198,45 +347,7 @@ std::function<nlohmann::json(const ImpairmentsConfig&)> ImpairmentsConfig::write
 }
 
 nlohmann::json ImpairmentsConfig::to_json(bool wireless) const {
-  nlohmann::json loss_json = {{"model", loss.model}};
-  if (loss.model == "uniform") loss_json["rate"] = loss.rate;
-  if (loss.model == "gilbert-elliott") {
-    loss_json.update({{"p", loss.p}, {"r", loss.r}, {"loss_good", loss.loss_good},
-                      {"loss_bad", loss.loss_bad}});
-  }
-  nlohmann::json out = {{"hosts", hosts_json(hosts)},
-                        {"loss", loss_json},
-                        {"delay", format_duration(delay_s)},
-                        {"jitter", format_duration(jitter_s)},
-                        {"rate_cap", rate_cap_bps > 0 ? nlohmann::json(format_bps(rate_cap_bps))
-                                                      : nlohmann::json(nullptr)},
-                        {"queue", queue_packets},
-                        {"outages", nlohmann::json::array()},
-                        {"background", nlohmann::json::array()}};
-  for (const auto& o : outages) {
-    out["outages"].push_back({{"down", format_duration(o.down_s)},
-                              {"up", format_duration(o.up_s)},
-                              {"hosts", hosts_json(o.hosts)}});
-  }
-  for (const auto& b : background) {
-    nlohmann::json j = {{"rate", format_bps(b.rate_bps)},     {"on", format_duration(b.on_s)},
-                        {"off", format_duration(b.off_s)},    {"distribution", b.distribution},
-                        {"packet_bytes", b.packet_bytes},     {"direction", b.direction},
-                        {"target", b.target},                 {"start", format_duration(b.start_s)}};
-    if (wireless) j["distance_m"] = b.distance_m;
-    out["background"].push_back(j);
-  }
-  if (wireless) {
-    nlohmann::json m = {{"model", mobility.model}};
-    if (mobility.model != "static") {
-      m["speed_mps"] = mobility.speed_mps;
-      m["bounds_m"] = mobility.bounds_m;
-    }
-    if (mobility.model == "random-waypoint") m["pause"] = format_duration(mobility.pause_s);
-    if (mobility.model == "straight") m["heading_deg"] = mobility.heading_deg;
-    out["mobility"] = m;
-  }
-  return out;
+  return keys(wireless).write_object(*this);
 }
 
 bool ImpairmentsConfig::shapes_packets() const {

@@ -22,6 +22,7 @@
 #include <ns3/net-device.h>
 #include <ns3/node.h>
 
+#include "common/FieldTable.h"
 #include "netmodels/NetemQueueDisc.h"
 #include "netmodels/StreamAllocator.h"
 
@@ -39,12 +40,15 @@ struct LossSpec {
 
   /// Long-run fraction of packets lost.
   double mean_loss() const;
+  /// Its keys, each bound to its member; a model's own keys belong only with that model.
+  static const FieldTable<LossSpec>& keys();
 };
 
 struct OutageSpec {
   double down_s = 0;  ///< link goes down at this simulated time
   double up_s = 0;    ///< and comes back here (> down_s)
   std::vector<int> hosts;  ///< host indices affected (empty: every impaired host)
+  static const FieldTable<OutageSpec>& keys();
 };
 
 struct BackgroundFlowSpec {
@@ -57,6 +61,8 @@ struct BackgroundFlowSpec {
   int target = -1;             ///< host index the flow exchanges with (-1: the last host)
   double start_s = 0.5;        ///< after Wi-Fi association / LTE attach (see netmodels/README)
   double distance_m = -1;      ///< wireless families: the extra node's distance (-1: default)
+  /// `wireless`: with `distance_m`.
+  static const FieldTable<BackgroundFlowSpec>& keys(bool wireless);
 };
 
 struct MobilitySpec {
@@ -65,6 +71,8 @@ struct MobilitySpec {
   double pause_s = 0.0;          ///< random-waypoint: pause at each waypoint
   double heading_deg = 0.0;      ///< straight: direction, counterclockwise from the x axis
   double bounds_m = 50.0;        ///< moves inside a square of +-bounds_m around the AP / eNB
+  /// Its keys; a model's own keys belong only with that model.
+  static const FieldTable<MobilitySpec>& keys();
 };
 
 struct ImpairmentsConfig {
@@ -86,6 +94,8 @@ struct ImpairmentsConfig {
   static std::function<ImpairmentsConfig(const nlohmann::json&, const std::string&)> reader(
       bool wireless);
   static std::function<nlohmann::json(const ImpairmentsConfig&)> writer(bool wireless);
+  /// Its keys, each bound to its member (`wireless`: with `mobility`).
+  static const FieldTable<ImpairmentsConfig>& keys(bool wireless);
 
   /// True when a NetemQueueDisc is needed at all (loss, delay, jitter, cap or outages).
   bool shapes_packets() const;

@@ -29,6 +29,8 @@
 #include <ns3/net-device.h>
 #include <ns3/ptr.h>
 
+#include "common/FieldTable.h"
+
 namespace gradwire {
 
 /// `radio_energy` of an LTE network or group (lte_radio_energy_params()); the defaults are the
@@ -43,6 +45,8 @@ struct LteRadioEnergyConfig {
   double promotion_mw = 1210.7;
   double promotion_s = 0.2601;
 
+  /// Its keys, each bound to its member.
+  static const FieldTable<LteRadioEnergyConfig>& keys();
   static LteRadioEnergyConfig from_json(const nlohmann::json& object, const std::string& path);
   nlohmann::json to_json() const;
 };

@@ -37,48 +37,73 @@ std::function<PlacementSpec(const nlohmann::json&, const std::string&)> Placemen
   };
 }
 
-PlacementSpec PlacementSpec::from_json(const nlohmann::json& object, const std::string& path,
-                                       double default_distance_m) {
-  const auto spec = [](const char* name) -> const ParamSpec& {
-    return param_named(placement_params(), name);
-  };
-  JsonFields f(object, path);
-  PlacementSpec p;
-  p.distance_m = default_distance_m;
-  p.kind = declared_string(f, spec("kind"));
-  f.allow(placement_keys(p.kind));
-  if (p.kind == "distance") {
-    p.distance_m = declared_number(f, spec("distance_m"), p.distance_m);
-  } else if (p.kind == "distances") {
-    const std::string where = f.path_of("distances_m");
-    if (!f.has("distances_m") || !object.at("distances_m").is_array() ||
-        object.at("distances_m").empty()) {
-      throw ConfigError(where, "expected a non-empty list of distances in metres");
-    }
-    const auto& list = object.at("distances_m");
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      if (!list[i].is_number() || list[i].get<double>() < 0 || list[i].get<double>() > 100000) {
-        throw ConfigError(where + "[" + std::to_string(i) + "]",
-                          "expected a distance in metres in [0, 100000], got " +
-                              json_brief(list[i]));
-      }
-      p.distances_m.push_back(list[i].get<double>());
-    }
-  } else if (p.kind == "grid") {
-    p.spacing_m = declared_number(f, spec("spacing_m"));
-    p.columns = static_cast<std::uint32_t>(declared_integer(f, spec("columns")));
-  } else {
-    p.radius_m = declared_number(f, spec("radius_m"));
-  }
-  return p;
+const FieldTable<PlacementSpec>& PlacementSpec::keys() {
+  using namespace params;
+  static const FieldTable<PlacementSpec> kKeys = [] {
+    const auto kind_is = [](const char* k) {
+      return [k](const PlacementSpec& p) { return p.kind == k; };
+    };
+    FieldTable<PlacementSpec> t;
+    t.add(choice("kind", "distance", {"distance", "distances", "grid", "disc"},
+                 "`distance`: every node `distance_m` away, spread on a circle; `distances`: "
+                 "node i at entry i mod length of `distances_m`; `grid`: rows of `columns` "
+                 "nodes `spacing_m` apart, centred on the AP / eNodeB; `disc`: uniformly at "
+                 "random within `radius_m` (seeded)"),
+          &PlacementSpec::kind)
+        .add(derived(number("distance_m", 5.0, 0.0, 100000.0,
+                            "`distance`: metres from the AP / eNodeB"),
+                     "5 in wifi, 100 in lte"),
+             [](const JsonFields& f, const ParamSpec& s, PlacementSpec& p) {
+               p.distance_m = declared_number(f, s, p.distance_m);
+             },
+             [](const PlacementSpec& p, const ParamSpec& s, nlohmann::json& out) {
+               out[s.name] = p.distance_m;
+             })
+        .only_when(kind_is("distance"))
+        .add(required_key(list("distances_m",
+                               "`distances`: a non-empty list of metres, each in [0, 100000]")),
+             [](const JsonFields& f, const ParamSpec& s, PlacementSpec& p) {
+               const std::string where = f.path_of(s.name);
+               if (!f.has(s.name) || !f.object().at(s.name).is_array() ||
+                   f.object().at(s.name).empty()) {
+                 throw ConfigError(where, "expected a non-empty list of distances in metres");
+               }
+               const auto& list = f.object().at(s.name);
+               for (std::size_t i = 0; i < list.size(); ++i) {
+                 if (!list[i].is_number() || list[i].get<double>() < 0 ||
+                     list[i].get<double>() > 100000) {
+                   throw ConfigError(where + "[" + std::to_string(i) + "]",
+                                     "expected a distance in metres in [0, 100000], got " +
+                                         json_brief(list[i]));
+                 }
+                 p.distances_m.push_back(list[i].get<double>());
+               }
+             },
+             [](const PlacementSpec& p, const ParamSpec& s, nlohmann::json& out) {
+               out[s.name] = p.distances_m;
+             })
+        .only_when(kind_is("distances"))
+        .add(number("spacing_m", 2.0, 0.0, 100000.0, "`grid`: metres between neighbours", true),
+             &PlacementSpec::spacing_m)
+        .only_when(kind_is("grid"))
+        .add(integer("columns", 4, 1, 1000, "`grid`: nodes per row"), &PlacementSpec::columns)
+        .only_when(kind_is("grid"))
+        .add(number("radius_m", 10.0, 0.0, 100000.0, "`disc`: radius, metres", true),
+             &PlacementSpec::radius_m)
+        .only_when(kind_is("disc"));
+    return t;
+  }();
+  return kKeys;
 }
 
-nlohmann::json PlacementSpec::to_json() const {
-  if (kind == "distance") return {{"kind", kind}, {"distance_m", distance_m}};
-  if (kind == "distances") return {{"kind", kind}, {"distances_m", distances_m}};
-  if (kind == "grid") return {{"kind", kind}, {"spacing_m", spacing_m}, {"columns", columns}};
-  return {{"kind", kind}, {"radius_m", radius_m}};
+PlacementSpec PlacementSpec::from_json(const nlohmann::json& object, const std::string& path,
+                                       double default_distance_m) {
+  PlacementSpec p;
+  p.distance_m = default_distance_m;
+  return keys().read_object(object, path, p);
 }
+
+nlohmann::json PlacementSpec::to_json() const { return keys().write_object(*this); }
 
 std::vector<ns3::Vector> PlacementSpec::positions(std::size_t count, ns3::Vector center,
                                                   StreamAllocator& streams) const {

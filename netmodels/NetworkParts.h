@@ -15,6 +15,7 @@
 #include <ns3/node.h>
 #include <ns3/vector.h>
 
+#include "common/FieldTable.h"
 #include "netmodels/Impairments.h"
 #include "netmodels/StreamAllocator.h"
 
@@ -29,6 +30,9 @@ struct PlacementSpec {
   std::uint32_t columns = 4;       ///< grid: nodes per row
   double radius_m = 10.0;          ///< disc: uniformly at random in a disc (seeded)
 
+  /// Its keys, each bound to its member; a kind's own keys belong only with that kind.
+  /// `distance_m`'s default is the family's (the config read into holds it).
+  static const FieldTable<PlacementSpec>& keys();
   static PlacementSpec from_json(const nlohmann::json& object, const std::string& path,
                                  double default_distance_m);
   nlohmann::json to_json() const;

@@ -1,6 +1,7 @@
 #include "netmodels/NetworkRegistry.h"
 
 #include "netmodels/NetworkParams.h"
+#include "netmodels/TransportConfig.h"
 
 namespace gradwire {
 
@@ -27,8 +28,7 @@ std::vector<ParamSpec> network_params() {
         ParamSpec transport = params::object(
             "transport",
             "how gradwire's messages cross the network: `\"tcp\"`, `\"udp\"` or an object "
-            "`{\"kind\": \"udp\", ...}`; validated by the transport layer (its keys: "
-            "netmodels/README.md)");
+            "`{\"kind\": \"udp\", ...}` (`transport` below)");
         transport.default_value = "tcp";
         return transport;
       }(),
@@ -141,6 +141,10 @@ std::string network_reference_markdown() {
          param_table_markdown(background_params(true));
   out += "\n### `mobility`\n\n" + param_table_markdown(mobility_params()) + "\n" +
          keys_by(param_named(mobility_params(), "model"), mobility_keys);
+  out += "\n## `transport`\n\nHow gradwire's messages cross the network, in any family: "
+         "`\"transport\": \"udp\"` or an object `{\"kind\": \"udp\", ...}`. The udp keys "
+         "are written to the resolved scenario only with udp.\n\n" +
+         param_table_markdown(TransportConfig::keys().params());
   out += "\n## `radio_energy`\n\nThe radios' power draw (" + families_with("radio_energy") +
          ", and their `hybrid` groups), for the joules each host's radio used: summary.json's "
          "`energy` (netmodels/README.md, \"Radio energy\"). It only measures: no key changes "
@@ -183,6 +187,7 @@ json network_reference_json() {
             {"background", {{"params", params_json(background_params(true))},
                             {"wired_params", params_json(background_params(false))}}},
             {"mobility", mobility},
+            {"transport", {{"params", params_json(TransportConfig::keys().params())}}},
             {"radio_energy", {{"wifi_params", params_json(wifi_radio_energy_params())},
                               {"lte_params", params_json(lte_radio_energy_params())}}}}}};
 }

@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/FieldTable.h"
+
 namespace gradwire {
 
 struct TransportConfig {
@@ -37,6 +39,8 @@ struct TransportConfig {
 
   bool udp() const { return kind == "udp"; }
 
+  /// Its keys as an object, each bound to its member; the udp keys are written only for udp.
+  static const FieldTable<TransportConfig>& keys();
   /// Reads `network.transport` (string or object; absent: tcp). ConfigError names the path.
   static TransportConfig from_json(const nlohmann::json& value, const std::string& path);
   nlohmann::json to_json() const;

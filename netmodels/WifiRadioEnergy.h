@@ -15,6 +15,8 @@
 #include <ns3/ptr.h>
 #include <ns3/wifi-phy-listener.h>
 
+#include "common/FieldTable.h"
+
 namespace gradwire {
 
 /// `radio_energy` of a Wi-Fi network or group (wifi_radio_energy_params()). The defaults are
@@ -30,6 +32,8 @@ struct WifiRadioEnergyConfig {
   double switching_current_a = 0.273;
   double sleep_current_a = 0.033;
 
+  /// Its keys, each bound to its member.
+  static const FieldTable<WifiRadioEnergyConfig>& keys();
   static WifiRadioEnergyConfig from_json(const nlohmann::json& object, const std::string& path);
   nlohmann::json to_json() const;
 };

@@ -1,6 +1,6 @@
-// Every built-in model kind's keys, checks, parameter count and factory. The defaults are the
-// ones ModelConfig carries, so a scenario that names only the kind gets the architecture its
-// paper describes.
+// Every built-in model kind's keys, checks, parameter count and factory. Each kind's keys are
+// bound to its own settings struct (beside its model class), whose defaults are the
+// architecture its paper describes, so a scenario that names only the kind gets that.
 #include "nodes/training/BuiltinModels.h"
 
 #include <algorithm>
@@ -57,17 +57,18 @@ double pixels_of(const ModelInput& in) {
   return s.size() == 3 ? static_cast<double>(s[1]) * static_cast<double>(s[2]) : 1.0;
 }
 
-/// `dropout`, whose default is the model's own (< 0 in ModelConfig stands for it).
-void add_dropout(FieldTable<ModelConfig>& fields, double model_default) {
+/// `dropout`, whose default is the model's own (< 0 in the settings stands for it).
+template <typename Settings>
+void add_dropout(FieldTable<Settings>& fields, double model_default) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", model_default);
   fields.add(derived(number("dropout", -1, -1, 1,
                             "dropout probability; < 0 takes the model's default"),
                      text),
-             [](const JsonFields& f, const ParamSpec& spec, ModelConfig& m) {
+             [](const JsonFields& f, const ParamSpec& spec, Settings& m) {
                m.dropout = declared_number(f, spec);
              },
-             [model_default](const ModelConfig& m, const ParamSpec& spec, nlohmann::json& out) {
+             [model_default](const Settings& m, const ParamSpec& spec, nlohmann::json& out) {
                out[spec.name] = m.dropout < 0 ? model_default : m.dropout;
              });
 }
@@ -106,19 +107,17 @@ ModelInfo cnn_model() {
               "linear layers";
   m.data = ModelData::kImages;
   m.reference = "LeCun et al. 1998";
-  const ModelConfig d;
-  FieldTable<ModelConfig> fields;
-  fields.add(integer("conv1", d.conv1, 1, 1024, "channels of the first convolution"),
-             &ModelConfig::conv1);
-  fields.add(integer("conv2", d.conv2, 1, 1024, "channels of the second convolution"),
-             &ModelConfig::conv2);
-  fields.add(integer("fc1", d.fc1, 1, 65536, "width of the first linear layer"),
-             &ModelConfig::fc1);
-  fields.add(integer("fc2", d.fc2, 1, 65536, "width of the second linear layer"),
-             &ModelConfig::fc2);
+  using S = LeNetSettings;
+  const S d;
+  FieldTable<S> fields;
+  fields.add(integer("conv1", d.conv1, 1, 1024, "channels of the first convolution"), &S::conv1)
+      .add(integer("conv2", d.conv2, 1, 1024, "channels of the second convolution"), &S::conv2)
+      .add(integer("fc1", d.fc1, 1, 65536, "width of the first linear layer"), &S::fc1)
+      .add(integer("fc2", d.fc2, 1, 65536, "width of the second linear layer"), &S::fc2);
   m.declare(fields);
   // Layer by layer, the pooled side rounded up.
-  m.parameters = [](const ModelConfig& c, const ModelInput& in) {
+  m.parameters = [](const ModelConfig& config, const ModelInput& in) {
+    const S& c = config.settings_as<S>();
     const auto& shape = in.sample_shape;
     if (shape.size() != 3) return 0.0;
     const double classes = static_cast<double>(in.classes);
@@ -130,7 +129,8 @@ ModelInfo cnn_model() {
            static_cast<double>(c.fc2) * classes;
   };
   // Each convolution's output, activation and pooled map, then the linear layers'.
-  m.activations = [](const ModelConfig& c, const ModelInput& in) {
+  m.activations = [](const ModelConfig& config, const ModelInput& in) {
+    const S& c = config.settings_as<S>();
     const double pixels = pixels_of(in);
     return elements_of(in) + 3 * static_cast<double>(c.conv1) * pixels +
            3 * static_cast<double>(c.conv2) * pixels / 4 +
@@ -143,7 +143,7 @@ ModelInfo cnn_model() {
           "model kind \"cnn\" needs image samples shaped {C, H, W}; this dataset's samples "
           "have " + std::to_string(in.sample_shape.size()) + " dimension(s) (use \"mlp\")");
     }
-    return std::make_shared<LeNet>(in.sample_shape, in.classes, c);
+    return std::make_shared<LeNet>(in.sample_shape, in.classes, c.settings_as<S>());
   };
   return m;
 }
@@ -153,10 +153,11 @@ ModelInfo mlp_model() {
   m.name = "mlp";
   m.summary = "multilayer perceptron over flattened samples";
   m.data = ModelData::kAny;
-  FieldTable<ModelConfig> fields;
+  using S = MlpSettings;
+  FieldTable<S> fields;
   fields.add(derived(list("hidden", "hidden layer widths; [] is softmax regression"),
                      "[256, 128]"),
-             [](const JsonFields& f, const ParamSpec& spec, ModelConfig& c) {
+             [](const JsonFields& f, const ParamSpec& spec, S& c) {
                c.hidden = declared_integer_list(f, spec.name, c.hidden, 1);
                if (c.hidden.size() > 64) {
                  throw ConfigError(f.path_of(spec.name),
@@ -164,11 +165,12 @@ ModelInfo mlp_model() {
                                        std::to_string(c.hidden.size()));
                }
              },
-             [](const ModelConfig& c, const ParamSpec& spec, nlohmann::json& out) {
+             [](const S& c, const ParamSpec& spec, nlohmann::json& out) {
                out[spec.name] = c.hidden;
              });
   m.declare(fields);
-  m.parameters = [](const ModelConfig& c, const ModelInput& in) {
+  m.parameters = [](const ModelConfig& config, const ModelInput& in) {
+    const S& c = config.settings_as<S>();
     const double classes = static_cast<double>(in.classes);
     double width = 1;
     for (std::int64_t d : in.sample_shape) width *= static_cast<double>(d);
@@ -182,7 +184,7 @@ ModelInfo mlp_model() {
   // Each layer's output and activation.
   m.activations = [](const ModelConfig& c, const ModelInput& in) {
     double values = elements_of(in) + 2 * static_cast<double>(in.classes);
-    for (std::int64_t h : c.hidden) values += 2 * static_cast<double>(h);
+    for (std::int64_t h : c.settings_as<S>().hidden) values += 2 * static_cast<double>(h);
     return values;
   };
   m.make = [](const ModelConfig& c, const ModelInput& in) -> std::shared_ptr<Model> {
@@ -193,7 +195,7 @@ ModelInfo mlp_model() {
     }
     const std::int64_t features = std::accumulate(in.sample_shape.begin(), in.sample_shape.end(),
                                                   std::int64_t{1}, std::multiplies<>());
-    return std::make_shared<Mlp>(features, c.hidden, in.classes);
+    return std::make_shared<Mlp>(features, c.settings_as<S>().hidden, in.classes);
   };
   return m;
 }
@@ -246,22 +248,23 @@ ModelInfo mobilenetv2_model() {
               "and second stage for small images (2.2M parameters)";
   m.data = ModelData::kImages;
   m.reference = "Sandler et al. 2018";
-  const ModelConfig d;
-  FieldTable<ModelConfig> fields;
-  fields.add(number("width", d.width, 0, 4, "width multiplier of every layer", true),
-             &ModelConfig::width);
+  using S = MobileNetV2Settings;
+  FieldTable<S> fields;
+  fields.add(number("width", S{}.width, 0, 4, "width multiplier of every layer", true), &S::width);
   m.declare(fields);
   m.parameters = [](const ModelConfig& c, const ModelInput& in) {
-    return 2.3e6 * c.width * c.width + 1280 * c.width * static_cast<double>(in.classes);
+    const double width = c.settings_as<S>().width;
+    return 2.3e6 * width * width + 1280 * width * static_cast<double>(in.classes);
   };
   // Expanded (6x) maps at full resolution in its first stages, each with batch norm and ReLU6.
   m.activations = [](const ModelConfig& c, const ModelInput& in) {
-    return elements_of(in) + 3000 * c.width * pixels_of(in) + 2 * static_cast<double>(in.classes);
+    return elements_of(in) + 3000 * c.settings_as<S>().width * pixels_of(in) +
+           2 * static_cast<double>(in.classes);
   };
   m.make = [](const ModelConfig& c, const ModelInput& in) -> std::shared_ptr<Model> {
     refuse_tokens(c, in);
     require_images(c, in);
-    return std::make_shared<MobileNetV2>(in, c.width);
+    return std::make_shared<MobileNetV2>(in, c.settings_as<S>().width);
   };
   return m;
 }
@@ -272,27 +275,29 @@ ModelInfo lstm_lm_model() {
   m.summary = "word-level LSTM language model: embedding, stacked LSTM, linear decoder";
   m.data = ModelData::kTokens;
   m.reference = "Zaremba et al. 2014; the PTB model of Lin et al. 2018 (DGC)";
-  const ModelConfig d;
-  FieldTable<ModelConfig> fields;
-  fields.add(integer("embedding", d.embedding, 1, 65536, "embedding size"),
-             &ModelConfig::embedding);
-  fields.add(integer("hidden_size", d.hidden_size, 1, 65536,
-                     "LSTM hidden size (650: PTB medium; DGC's PTB model: 1500)"),
-             &ModelConfig::hidden_size);
-  fields.add(integer("layers", d.layers, 1, 64, "stacked LSTM layers"), &ModelConfig::layers);
+  using S = LstmLanguageModelSettings;
+  const S d;
+  FieldTable<S> fields;
+  fields.add(integer("embedding", d.embedding, 1, 65536, "embedding size"), &S::embedding)
+      .add(integer("hidden_size", d.hidden_size, 1, 65536,
+                   "LSTM hidden size (650: PTB medium; DGC's PTB model: 1500)"),
+           &S::hidden_size)
+      .add(integer("layers", d.layers, 1, 64, "stacked LSTM layers"), &S::layers);
   add_dropout(fields, 0.5);
   fields.add(boolean("tied", d.tied, "the decoder shares the embedding's weights (needs "
                                      "embedding = hidden_size)"),
-             &ModelConfig::tied);
+             &S::tied);
   m.declare(fields);
-  m.check_keys = [](const ModelConfig& c, const JsonFields& f) {
+  m.check_keys = [](const ModelConfig& config, const JsonFields& f) {
+    const S& c = config.settings_as<S>();
     if (c.tied && c.embedding != c.hidden_size) {
       throw ConfigError(f.path_of("tied"), "expected embedding = hidden_size to tie the decoder "
                                            "to the embedding (" + std::to_string(c.embedding) +
                                            " vs " + std::to_string(c.hidden_size) + ")");
     }
   };
-  m.parameters = [](const ModelConfig& c, const ModelInput& in) {
+  m.parameters = [](const ModelConfig& config, const ModelInput& in) {
+    const S& c = config.settings_as<S>();
     const double classes = static_cast<double>(in.classes);
     const double e = static_cast<double>(c.embedding);
     const double h = static_cast<double>(c.hidden_size);
@@ -301,7 +306,8 @@ ModelInfo lstm_lm_model() {
   };
   // Per token: the embedding, each layer's gates, cell and hidden states, and the decoder's
   // logits with their log-softmax.
-  m.activations = [](const ModelConfig& c, const ModelInput& in) {
+  m.activations = [](const ModelConfig& config, const ModelInput& in) {
+    const S& c = config.settings_as<S>();
     const double tokens = elements_of(in);
     return tokens * (static_cast<double>(c.embedding) +
                      10 * static_cast<double>(c.layers) * static_cast<double>(c.hidden_size) +
@@ -314,7 +320,7 @@ ModelInfo lstm_lm_model() {
                                   "\"vocab\"); this dataset's samples are " +
                                   shape_text(in.sample_shape));
     }
-    return std::make_shared<LstmLanguageModel>(in, c);
+    return std::make_shared<LstmLanguageModel>(in, c.settings_as<S>());
   };
   return m;
 }
@@ -326,33 +332,36 @@ ModelInfo transformer_model() {
               "classifier on image patches";
   m.data = ModelData::kTokensOrImages;
   m.reference = "Vaswani et al. 2017; Dosovitskiy et al. 2021";
-  const ModelConfig d;
-  FieldTable<ModelConfig> fields;
-  fields.add(integer("d_model", d.d_model, 1, 65536, "model width"), &ModelConfig::d_model);
-  fields.add(integer("heads", d.heads, 1, 1024, "attention heads (must divide d_model)"),
-             &ModelConfig::heads);
-  fields.add(integer("ff", d.ff, 1, 262144, "feed-forward width"), &ModelConfig::ff);
-  fields.add(integer("layers", d.layers, 1, 64, "encoder layers"), &ModelConfig::layers);
+  using S = TransformerSettings;
+  const S d;
+  FieldTable<S> fields;
+  fields.add(integer("d_model", d.d_model, 1, 65536, "model width"), &S::d_model)
+      .add(integer("heads", d.heads, 1, 1024, "attention heads (must divide d_model)"), &S::heads)
+      .add(integer("ff", d.ff, 1, 262144, "feed-forward width"), &S::ff)
+      .add(integer("layers", d.layers, 1, 64, "encoder layers"), &S::layers);
   add_dropout(fields, 0.1);
   fields.add(integer("patch", d.patch, 1, 1024, "images: side of the square patches (must "
                                                 "divide the image's height and width)"),
-             &ModelConfig::patch);
+             &S::patch);
   m.declare(fields);
-  m.check_keys = [](const ModelConfig& c, const JsonFields& f) {
+  m.check_keys = [](const ModelConfig& config, const JsonFields& f) {
+    const S& c = config.settings_as<S>();
     if (c.d_model % c.heads != 0) {
       throw ConfigError(f.path_of("heads"), "expected a divisor of d_model (" +
                                                 std::to_string(c.d_model) + "), got " +
                                                 std::to_string(c.heads));
     }
   };
-  m.check_data = [](const ModelConfig& c, const ModelInput& in) {
+  m.check_data = [](const ModelConfig& config, const ModelInput& in) {
+    const S& c = config.settings_as<S>();
     const auto& s = in.sample_shape;
     if (!in.tokens && s.size() == 3 && (s[1] % c.patch != 0 || s[2] % c.patch != 0)) {
       throw ConfigError("model.patch", "expected a divisor of the images' height and width " +
                                            shape_text(s) + ", got " + std::to_string(c.patch));
     }
   };
-  m.parameters = [](const ModelConfig& c, const ModelInput& in) {
+  m.parameters = [](const ModelConfig& config, const ModelInput& in) {
+    const S& c = config.settings_as<S>();
     const auto& shape = in.sample_shape;
     const double classes = static_cast<double>(in.classes);
     const double dm = static_cast<double>(c.d_model);
@@ -366,7 +375,8 @@ ModelInfo transformer_model() {
   };
   // Per layer: each head's sequence x sequence scores, their softmax and dropout, and the
   // sequence's projections and feed-forward; then a language model's logits per position.
-  m.activations = [](const ModelConfig& c, const ModelInput& in) {
+  m.activations = [](const ModelConfig& config, const ModelInput& in) {
+    const S& c = config.settings_as<S>();
     const double patch = static_cast<double>(c.patch);
     const double sequence = in.tokens ? elements_of(in) : pixels_of(in) / (patch * patch) + 1;
     const double dm = static_cast<double>(c.d_model);
@@ -378,7 +388,7 @@ ModelInfo transformer_model() {
   };
   m.make = [](const ModelConfig& c, const ModelInput& in) -> std::shared_ptr<Model> {
     if (!in.tokens) require_images(c, in);
-    return std::make_shared<TransformerModel>(in, c);
+    return std::make_shared<TransformerModel>(in, c.settings_as<S>());
   };
   return m;
 }
@@ -388,12 +398,13 @@ ModelInfo torchscript_model() {
   m.name = "torchscript";
   m.summary = "any PyTorch model exported to TorchScript (scripts/export-model)";
   m.data = ModelData::kFromFile;
-  FieldTable<ModelConfig> fields;
+  using S = TorchScriptSettings;
+  FieldTable<S> fields;
   fields.add(text("path", "", "the exported .pt file (required)"),
-             [](const JsonFields& f, const ParamSpec& spec, ModelConfig& c) {
+             [](const JsonFields& f, const ParamSpec& spec, S& c) {
                c.path = f.required_string(spec.name);
              },
-             [](const ModelConfig& c, const ParamSpec& spec, nlohmann::json& out) {
+             [](const S& c, const ParamSpec& spec, nlohmann::json& out) {
                out[spec.name] = c.path;
              });
   m.declare(fields);
@@ -402,7 +413,8 @@ ModelInfo torchscript_model() {
   m.parameters = [](const ModelConfig&, const ModelInput&) { return 0.0; };
   m.make = [](const ModelConfig& c, const ModelInput& in) -> std::shared_ptr<Model> {
     refuse_tokens(c, in);
-    return std::make_shared<TorchScriptModel>(c.path, in.sample_shape, in.classes);
+    return std::make_shared<TorchScriptModel>(c.settings_as<S>().path, in.sample_shape,
+                                              in.classes);
   };
   return m;
 }

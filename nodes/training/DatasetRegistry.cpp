@@ -40,7 +40,8 @@ DatasetSpec read_dataset(const JsonFields& f) {
   d.kind = declared_string(f, param_named(common, "kind"));
   const DatasetInfo& info = registry.at(d.kind);
   allow_kind_keys(f, registry, info, param_names(common), "dataset.kind");
-  info.read(f, d);
+  info.fields.read(f, d);
+  if (info.check) info.check(d, f);
   const ModelInput in = info.input(d);
   d.augment = f.boolean("augment", info.augment_by_default);
   if (d.augment && !is_image(in)) {
@@ -62,7 +63,7 @@ nlohmann::json dataset_json(const DatasetSpec& d) {
   const DatasetInfo& info = DatasetRegistry::builtin().at(d.kind);
   nlohmann::json out = {{"kind", d.kind}, {"partition", {{"kind", d.partition}}}};
   if (d.partition == "dirichlet") out["partition"]["alpha"] = d.alpha;
-  info.write(d, out);
+  info.fields.write(d, out);
   if (is_image(info.input(d))) out["augment"] = d.augment;
   return out;
 }

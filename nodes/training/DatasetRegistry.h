@@ -1,5 +1,5 @@
 // The dataset kinds a scenario can name, declared once (common/KindRegistry.h): each one's
-// keys, how it reads and writes them, the samples it yields (what a model must read), its
+// keys (bound to DatasetSpec's members), the samples it yields (what a model must read), its
 // training set's size before it is loaded, and how it is loaded. Scenario validation, `gradwire
 // datasets`, docs/models.md and TrainingSetup read this declaration.
 #pragma once
@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/FieldTable.h"
 #include "common/JsonFields.h"
 #include "common/KindRegistry.h"
 #include "nodes/training/DatasetSpec.h"
@@ -19,11 +20,12 @@ namespace gradwire {
 
 struct DatasetInfo : KindDeclaration {
   bool augment_by_default = false;  ///< `augment`'s default (images that CIFAR studies augment)
-  /// Reads the kind's own keys (`params`) into `spec`, with the checks between them and on the
-  /// file system (a missing folder is a scenario error); ConfigError at dataset.<key>.
-  std::function<void(const JsonFields& dataset, DatasetSpec& spec)> read;
-  /// Its keys back as the resolved dataset object carries them.
-  std::function<void(const DatasetSpec& spec, nlohmann::json& dataset)> write;
+  /// Its own keys, each bound to the DatasetSpec member it fills: reading a `dataset` object,
+  /// writing the resolved one and the listings all come from this table.
+  FieldTable<DatasetSpec> fields;
+  /// Rules between its keys and on the file system (a missing folder is a scenario error),
+  /// after they are read; ConfigError at dataset.<key>. Optional.
+  std::function<void(DatasetSpec& spec, const JsonFields& dataset)> check;
   /// The samples it yields, as a model sees them (a text's vocabulary is its cap until read).
   std::function<ModelInput(const DatasetSpec&)> input;
   /// Training samples after train_limit; may read the data (a text is counted).
@@ -32,6 +34,12 @@ struct DatasetInfo : KindDeclaration {
   std::function<std::int64_t(const DatasetSpec&)> test_size;
   /// Loads both parts; DatasetError for unusable data.
   std::function<DatasetSplit(const DatasetSpec&, std::uint64_t seed)> load;
+
+  /// Declares `keys` as the kind's keys besides the common ones.
+  void declare(FieldTable<DatasetSpec> keys) {
+    fields = std::move(keys);
+    params = fields.params();
+  }
 };
 
 class DatasetRegistry : public KindRegistry<DatasetInfo>, public BuiltinKinds<DatasetRegistry> {

@@ -30,7 +30,7 @@ void require_positive(std::int64_t value, const char* name) {
 }  // namespace
 
 LeNet::LeNet(const std::vector<std::int64_t>& sample_shape, std::int64_t classes,
-             const ModelConfig& config) {
+             const LeNetSettings& config) {
   if (sample_shape.size() != 3) {
     throw std::invalid_argument("cnn: needs image samples shaped {C, H, W}, got " +
                                 std::to_string(sample_shape.size()) + " dimensions");

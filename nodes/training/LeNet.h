@@ -17,6 +17,15 @@ class LinearImpl;  // defined in <torch/nn/modules/linear.h>
 
 namespace gradwire {
 
+/// The `cnn` model's keys: channels of its two convolutions and widths of its first two linear
+/// layers (LeNet-5's).
+struct LeNetSettings {
+  std::int64_t conv1 = 6;
+  std::int64_t conv2 = 16;
+  std::int64_t fc1 = 120;
+  std::int64_t fc2 = 84;
+};
+
 /// conv(C -> conv1, 5x5, padding 2) -> ReLU -> maxpool 2
 /// -> conv(conv1 -> conv2, 5x5) -> ReLU -> maxpool 2
 /// -> fc(conv2 x h x w -> fc1) -> ReLU -> fc(fc1 -> fc2) -> ReLU -> fc(fc2 -> classes).
@@ -29,7 +38,7 @@ class LeNet : public Model {
   /// std::invalid_argument for a shape that is not {C, H, W}, images too small to survive both
   /// convolutions and pools (H or W < 12), or non-positive widths.
   LeNet(const std::vector<std::int64_t>& sample_shape, std::int64_t classes,
-        const ModelConfig& config);
+        const LeNetSettings& config);
 
   /// `x`: [batch, C, H, W]; returns [batch, classes] logits.
   torch::Tensor forward(torch::Tensor x) override;

@@ -19,6 +19,11 @@ namespace gradwire {
 /// Flattens each sample, then Linear -> ReLU -> ... -> Linear(classes). No ReLU after the last
 /// layer: the outputs are logits for cross-entropy. Layer costs: 2 x in x out per Linear
 /// layer; biases and ReLUs are not counted.
+/// The `mlp` model's keys.
+struct MlpSettings {
+  std::vector<std::int64_t> hidden = {256, 128};  ///< hidden layer widths; empty: softmax regression
+};
+
 class Mlp : public Model {
  public:
   /// `inputs` = features per flattened sample; `hidden` = widths of the hidden layers (may be

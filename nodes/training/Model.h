@@ -43,38 +43,28 @@ class Model : public torch::nn::Module {
   std::vector<LayerCost> layer_costs_;
 };
 
+/// A scenario's `model`: its kind, and the kind's settings (each kind's options struct, read
+/// from its keys by its declaration in nodes/training/ModelRegistry.h: LeNetSettings for
+/// "cnn", MlpSettings for "mlp", ...). A kind's keys are known only to its declaration and its
+/// settings, so a new model adds nothing here.
 struct ModelConfig {
-  /// "mlp" | "cnn" | "torchscript" | "resnet20" | "resnet56" | "resnet18" | "vgg16" |
-  /// "mobilenetv2" | "lstm_lm" | "transformer"
-  std::string kind = "cnn";
-  std::string path;                        ///< torchscript: the exported module
-  std::vector<std::int64_t> hidden = {256, 128};  ///< mlp hidden layer widths
-  std::int64_t conv1 = 6;                  ///< cnn (LeNet-5-like) channels and widths
-  std::int64_t conv2 = 16;
-  std::int64_t fc1 = 120;
-  std::int64_t fc2 = 84;
-  double width = 1.0;                      ///< mobilenetv2: width multiplier
-  /// lstm_lm: embedding and hidden sizes (PTB "medium": 650; DGC's PTB model: 1500), layers,
-  /// dropout between layers, and whether the decoder shares the embedding's weights.
-  std::int64_t embedding = 650;
-  std::int64_t hidden_size = 650;
-  std::int64_t layers = 2;                 ///< lstm_lm and transformer layers
-  double dropout = -1;                     ///< < 0: the model's default (lstm 0.5, transformer 0.1)
-  bool tied = false;
-  /// transformer: model width, attention heads, feed-forward width, and the patch side that
-  /// turns an image into a sequence (classifier on images; language model on tokens).
-  std::int64_t d_model = 128;
-  std::int64_t heads = 4;
-  std::int64_t ff = 512;
-  std::int64_t patch = 4;
-  /// A kind's settings of its own (an options struct its declaration reads from its keys,
-  /// nodes/training/ModelRegistry.h), for kinds whose keys are not members above; empty
-  /// otherwise.
-  std::any settings;
+  std::string kind = "cnn";  ///< a ModelRegistry name
+  std::any settings;         ///< the kind's settings; empty: the kind's defaults
 
+  /// The kind's settings (its defaults when none were read, as for a config made in code).
   template <typename Settings>
   const Settings& settings_as() const {
+    if (!settings.has_value()) {
+      static const Settings kDefaults{};
+      return kDefaults;
+    }
     return std::any_cast<const Settings&>(settings);
+  }
+  /// The kind's settings to fill in code (its defaults first when none are set).
+  template <typename Settings>
+  Settings& edit_settings() {
+    if (!settings.has_value()) settings = Settings{};
+    return std::any_cast<Settings&>(settings);
   }
 };
 

@@ -44,7 +44,6 @@ ModelConfig read_model(const JsonFields& f) {
   m.kind = f.string("kind", m.kind, registry.names());
   const ModelInfo& info = registry.at(m.kind);
   allow_kind_keys(f, registry, info, {"kind"}, "model.kind");
-  info.fields.read(f, m);
   if (info.read_settings) m.settings = info.read_settings(f);
   if (info.check_keys) info.check_keys(m, f);
   return m;
@@ -53,8 +52,7 @@ ModelConfig read_model(const JsonFields& f) {
 nlohmann::json model_json(const ModelConfig& m) {
   nlohmann::json out = {{"kind", m.kind}};
   const ModelInfo& info = ModelRegistry::builtin().at(m.kind);
-  info.fields.write(m, out);
-  if (info.write_settings) info.write_settings(m.settings, out);
+  if (info.write_settings) info.write_settings(m, out);
   return out;
 }
 

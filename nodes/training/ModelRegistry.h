@@ -1,7 +1,6 @@
 // The model kinds a scenario can name, declared once (common/KindRegistry.h): the data each
-// reads, where the architecture comes from, its keys (bound to ModelConfig's members, or to a
-// settings struct of its own that ModelConfig::settings holds), the checks that
-// involve its keys and the data, its parameter count before it is built, and how it is built.
+// reads, where the architecture comes from, its keys (bound to a settings struct of its own
+// that ModelConfig::settings holds), the checks that involve its keys and the data, its parameter count before it is built, and how it is built.
 // Scenario validation, `gradwire models`, docs/models.md and make_model all read it.
 #pragma once
 
@@ -32,10 +31,9 @@ enum class ModelData {
 struct ModelInfo : KindDeclaration {
   ModelData data = ModelData::kAny;
   std::string reference;  ///< the paper or source of the architecture
-  FieldTable<ModelConfig> fields;  ///< its keys bound to ModelConfig's members
-  /// A kind with settings of its own: its keys read into ModelConfig::settings, and back.
+  /// Its keys read into ModelConfig::settings (its own settings struct), and written back.
   std::function<std::any(const JsonFields& model)> read_settings;
-  std::function<void(const std::any& settings, nlohmann::json& model)> write_settings;
+  std::function<void(const ModelConfig& config, nlohmann::json& model)> write_settings;
   /// Rules between its own keys (tied needs embedding = hidden_size); ConfigError at model.<key>.
   std::function<void(const ModelConfig&, const JsonFields& model)> check_keys;
   /// Rules between its keys and the data (patches that divide the image); ConfigError.
@@ -52,14 +50,9 @@ struct ModelInfo : KindDeclaration {
   /// Builds it; std::invalid_argument when the samples do not fit.
   std::function<std::shared_ptr<Model>(const ModelConfig&, const ModelInput&)> make;
 
-  /// Declares `keys` as the kind's keys besides `kind`: bound to ModelConfig's members, or
-  /// (any other FieldTable) to the kind's own settings struct, which the model's functions
-  /// read as `config.settings_as<Settings>()`. A new model with keys of its own needs nothing
-  /// added to ModelConfig.
-  void declare(FieldTable<ModelConfig> keys) {
-    fields = std::move(keys);
-    params = fields.params();
-  }
+  /// Declares `keys` as the kind's keys besides `kind`, bound to the members of the kind's own
+  /// settings struct, which the model's functions read as `config.settings_as<Settings>()`.
+  /// A new model with keys of its own needs nothing added to ModelConfig.
   template <typename Settings>
   void declare(FieldTable<Settings> keys) {
     params = keys.params();
@@ -68,8 +61,8 @@ struct ModelInfo : KindDeclaration {
       keys.read(model, s);
       return s;
     };
-    write_settings = [keys](const std::any& settings, nlohmann::json& model) {
-      keys.write(std::any_cast<const Settings&>(settings), model);
+    write_settings = [keys](const ModelConfig& config, nlohmann::json& model) {
+      keys.write(config.settings_as<Settings>(), model);
     };
   }
 };

@@ -32,6 +32,11 @@ struct TorchScriptInfo {
   std::int64_t parameters = 0;  ///< elements of the module's parameters (not from the metadata)
 };
 
+/// The `torchscript` model's keys.
+struct TorchScriptSettings {
+  std::string path;  ///< the exported .pt file
+};
+
 class TorchScriptModel : public Model {
  public:
   /// Loads `path` on the CPU. Throws ModelFileError when the file is missing or not

@@ -182,9 +182,10 @@ void check_memory(const Scenario& s, std::int64_t train_samples, double file_par
 /// and (when it states them) fit the dataset's sample shape and classes; a compute profile
 /// needs the FLOPs the exporter counts. Returns the module's parameter count.
 double check_torchscript(const Scenario& s) {
+  const std::string& path = s.model.settings_as<TorchScriptSettings>().path;
   TorchScriptInfo info;
   try {
-    info = read_torchscript_info(s.model.path);
+    info = read_torchscript_info(path);
   } catch (const ModelFileError& e) {
     throw ConfigError("model.path", e.what());
   }
@@ -193,12 +194,12 @@ double check_torchscript(const Scenario& s) {
   const std::int64_t classes = input.classes;
   if (!info.input_shape.empty() && info.input_shape != shape) {
     throw ConfigError("model.path", "expected a model for samples shaped " + shape_text(shape) +
-                                        " (" + s.dataset.kind + "); " + s.model.path +
+                                        " (" + s.dataset.kind + "); " + path +
                                         " was exported for " + shape_text(info.input_shape));
   }
   if (info.classes > 0 && info.classes != classes) {
     throw ConfigError("model.path", "expected a model with " + std::to_string(classes) +
-                                        " classes (" + s.dataset.kind + "); " + s.model.path +
+                                        " classes (" + s.dataset.kind + "); " + path +
                                         " has " + std::to_string(info.classes));
   }
   // Loading is not training: one step on two samples finds a forward that does not fit the
@@ -206,14 +207,14 @@ double check_torchscript(const Scenario& s) {
   // outputs would train silently on classes that never occur, fewer fail mid-run).
   std::int64_t outputs = 0;
   try {
-    outputs = try_torchscript_step(s.model.path, shape);
+    outputs = try_torchscript_step(path, shape);
   } catch (const ModelFileError& e) {
     throw ConfigError("model.path", e.what());
   }
   if (outputs != classes) {
     throw ConfigError("model.path", "expected a model with " + std::to_string(classes) +
                                         " outputs, one per class (" + s.dataset.kind + "); " +
-                                        s.model.path + " has " + std::to_string(outputs));
+                                        path + " has " + std::to_string(outputs));
   }
   if (s.compute.mode == "profile" && !s.compute.profile_of(0).empty() &&
       s.compute.flops_per_sample <= 0 && info.forward_flops_per_sample <= 0) {

@@ -36,7 +36,8 @@ struct LstmLanguageModel::Layers {
   double dropout = 0;
 };
 
-LstmLanguageModel::LstmLanguageModel(const ModelInput& input, const ModelConfig& config)
+LstmLanguageModel::LstmLanguageModel(const ModelInput& input,
+                                     const LstmLanguageModelSettings& config)
     : layers_(std::make_shared<Layers>()) {
   require(input.tokens && input.sample_shape.size() == 1,
           "needs token sequences (sample shape {T})");

@@ -5,18 +5,30 @@
 // workers, so no hidden state is carried from one batch to the next.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "nodes/training/Model.h"
 
 namespace gradwire {
 
+/// The `lstm_lm` model's keys: embedding and hidden sizes (PTB "medium": 650; DGC's PTB model:
+/// 1500), layers, dropout between layers, and whether the decoder shares the embedding's
+/// weights.
+struct LstmLanguageModelSettings {
+  std::int64_t embedding = 650;
+  std::int64_t hidden_size = 650;
+  std::int64_t layers = 2;
+  double dropout = -1;  ///< < 0: the model's default, 0.5
+  bool tied = false;
+};
+
 class LstmLanguageModel : public Model {
  public:
   /// `input`: token sequences ({T}) over `input.classes` tokens. Sizes from `config`:
   /// embedding, hidden_size, layers, dropout (< 0: 0.5), tied (needs embedding ==
   /// hidden_size). Throws std::invalid_argument for sizes below 1 or an untieable pair.
-  LstmLanguageModel(const ModelInput& input, const ModelConfig& config);
+  LstmLanguageModel(const ModelInput& input, const LstmLanguageModelSettings& config);
 
   /// `x`: int64 [batch, T] token ids; returns [batch, T, vocabulary] next-token logits.
   torch::Tensor forward(torch::Tensor x) override;

@@ -10,6 +10,11 @@
 
 namespace gradwire {
 
+/// The `mobilenetv2` model's keys.
+struct MobileNetV2Settings {
+  double width = 1.0;  ///< width multiplier of every layer
+};
+
 class MobileNetV2 : public Model {
  public:
   /// `input.sample_shape` = {C, H, W}; `width` > 0 scales every layer's channels (rounded to

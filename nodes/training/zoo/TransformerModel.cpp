@@ -42,7 +42,7 @@ struct TransformerModel::Layers {
   torch::nn::Linear decoder{nullptr};  // tokens: to the vocabulary; images: to the classes
 };
 
-TransformerModel::TransformerModel(const ModelInput& input, const ModelConfig& config)
+TransformerModel::TransformerModel(const ModelInput& input, const TransformerSettings& config)
     : layers_(std::make_shared<Layers>()) {
   const auto& shape = input.sample_shape;
   const std::int64_t d = config.d_model;

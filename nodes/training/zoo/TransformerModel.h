@@ -5,18 +5,30 @@
 // learned position embeddings, and a linear head on the class token.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 
 #include "nodes/training/Model.h"
 
 namespace gradwire {
 
+/// The `transformer` model's keys: model width, attention heads, feed-forward width, layers,
+/// dropout, and the patch side that turns an image into a sequence.
+struct TransformerSettings {
+  std::int64_t d_model = 128;
+  std::int64_t heads = 4;
+  std::int64_t ff = 512;
+  std::int64_t layers = 2;
+  double dropout = -1;  ///< < 0: the model's default, 0.1
+  std::int64_t patch = 4;
+};
+
 class TransformerModel : public Model {
  public:
   /// `input`: token sequences ({T}, language model) or images ({C, H, W}, classifier whose H
   /// and W are multiples of config.patch). Sizes from `config`: d_model, heads (dividing
   /// d_model), ff, layers, dropout (< 0: 0.1), patch. Throws std::invalid_argument otherwise.
-  TransformerModel(const ModelInput& input, const ModelConfig& config);
+  TransformerModel(const ModelInput& input, const TransformerSettings& config);
 
   /// Tokens: int64 [batch, T] -> [batch, T, vocabulary]; images: [batch, C, H, W] ->
   /// [batch, classes].

@@ -347,9 +347,9 @@ using Costs = std::vector<std::pair<std::string, std::int64_t>>;
 ModelConfig lstm_config(std::int64_t embedding, std::int64_t hidden, std::int64_t layers) {
   ModelConfig config;
   config.kind = "lstm_lm";
-  config.embedding = embedding;
-  config.hidden_size = hidden;
-  config.layers = layers;
+  config.edit_settings<LstmLanguageModelSettings>().embedding = embedding;
+  config.edit_settings<LstmLanguageModelSettings>().hidden_size = hidden;
+  config.edit_settings<LstmLanguageModelSettings>().layers = layers;
   return config;
 }
 
@@ -381,8 +381,8 @@ TEST(LstmLanguageModel, ShapesParametersAndFlops) {
 TEST(LstmLanguageModel, TiedWeightsAreOneParameter) {
   const std::int64_t v = 30, d = 16, t = 5;
   ModelConfig config = lstm_config(d, d, 1);
-  config.tied = true;
-  config.dropout = 0;
+  config.edit_settings<LstmLanguageModelSettings>().tied = true;
+  config.edit_settings<LstmLanguageModelSettings>().dropout = 0;
   const auto model = make_model(config, ModelInput{{t}, v, true});
   EXPECT_EQ(parameter_count(*model), v * d + (4 * d * d + 4 * d * d + 8 * d) + v);
   const auto named = model->named_parameters();
@@ -405,7 +405,7 @@ TEST(LstmLanguageModel, TiedWeightsAreOneParameter) {
 
 TEST(LstmLanguageModel, Errors) {
   ModelConfig tied = lstm_config(16, 24, 2);
-  tied.tied = true;
+  tied.edit_settings<LstmLanguageModelSettings>().tied = true;
   EXPECT_THROW(make_model(tied, ModelInput{{5}, 30, true}), std::invalid_argument);
   EXPECT_THROW(make_model(lstm_config(0, 24, 2), ModelInput{{5}, 30, true}),
                std::invalid_argument);
@@ -414,7 +414,7 @@ TEST(LstmLanguageModel, Errors) {
   EXPECT_THROW(make_model(lstm_config(16, 24, 0), ModelInput{{5}, 30, true}),
                std::invalid_argument);
   ModelConfig certain_dropout = lstm_config(16, 24, 2);
-  certain_dropout.dropout = 1;
+  certain_dropout.edit_settings<LstmLanguageModelSettings>().dropout = 1;
   EXPECT_THROW(make_model(certain_dropout, ModelInput{{5}, 30, true}), std::invalid_argument);
   EXPECT_THROW(make_model(lstm_config(16, 24, 2), ModelInput{{1, 28, 28}, 10, false}),
                std::invalid_argument);
@@ -424,10 +424,10 @@ ModelConfig transformer_config(std::int64_t d, std::int64_t heads, std::int64_t 
                                std::int64_t layers) {
   ModelConfig config;
   config.kind = "transformer";
-  config.d_model = d;
-  config.heads = heads;
-  config.ff = ff;
-  config.layers = layers;
+  config.edit_settings<TransformerSettings>().d_model = d;
+  config.edit_settings<TransformerSettings>().heads = heads;
+  config.edit_settings<TransformerSettings>().ff = ff;
+  config.edit_settings<TransformerSettings>().layers = layers;
   return config;
 }
 
@@ -485,7 +485,7 @@ TEST(TransformerModel, LanguageModelIsCausal) {
 TEST(TransformerModel, ImageClassifierShapesParametersAndFlops) {
   const std::int64_t c = 3, height = 8, width = 12, p = 4, d = 16, ff = 24, classes = 5;
   ModelConfig config = transformer_config(d, 4, ff, 1);
-  config.patch = p;
+  config.edit_settings<TransformerSettings>().patch = p;
   const auto model = make_model(config, ModelInput{{c, height, width}, classes, false});
   EXPECT_EQ(model->forward(torch::randn({2, c, height, width})).sizes(), (Shape{2, classes}));
   const std::int64_t patches = (height / p) * (width / p);  // 6
@@ -509,9 +509,9 @@ TEST(TransformerModel, Errors) {
   EXPECT_THROW(make_model(transformer_config(16, 4, 0, 1), tokens), std::invalid_argument);
   EXPECT_THROW(make_model(transformer_config(16, 4, 32, 0), tokens), std::invalid_argument);
   ModelConfig patchy = transformer_config(16, 4, 32, 1);
-  patchy.patch = 4;
+  patchy.edit_settings<TransformerSettings>().patch = 4;
   EXPECT_THROW(make_model(patchy, ModelInput{{3, 8, 10}, 10, false}), std::invalid_argument);
-  patchy.patch = 0;
+  patchy.edit_settings<TransformerSettings>().patch = 0;
   EXPECT_THROW(make_model(patchy, ModelInput{{3, 8, 8}, 10, false}), std::invalid_argument);
   EXPECT_THROW(make_model(transformer_config(16, 4, 32, 1), ModelInput{{32}, 10, false}),
                std::invalid_argument);
@@ -564,7 +564,7 @@ std::pair<double, double> train_language_model(const ModelConfig& config, double
 
 TEST(LanguageModels, LstmLearnsSyntheticText) {
   ModelConfig config = lstm_config(64, 64, 2);
-  config.dropout = 0.1;
+  config.edit_settings<LstmLanguageModelSettings>().dropout = 0.1;
   const auto [initial, final_perplexity] = train_language_model(config, 3e-3, 150);
   std::cout << "lstm_lm test perplexity " << initial << " -> " << final_perplexity << "\n";
   EXPECT_GT(initial, 40);  // about the vocabulary size before training

@@ -5,8 +5,13 @@
 #include <torch/torch.h>
 
 #include "GeneratedDocs.h"
+#include "common/ConfigError.h"
+#include "nodes/training/LeNet.h"
 #include "nodes/training/Model.h"
 #include "nodes/training/ModelRegistry.h"
+#include "nodes/training/zoo/LstmLanguageModel.h"
+#include "nodes/training/zoo/MobileNetV2.h"
+#include "nodes/training/zoo/TransformerModel.h"
 
 namespace gradwire {
 namespace {
@@ -28,7 +33,10 @@ TEST(ModelRegistry, EveryDeclaredKindIsBuiltForTheDataItDeclares) {
     ModelConfig config;
     config.kind = info.name;
     // Small sizes where the defaults are large; the architecture is what is checked here.
-    config.embedding = config.hidden_size = 16;
+    if (info.name == "lstm_lm") {
+      auto& lstm = config.edit_settings<LstmLanguageModelSettings>();
+      lstm.embedding = lstm.hidden_size = 16;
+    }
     const ModelInput& input = info.data == ModelData::kTokens ? tokens
                               : info.data == ModelData::kAny  ? features
                                                               : images;
@@ -57,16 +65,44 @@ TEST(ModelRegistry, EveryDeclaredKindIsBuiltForTheDataItDeclares) {
   }
 }
 
-TEST(ModelRegistry, DeclaredDefaultsAreTheModelConfigDefaults) {
-  const ModelConfig d;
+TEST(ModelRegistry, DeclaredDefaultsAreTheSettingsDefaults) {
+  // A config made in code (no settings: each kind's struct defaults) resolves to what the
+  // declaration reads from a `model` object that names only the kind.
+  for (const ModelInfo& info : ModelRegistry::builtin().list()) {
+    if (info.data == ModelData::kFromFile) continue;  // its path has no default
+    const nlohmann::json object = {{"kind", info.name}};
+    const ModelConfig read = read_model(JsonFields(object, "model"));
+    ModelConfig in_code;
+    in_code.kind = info.name;
+    const nlohmann::json written = model_json(in_code);
+    EXPECT_EQ(written, model_json(read)) << info.name;
+    for (const auto& p : info.params) EXPECT_TRUE(written.contains(p.name)) << p.name;
+  }
   const ModelRegistry& r = ModelRegistry::builtin();
-  EXPECT_EQ(param_named(r.find("cnn")->params, "conv1").default_value, d.conv1);
-  EXPECT_EQ(param_named(r.find("mobilenetv2")->params, "width").default_value, d.width);
-  EXPECT_EQ(param_named(r.find("lstm_lm")->params, "hidden_size").default_value, d.hidden_size);
-  EXPECT_EQ(param_named(r.find("lstm_lm")->params, "embedding").default_value, d.embedding);
-  EXPECT_EQ(param_named(r.find("transformer")->params, "d_model").default_value, d.d_model);
-  EXPECT_EQ(param_named(r.find("transformer")->params, "heads").default_value, d.heads);
+  EXPECT_EQ(param_named(r.find("cnn")->params, "conv1").default_value, LeNetSettings{}.conv1);
+  EXPECT_EQ(param_named(r.find("mobilenetv2")->params, "width").default_value,
+            MobileNetV2Settings{}.width);
+  EXPECT_EQ(param_named(r.find("transformer")->params, "heads").default_value,
+            TransformerSettings{}.heads);
   EXPECT_EQ(r.find("nope"), nullptr);
+}
+
+TEST(ModelRegistry, AKindReadsItsKeysIntoItsOwnSettings) {
+  const nlohmann::json object = {{"kind", "lstm_lm"}, {"embedding", 32}, {"hidden_size", 32},
+                                 {"tied", true}};
+  const ModelConfig m = read_model(JsonFields(object, "model"));
+  const auto& lstm = m.settings_as<LstmLanguageModelSettings>();
+  EXPECT_EQ(lstm.embedding, 32);
+  EXPECT_TRUE(lstm.tied);
+  EXPECT_EQ(model_json(m).at("hidden_size"), 32);
+  // Another kind's key is refused naming the kinds that take it.
+  try {
+    read_model(JsonFields({{"kind", "mlp"}, {"heads", 2}}, "model"));
+    ADD_FAILURE() << "mlp took heads";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "model.heads");
+    EXPECT_NE(std::string(e.what()).find("transformer"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ std::int64_t parameter_count(torch::nn::Module& module) {
 TEST(Model, MlpShapesAndParameters) {
   ModelConfig config;
   config.kind = "mlp";
-  config.hidden = {64, 32};
+  config.edit_settings<MlpSettings>().hidden = {64, 32};
   const auto model = make_model(config, {20}, 5);
   EXPECT_NE(std::dynamic_pointer_cast<Mlp>(model), nullptr);
   EXPECT_EQ(model->forward(torch::randn({7, 20})).sizes(), (std::vector<std::int64_t>{7, 5}));
@@ -42,7 +42,7 @@ TEST(Model, MlpShapesAndParameters) {
             (std::vector<std::int64_t>{3, 10}));
 
   // No hidden layers: softmax regression.
-  config.hidden = {};
+  config.edit_settings<MlpSettings>().hidden = {};
   const auto linear = make_model(config, {6}, 3);
   EXPECT_EQ(parameter_count(*linear), 6 * 3 + 3);
   EXPECT_EQ(linear->forward_flops_per_sample(), 2 * 6 * 3);
@@ -84,7 +84,7 @@ TEST(Model, MakeModelErrors) {
   EXPECT_THROW(make_model(ModelConfig{}, {1, 8, 8}, 10), std::invalid_argument);  // too small
   ModelConfig zero_width;
   zero_width.kind = "mlp";
-  zero_width.hidden = {16, 0};
+  zero_width.edit_settings<MlpSettings>().hidden = {16, 0};
   EXPECT_THROW(make_model(zero_width, {4}, 2), std::invalid_argument);
   try {
     make_model(ModelConfig{}, {32}, 10);
@@ -114,7 +114,7 @@ TEST(Model, MlpLearnsTheSyntheticTask) {
   torch::manual_seed(5);
   ModelConfig config;
   config.kind = "mlp";
-  config.hidden = {64};
+  config.edit_settings<MlpSettings>().hidden = {64};
   const auto model = make_model(config, data.train.sample_shape, data.train.classes);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
   ShardLoader loader(data.train, all_indices(data.train.size()), 32, 5);

@@ -45,7 +45,7 @@ std::shared_ptr<Model> build(const std::string& kind, const std::vector<std::int
                              std::int64_t classes = 10, double width = 1.0) {
   ModelConfig config;
   config.kind = kind;
-  config.width = width;
+  config.edit_settings<MobileNetV2Settings>().width = width;
   return make_model(config, shape, classes);
 }
 

@@ -3,6 +3,7 @@
 // configured fraction of the loss-tolerant bytes (and only those: they read as zeros at whole
 // elements, headers and intolerant payloads are retransmitted until they arrive), and a
 // training run records the loss per step and still learns.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -155,6 +156,28 @@ TEST(TransportConfig, ParsesAndRejectsWithThePath) {
     FAIL() << "10-byte datagrams accepted";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("datagram_bytes"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TransportConfig, WritesItsDeclaredKeysAndReadsThemBack) {
+  // tcp has no keys but its kind; udp writes every declared key, and reads back the same.
+  EXPECT_EQ(TransportConfig{}.to_json(), (json{{"kind", "tcp"}}));
+  const auto udp = TransportConfig::from_json(
+      {{"kind", "udp"}, {"reorder_window", "2ms"}, {"max_retries", 5}}, "network.transport");
+  const json written = udp.to_json();
+  std::vector<std::string> declared, keys;
+  for (const auto& p : TransportConfig::keys().params()) declared.push_back(p.name);
+  for (const auto& item : written.items()) keys.push_back(item.key());
+  std::sort(declared.begin(), declared.end());
+  EXPECT_EQ(keys, declared);
+  EXPECT_EQ(written.at("reorder_window"), "2ms");
+  EXPECT_EQ(TransportConfig::from_json(written, "network.transport").to_json(), written);
+  // A key the transport does not declare is refused at its path.
+  try {
+    TransportConfig::from_json({{"kind", "udp"}, {"window", 3}}, "network.transport");
+    FAIL() << "an unknown key accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "network.transport.window");
   }
 }
 

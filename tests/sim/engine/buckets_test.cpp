@@ -13,6 +13,7 @@
 #include "OneTorchThread.h"
 #include "nodes/training/BackwardTimeline.h"
 #include "nodes/training/GradientBuckets.h"
+#include "nodes/training/Mlp.h"
 #include "nodes/training/Model.h"
 #include "sim/engine/Engine.h"
 #include "sim/engine/ScenarioLoader.h"
@@ -73,7 +74,7 @@ Timeline run(const nlohmann::json& doc) {
 std::shared_ptr<Model> the_model() {
   ModelConfig c;
   c.kind = "mlp";
-  c.hidden = kHidden;
+  c.edit_settings<MlpSettings>().hidden = kHidden;
   return make_model(c, {kFeatures}, 10);
 }
 

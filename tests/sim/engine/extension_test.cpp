@@ -11,6 +11,7 @@
 #include "codecs/CodecRegistry.h"
 #include "codecs/DenseCodec.h"
 #include "common/ConfigError.h"
+#include "common/FieldTable.h"
 #include "nodes/schemes/RingAllReduce.h"
 #include "nodes/schemes/SchemeRegistry.h"
 #include "nodes/training/DatasetRegistry.h"
@@ -57,13 +58,10 @@ DatasetInfo blobs_dataset() {
   DatasetInfo d;
   d.name = "blobs";
   d.summary = "two Gaussian blobs (declared by a test)";
-  d.params = {params::integer("features", 6, 1, 64, "dimensions")};
-  d.read = [params = d.params](const JsonFields& f, DatasetSpec& s) {
-    s.synthetic.features = declared_integer(f, params.front());
-  };
-  d.write = [](const DatasetSpec& s, nlohmann::json& out) {
-    out["features"] = s.synthetic.features;
-  };
+  FieldTable<DatasetSpec> keys;
+  keys.add(params::integer("features", 6, 1, 64, "dimensions"), &DatasetSpec::synthetic,
+           &SyntheticConfig::features);
+  d.declare(keys);
   d.input = [](const DatasetSpec& s) { return ModelInput{{s.synthetic.features}, 2, false}; };
   d.train_size = [](const DatasetSpec&) { return std::int64_t{512}; };
   d.load = [](const DatasetSpec& s, std::uint64_t seed) {

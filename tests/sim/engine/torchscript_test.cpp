@@ -16,6 +16,7 @@
 #include "common/ConfigError.h"
 #include "nodes/training/Model.h"
 #include "nodes/training/ModelFileError.h"
+#include "nodes/training/TorchScriptModel.h"
 #include "sim/engine/Engine.h"
 #include "sim/engine/ScenarioLoader.h"
 
@@ -62,7 +63,7 @@ TEST_P(PyTorchCrossCheck, LossAndEveryGradientEqualPyTorchs) {
   torch::set_num_threads(1);
   ModelConfig config;
   config.kind = "torchscript";
-  config.path = (dir / (name + ".pt")).string();
+  config.edit_settings<TorchScriptSettings>().path = (dir / (name + ".pt")).string();
   auto model = make_model(config, shape, meta.at("classes").get<std::int64_t>());
 
   std::vector<float> inputs = read_raw<float>(dir / (name + ".inputs.f32"));
@@ -105,7 +106,7 @@ TEST(TorchScriptModel, StatesItsFlopsAndTrainsWithTheFilesWeights) {
   const fs::path dir = reference_dir();
   ModelConfig config;
   config.kind = "torchscript";
-  config.path = (dir / "small_cnn.pt").string();
+  config.edit_settings<TorchScriptSettings>().path = (dir / "small_cnn.pt").string();
   auto a = make_model(config, {3, 16, 16}, 10);
   auto b = make_model(config, {3, 16, 16}, 10);
   // conv 3->8 (3x3) and 8->8 (3x3) at 16x16, two batch norms, linear 8->10.
