@@ -53,8 +53,8 @@ struct CodecInfo : KindDeclaration {
   /// The kind's typed options (a std::any holding them) read from a resolved object, errors
   /// naming `path`.key, and the declared keys of such options written back: set by CodecKind
   /// (codecs/CodecKind.h); empty for a kind declared with only a make.
-  std::function<std::any(const nlohmann::json& resolved, const std::string& path)> read;
-  std::function<void(const std::any& options, nlohmann::json& out)> write;
+  std::function<std::any(const nlohmann::json& resolved, const std::string& path)> read{};
+  std::function<void(const std::any& options, nlohmann::json& out)> write{};
   /// True for MultiRoundCodec implementations: the collectives drive their rounds, so they
   /// cannot sit inside the error-feedback or zstd wrappers (which would hide the rounds).
   bool multi_round = false;
