@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "codecs/BuiltinCodecs.h"
+#include "codecs/CodecKind.h"
 #include "codecs/DenseCodec.h"
 #include "codecs/ErrorFeedback.h"
 #include "codecs/sparsify/TopKCodec.h"
@@ -18,44 +19,41 @@ namespace {
 
 using nlohmann::json;
 
-// Keys every codec object accepts besides its declared params.
-constexpr const char* kKindKey = "kind";
-constexpr const char* kErrorFeedbackKey = "error_feedback";
-constexpr const char* kZstdKey = "zstd";  // lossless zstd stage over any payload (ZstdStage.h)
+/// topk's one key.
+struct TopKOptions {
+  double ratio = TopKCodec::kDefaultRatio;
+};
 
 }  // namespace
 
 CodecRegistry::CodecRegistry() {
-  add(CodecInfo{
-      "none",
-      "dense float32, no compression; the baseline. Summable: ring all-reduce adds payloads "
-      "without decoding.",
-      {},
-      [](const json&, const CodecContext&) -> std::unique_ptr<Codec> {
-        return std::make_unique<DenseCodec>();
-      }});
+  add(CodecKind<>("none",
+                  "dense float32, no compression; the baseline. Summable: ring all-reduce adds "
+                  "payloads without decoding.",
+                  {},
+                  [](const std::monostate&, const CodecContext&) -> std::unique_ptr<Codec> {
+                    return std::make_unique<DenseCodec>();
+                  })
+          .info());
 
-  CodecParam ratio;
-  ratio.name = "ratio";
-  ratio.type = CodecParam::Type::kNumber;
-  ratio.default_value = TopKCodec::kDefaultRatio;
-  ratio.help = "fraction of elements sent: k = max(1, round(ratio * n)) of largest magnitude, "
-               "halves up";
-  ratio.min = 0.0;
-  ratio.min_exclusive = true;
-  ratio.max = 1.0;
-  add(CodecInfo{
-      "topk",
-      "top-k sparsification: the k largest-magnitude values with their u32 indices "
-      "(12 + 4 + 8k bytes). Not summable. Use with error_feedback.",
-      {ratio},
-      [](const json& params, const CodecContext& ctx) -> std::unique_ptr<Codec> {
-        // Decode never needs more than the worker's gradient length; bounding it keeps a
-        // corrupt header from requesting a huge allocation.
-        const std::uint64_t max_elements =
-            ctx.numel > 0 ? static_cast<std::uint64_t>(ctx.numel) : std::uint64_t{1} << 32;
-        return std::make_unique<TopKCodec>(params.at("ratio").get<double>(), max_elements);
-      }});
+  add(CodecKind<TopKOptions>(
+          "topk",
+          "top-k sparsification: the k largest-magnitude values with their u32 indices "
+          "(12 + 4 + 8k bytes). Not summable. Use with error_feedback.",
+          FieldTable<TopKOptions>().add(
+              params::number("ratio", TopKCodec::kDefaultRatio, 0.0, 1.0,
+                             "fraction of elements sent: k = max(1, round(ratio * n)) of "
+                             "largest magnitude, halves up",
+                             /*min_exclusive=*/true),
+              &TopKOptions::ratio),
+          [](const TopKOptions& o, const CodecContext& ctx) -> std::unique_ptr<Codec> {
+            // Decode never needs more than the worker's gradient length; bounding it keeps a
+            // corrupt header from requesting a huge allocation.
+            const std::uint64_t max_elements =
+                ctx.numel > 0 ? static_cast<std::uint64_t>(ctx.numel) : std::uint64_t{1} << 32;
+            return std::make_unique<TopKCodec>(o.ratio, max_elements);
+          })
+          .info());
   // Each family's registration function (codecs/BuiltinCodecs.h) adds its codecs.
   register_sparsifiers(*this);
   register_quantizers(*this);

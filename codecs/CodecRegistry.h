@@ -5,9 +5,11 @@
 // `gradwire codecs` lists the declarations.
 #pragma once
 
+#include <any>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,11 @@ using CodecParam = ParamSpec;
 struct CodecInfo : KindDeclaration {
   /// Builds a codec from a fully resolved parameter object (all params present, validated).
   std::function<std::unique_ptr<Codec>(const nlohmann::json& params, const CodecContext&)> make;
+  /// The kind's typed options (a std::any holding them) read from a resolved object, errors
+  /// naming `path`.key, and the declared keys of such options written back: set by CodecKind
+  /// (codecs/CodecKind.h); empty for a kind declared with only a make.
+  std::function<std::any(const nlohmann::json& resolved, const std::string& path)> read{};
+  std::function<void(const std::any& options, nlohmann::json& out)> write{};
   /// True for MultiRoundCodec implementations: the collectives drive their rounds, so they
   /// cannot sit inside the error-feedback or zstd wrappers (which would hide the rounds).
   bool multi_round = false;
@@ -60,6 +67,12 @@ struct CodecInfo : KindDeclaration {
 /// Every built-in codec, listed by name.
 class CodecRegistry : public KindRegistry<CodecInfo>, public BuiltinKinds<CodecRegistry> {
  public:
+  /// Keys every codec object takes besides its declared ones: the codec's name, the error
+  /// feedback wrapper and the lossless zstd stage over any payload (ZstdStage.h).
+  static constexpr const char* kKindKey = "kind";
+  static constexpr const char* kErrorFeedbackKey = "error_feedback";
+  static constexpr const char* kZstdKey = "zstd";
+
   /// std::logic_error without a make function, for a name declared twice, or for a parameter
   /// named like a key the registry adds to every codec (kind, error_feedback, zstd).
   void add(CodecInfo info);
@@ -70,6 +83,20 @@ class CodecRegistry : public KindRegistry<CodecInfo>, public BuiltinKinds<CodecR
 
   /// Builds a codec from a resolved object; wraps it in ErrorFeedback when asked.
   std::unique_ptr<Codec> create(const nlohmann::json& resolved, const CodecContext& ctx) const;
+
+  /// The typed options of a codec object (resolved first, so defaults are filled in and
+  /// errors name `path`.key) when its kind is declared with options of type `Options`
+  /// (CodecKind<Options>); std::nullopt for a kind of another type. For code that needs a
+  /// codec's settings without reading its keys again (gradwire advise: DGC's warm-up).
+  template <typename Options>
+  std::optional<Options> options(const nlohmann::json& object, const std::string& path) const {
+    const nlohmann::json resolved = resolve(object, path);
+    const CodecInfo& info = at(resolved.at(kKindKey).get<std::string>());
+    if (!info.read) return std::nullopt;
+    const std::any options = info.read(resolved, path);
+    if (const auto* typed = std::any_cast<Options>(&options)) return *typed;
+    return std::nullopt;
+  }
 
  private:
   friend class BuiltinKinds<CodecRegistry>;

@@ -40,12 +40,6 @@ int max_gap_width(const std::uint32_t* idx, std::size_t k) {
 }
 }  // namespace
 
-ValueFormat value_format_from_string(const std::string& name) {
-  if (name == "fp32") return ValueFormat::kFp32;
-  if (name == "fp16") return ValueFormat::kFp16;
-  throw std::invalid_argument("value format must be fp32 or fp16, got '" + name + "'");
-}
-
 // binary16 conversion by bit manipulation (IEEE 754-2008 binary16: 1 sign, 5 exponent bits with
 // bias 15, 10 mantissa bits).
 std::uint16_t float_to_half(float f) {

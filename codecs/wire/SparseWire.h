@@ -30,8 +30,6 @@ enum class IndexCoding : std::uint8_t {
 };
 enum class ValueFormat : std::uint8_t { kFp32 = 0, kFp16 = 1 };
 
-/// "fp32" / "fp16" (registry strings) to ValueFormat; std::invalid_argument otherwise.
-ValueFormat value_format_from_string(const std::string& name);
 inline std::size_t value_bytes(ValueFormat f) { return f == ValueFormat::kFp16 ? 2 : 4; }
 
 /// IEEE binary16 conversions: round to nearest even, overflow to inf, NaN stays NaN.

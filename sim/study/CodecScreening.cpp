@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "codecs/CodecRegistry.h"
+#include "codecs/sparsify/DgcCodec.h"
 #include "common/ConfigError.h"
 
 namespace gradwire {
@@ -22,16 +23,13 @@ nlohmann::json sweep_of(const nlohmann::json& base, const std::string& name, std
           {"zip", {{"codec", codecs}}}};
 }
 
-// Steps a codec spends in its warm-up, from its resolved parameters (declared defaults
-// filled in): DGC's stages, one per warm-up density. A stage of 0 steps means one epoch, which
-// only the run knows; it counts as no warm-up.
+// Steps a codec spends in its warm-up, from its typed options (declared defaults filled in):
+// DGC's stages, one per warm-up density. A stage of 0 steps means one epoch, which only the
+// run knows; it counts as no warm-up.
 std::int64_t warmup_steps(const nlohmann::json& codec) {
-  if (codec.value("kind", "") != "dgc") return 0;
-  const nlohmann::json p = CodecRegistry::builtin().resolve(codec, "codec");
-  if (!p.at("warmup").get<bool>()) return 0;
-  const std::string densities = p.at("warmup_densities");
-  const auto stages = 1 + std::count(densities.begin(), densities.end(), ',');
-  return stages * p.at("warmup_stage_steps").get<std::int64_t>();
+  const auto dgc = CodecRegistry::builtin().options<DgcOptions>(codec, "codec");
+  if (!dgc || !dgc->warmup) return 0;
+  return static_cast<std::int64_t>(dgc->warmup_densities.size()) * dgc->warmup_stage_steps;
 }
 
 }  // namespace

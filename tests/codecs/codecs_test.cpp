@@ -739,6 +739,80 @@ TEST(CodecRegistry, CreateBuildsAndWraps) {
   EXPECT_THROW(plain->decode(big.encode(random_gradient(501, 23))), DecodeError);
 }
 
+// Every built-in codec is declared with typed options (codecs/CodecKind.h): a resolved object
+// read into them and written back gives the object's declared keys, so each binding (choices
+// standing for enums and flags, DGC's density list, nested codecs) maps both ways.
+TEST(CodecRegistry, TypedOptionsWriteBackWhatTheyRead) {
+  const auto& reg = CodecRegistry::builtin();
+  std::vector<json> objects = {
+      {{"kind", "dgc"}, {"warmup_densities", "0.5,0.125"}, {"values", "fp16"},
+       {"warmup_stage_steps", 7}},
+      {{"kind", "gradient_dropping"}, {"scope", "global"}, {"drop_ratio", 0.9}},
+      {{"kind", "sdagc"}, {"values", "fp16"}},
+      {{"kind", "natural_dithering"}, {"norm", "linf"}, {"levels", 3}},
+      {{"kind", "onebit"}, {"granularity", "tensor"}},
+      {{"kind", "efsignsgd"}, {"granularity", "tensor"}},
+      {{"kind", "compose"}, {"select", {{"kind", "randomk"}, {"scale", true}}}},
+      {{"kind", "lgc_ring"}, {"seed_offset", 3}},
+  };
+  for (const auto& info : reg.list()) objects.push_back({{"kind", info.name}});
+  for (const auto& object : objects) {
+    const json resolved = reg.resolve(object, "codec");
+    const CodecInfo& info = reg.at(resolved.at("kind").get<std::string>());
+    ASSERT_TRUE(info.read && info.write) << info.name << " is declared without typed options";
+    json written = {{"kind", info.name}};
+    info.write(info.read(resolved, "codec"), written);
+    json expected = resolved;  // the keys the registry adds to every codec aside
+    expected.erase("error_feedback");
+    expected.erase("zstd");
+    EXPECT_EQ(written, expected) << object.dump();
+  }
+}
+
+TEST(CodecRegistry, OptionsAreReadTypedForTheirKind) {
+  const auto& reg = CodecRegistry::builtin();
+  const auto dgc =
+      reg.options<DgcOptions>(json{{"kind", "dgc"}, {"warmup_densities", "0.5, 0.125"}}, "codec");
+  ASSERT_TRUE(dgc.has_value());
+  EXPECT_EQ(dgc->warmup_densities, (std::vector<double>{0.5, 0.125}));
+  EXPECT_DOUBLE_EQ(dgc->density, 0.001);  // the declared default
+  EXPECT_EQ(dgc->values, ValueFormat::kFp32);
+  EXPECT_FALSE(reg.options<DgcOptions>(json{{"kind", "topk"}}, "codec").has_value());
+  EXPECT_EQ(config_error_path([&] {
+              reg.options<DgcOptions>(json{{"kind", "dgc"}, {"warmup_densities", "0.5,x"}},
+                                      "sweep.codec");
+            }),
+            "sweep.codec.warmup_densities");
+}
+
+// Checks that need the whole object (or more than the declaration says) run when the codec is
+// made and name the key in the scenario's `codec` object.
+TEST(CodecRegistry, ChecksWhenMadeNameTheKey) {
+  const auto& reg = CodecRegistry::builtin();
+  CodecContext ctx;
+  ctx.numel = 64;
+  const auto made = [&](const json& object) { return [&reg, &ctx, object] { reg.create(object, ctx); }; };
+  std::string msg;
+  EXPECT_EQ(config_error_path(made({{"kind", "dgc"}, {"warmup_densities", "0.5,,0.1"}}), &msg),
+            "codec.warmup_densities");
+  EXPECT_NE(msg.find("empty entry in density list"), std::string::npos) << msg;
+  EXPECT_EQ(config_error_path(made({{"kind", "gradient_dropping"}, {"drop_ratio", 1}}), &msg),
+            "codec.drop_ratio");
+  EXPECT_NE(msg.find("expected a number in [0, 1), got 1"), std::string::npos) << msg;
+  EXPECT_EQ(config_error_path(made({{"kind", "signum"}, {"momentum", 1}}), &msg), "codec.momentum");
+  EXPECT_NE(msg.find("expected a number in (0, 1)"), std::string::npos) << msg;
+  EXPECT_EQ(config_error_path(made({{"kind", "gradiveq"}, {"slice", 4}}), &msg), "codec.components");
+  EXPECT_NE(msg.find("must not exceed slice (4)"), std::string::npos) << msg;
+  EXPECT_EQ(config_error_path(made({{"kind", "terngrad"}, {"scaler_sharing", true},
+                                    {"error_feedback", true}})),
+            "codec.error_feedback");
+  EXPECT_EQ(config_error_path(made({{"kind", "terngrad"}, {"scaler_sharing", true}, {"zstd", true}})),
+            "codec.zstd");
+  EXPECT_EQ(config_error_path(made({{"kind", "compose"},
+                                    {"quantize", {{"kind", "qsgd"}, {"error_feedback", true}}}})),
+            "codec.quantize.error_feedback");
+}
+
 // ------------------------------------------------------------------------------------------
 // Exact encoding (server downlink)
 

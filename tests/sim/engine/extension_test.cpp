@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "MetricsLines.h"
+#include "codecs/CodecKind.h"
 #include "codecs/CodecRegistry.h"
 #include "codecs/DenseCodec.h"
 #include "common/ConfigError.h"
@@ -119,15 +120,21 @@ class PlainCodec : public Codec {
   DenseCodec dense_;
 };
 
+/// plain's one key, bound to the member its factory reads.
+struct PlainOptions {
+  bool loud = false;
+};
+
 CodecInfo plain_codec() {
-  CodecInfo c;
-  c.name = "plain";
-  c.summary = "dense float32 under another name (declared by a test)";
-  c.params = {params::boolean("loud", false, "a key of its own (changes nothing)")};
-  c.make = [](const nlohmann::json&, const CodecContext&) -> std::unique_ptr<Codec> {
-    return std::make_unique<PlainCodec>();
-  };
-  return c;
+  return CodecKind<PlainOptions>(
+             "plain", "dense float32 under another name (declared by a test)",
+             FieldTable<PlainOptions>().add(
+                 params::boolean("loud", false, "a key of its own (changes nothing)"),
+                 &PlainOptions::loud),
+             [](const PlainOptions&, const CodecContext&) -> std::unique_ptr<Codec> {
+               return std::make_unique<PlainCodec>();
+             })
+      .info();
 }
 
 /// Declares the test's kinds for the test's lifetime.
@@ -204,6 +211,7 @@ TEST_F(ExtensionTest, KindsAreValidatedThroughTheirDeclarations) {
   auto codec_key = doc;
   codec_key["codec"]["loud"] = true;
   EXPECT_EQ(load_scenario(codec_key).codec.at("loud"), true);
+  EXPECT_TRUE(CodecRegistry::builtin().options<PlainOptions>(codec_key["codec"], "codec")->loud);
   codec_key["codec"]["loud"] = "yes";
   EXPECT_EQ(path_of_error(codec_key), "codec.loud");
   auto topk_key = doc;
