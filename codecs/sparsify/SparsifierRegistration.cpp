@@ -47,7 +47,8 @@ void register_sparsifiers(CodecRegistry& registry) {
        number("momentum", 0.9, 0.0, 0.999, "momentum m used by the correction (the training momentum)", false),
        boolean("nesterov", false, "Nesterov momentum correction: u = (u + g) m; v += u + g"),
        boolean("momentum_masking", true, "zero u (and v) where values were sent"),
-       number("clip_norm", 0.0, 0.0, 1e30, "local gradient clipping at clip_norm * N^-1/2 (0: off)", false),
+       number("clip_norm", 5.0, 0.0, 1e30, "local gradient clipping per parameter tensor: its norm capped at "
+              "clip_norm * N^-1/2 (0: off; 5: gradwire's choice, the paper gives none)", false),
        boolean("warmup", true, "warm-up: one density of warmup_densities per stage, then density"),
        choice("warmup_densities", "0.25,0.0625,0.015625,0.004", {},
               "comma-separated warm-up densities, one per stage (paper: 25%, 6.25%, 1.5625%, 0.4%)"),
