@@ -89,8 +89,10 @@ double DgcCodec::density_at(std::int64_t step) const {
 
 float DgcCodec::clip_scale_for(double norm) const {
   if (!(options_.clip_norm > 0.0)) return 1.0f;
+  // A non-finite norm (an inf or NaN in g) leaves g as it is: scaling by limit / inf would zero
+  // the tensor's finite entries and turn its infinities into NaN, hiding where it diverged.
   const double limit = options_.clip_norm / std::sqrt(static_cast<double>(workers_));
-  return norm > limit ? static_cast<float>(limit / norm) : 1.0f;
+  return std::isfinite(norm) && norm > limit ? static_cast<float>(limit / norm) : 1.0f;
 }
 
 float DgcCodec::clip_scale(const float* g, std::int64_t n) const {

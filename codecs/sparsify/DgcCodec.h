@@ -9,8 +9,8 @@
 //    clips in compensate(), called once per named parameter), also when one bucket holds
 //    several tensors: the bucket's codec sees its slice of CodecContext::layers. Without a
 //    layout (tools), or one that does not tile the input, the whole encode input is one tensor
-//    and is clipped as one. Biases and normalisation parameters are clipped alike. clip_norm 0
-//    turns it off. The default 5 is gradwire's choice: the paper names no threshold and the
+//    and is clipped as one. Biases and normalisation parameters are clipped alike. A tensor
+//    with an inf or NaN is left as it is (its norm is not finite). clip_norm 0 turns it off. The default 5 is gradwire's choice: the paper names no threshold and the
 //    reference code ships with clipping off (its configs set no gradient_clipping); at 4
 //    workers (limit 2.5) it rescales 2-7% of the tensor gradients of the zoo's LeNet and
 //    ResNet-20 (their spikes, up to ~9; medians 0.03-2.4), so it guards against explosions

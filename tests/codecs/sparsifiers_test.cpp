@@ -397,6 +397,19 @@ TEST(DgcClipping, ClipNormZeroTurnsItOff) {
   EXPECT_NEAR(norm_of(d.narrow(0, 2000, 600)), 1.25, 1e-5);
 }
 
+TEST(DgcClipping, ANonFiniteTensorIsLeftAsItIs) {
+  using namespace dgc_clipping;
+  // Scaling by limit / inf would zero the finite entries and make the inf a NaN.
+  CodecContext ctx = context(2600, 0, 4);
+  ctx.layers = {LayerSlice{"a", 0, {40, 50}}, LayerSlice{"b", 2000, {30, 20}}};
+  torch::Tensor g = torch::cat({with_norm(2000, 10.0, 9), with_norm(600, 10.0, 10)});
+  g[3] = std::numeric_limits<float>::infinity();
+  DgcCodec dgc(sends_everything(2.0), ctx);
+  const torch::Tensor d = dgc.decode(dgc.encode(g));
+  EXPECT_TRUE(torch::equal(d.narrow(0, 0, 2000), g.narrow(0, 0, 2000)));
+  EXPECT_NEAR(norm_of(d.narrow(0, 2000, 600)), 1.0, 1e-5);  // the finite tensor beside it is clipped
+}
+
 TEST(DgcClipping, WithoutALayoutTheWholeInputIsOneTensor) {
   using namespace dgc_clipping;
   // Tools give no layout: the input is clipped as one tensor (limit 1 at 4 workers).
