@@ -5,16 +5,16 @@
 //  * local gradient clipping, per parameter tensor: before a tensor's g is accumulated, it is
 //    rescaled to norm clip_norm * N^-1/2 when ||g||_2 exceeds that (N workers: each node's
 //    share of the global threshold if all had the same gradient distribution; paper section
-//    3.2). Per tensor as the reference code (synxlin/deep-gradient-compression: dgc/memory.py
-//    clips in compensate(), called once per named parameter), also when one bucket holds
-//    several tensors: the bucket's codec sees its slice of CodecContext::layers. Without a
-//    layout (tools), or one that does not tile the input, the whole encode input is one tensor
-//    and is clipped as one. Biases and normalisation parameters are clipped alike. A tensor
-//    with an inf or NaN is left as it is (its norm is not finite). clip_norm 0 turns it off. The default 5 is gradwire's choice: the paper names no threshold and the
-//    reference code ships with clipping off (its configs set no gradient_clipping); at 4
-//    workers (limit 2.5) it rescales 2-7% of the tensor gradients of the zoo's LeNet and
-//    ResNet-20 (their spikes, up to ~9; medians 0.03-2.4), so it guards against explosions
-//    rather than rescaling every step; the limit tightens with N as the paper's does;
+//    3.2). Per tensor as the reference code clips (once per named parameter), also when one
+//    bucket holds several tensors: the bucket's codec sees its slice of CodecContext::layers.
+//    Without a layout (tools), or with one that does not tile the input, the whole encode
+//    input is one tensor and is clipped as one. Biases and normalisation parameters are
+//    clipped alike. A tensor with an inf or NaN is left as it is (its norm is not finite).
+//    clip_norm 0 turns it off. The default 5 is gradwire's choice: the paper names no
+//    threshold and the reference code ships with clipping off; at 4 workers (limit 2.5) it
+//    rescales 2-7% of the tensor gradients of the zoo's LeNet and ResNet-20 (their spikes, up
+//    to ~9; medians 0.03-2.4), so it guards against explosions rather than rescaling every
+//    step; the limit tightens with N as the paper's does (codecs/README.md has the numbers);
 //  * momentum factor masking: wherever v is sent, u and v are zeroed (section 3.3);
 //  * warm-up training: density 25% -> 6.25% -> 1.5625% -> 0.4% over the first four epochs,
 //    then `density` (0.1%), the paper's exponential schedule (section 3.3 and 5);
