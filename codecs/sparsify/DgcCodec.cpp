@@ -87,6 +87,19 @@ double DgcCodec::density_at(std::int64_t step) const {
   return options_.density;
 }
 
+float DgcCodec::clip_scale_for(double norm) const {
+  if (!(options_.clip_norm > 0.0)) return 1.0f;
+  // A non-finite norm (an inf or NaN in g) leaves g as it is: scaling by limit / inf would zero
+  // the tensor's finite entries and turn its infinities into NaN, hiding where it diverged.
+  const double limit = options_.clip_norm / std::sqrt(static_cast<double>(workers_));
+  return std::isfinite(norm) && norm > limit ? static_cast<float>(limit / norm) : 1.0f;
+}
+
+float DgcCodec::clip_scale(const float* g, std::int64_t n) const {
+  if (!(options_.clip_norm > 0.0)) return 1.0f;
+  return clip_scale_for(std::sqrt(sum_of_squares(g, n)));
+}
+
 namespace {
 
 /// How many contiguous pieces a pass over n elements is split into: one per intra-op thread
@@ -115,20 +128,6 @@ Bytes DgcCodec::encode(const torch::Tensor& grad) {
   float* u = u_->data_ptr<float>();
   float* v = v_->data_ptr<float>();
 
-  // Local gradient clipping with the threshold scaled by N^-1/2 (paper section 3.2). Four
-  // independent double accumulators: the sum vectorises instead of waiting on one chain.
-  float scale = 1.0f;
-  if (options_.clip_norm > 0.0) {
-    double acc[4] = {0.0, 0.0, 0.0, 0.0};
-    std::int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      for (int j = 0; j < 4; ++j) acc[j] += static_cast<double>(g[i + j]) * g[i + j];
-    }
-    for (; i < n; ++i) acc[0] += static_cast<double>(g[i]) * g[i];
-    const double norm = std::sqrt((acc[0] + acc[1]) + (acc[2] + acc[3]));
-    const double limit = options_.clip_norm / std::sqrt(static_cast<double>(workers_));
-    if (norm > limit) scale = static_cast<float>(limit / norm);
-  }
   const float m = options_.momentum_correction ? static_cast<float>(options_.momentum) : 0.0f;
   const bool nesterov = options_.nesterov;
 
@@ -147,6 +146,7 @@ Bytes DgcCodec::encode(const torch::Tensor& grad) {
     const float* gs = g + s.offset;
     const auto base = static_cast<std::uint32_t>(s.offset);
     const std::size_t first = indices_.size();
+    const float scale = clip_scale(gs, s.length);
     if (s.dense) {
       momentum_accumulate(us, vs, gs, s.length, m, nesterov, scale);
       for (std::int64_t i = 0; i < s.length; ++i) {
@@ -232,16 +232,25 @@ Bytes DgcCodec::encode_with_tensor_ops(const torch::Tensor& grad) {
   const double density = density_at(step_);
   ++step_;
 
-  float scale = 1.0f;
-  if (options_.clip_norm > 0.0) {
-    const double norm = std::sqrt(grad.to(torch::kDouble).square().sum().item<double>());
-    const double limit = options_.clip_norm / std::sqrt(static_cast<double>(workers_));
-    if (norm > limit) scale = static_cast<float>(limit / norm);
-  }
+  const std::vector<Segment> segments = plan_segments(layers_, n, options_.dense_1d);
   const float m = options_.momentum_correction ? static_cast<float>(options_.momentum) : 0.0f;
-  // momentum_accumulate's arithmetic, one rounding per operation as there (scale 1 leaves g
-  // as it is, as 1 * g does).
-  const torch::Tensor g = scale == 1.0f ? grad : grad.mul(scale);
+  // Local clipping per tensor: the norms are summed where grad lives (in LibTorch's order) and
+  // cross to the host together; momentum_accumulate's arithmetic follows, one rounding per
+  // operation as there (a scale of 1 leaves a tensor's g as it is, as 1 * g does).
+  torch::Tensor g = grad;
+  if (options_.clip_norm > 0.0 && !segments.empty()) {
+    std::vector<torch::Tensor> squares;
+    for (const Segment& s : segments) {
+      squares.push_back(grad.slice(0, s.offset, s.offset + s.length).to(torch::kDouble).square().sum());
+    }
+    const torch::Tensor host = torch::stack(squares).to(torch::kCPU).contiguous();
+    for (std::size_t j = 0; j < segments.size(); ++j) {
+      const float scale = clip_scale_for(std::sqrt(host.data_ptr<double>()[j]));
+      if (scale == 1.0f) continue;
+      if (g.is_same(grad)) g = grad.clone();
+      g.slice(0, segments[j].offset, segments[j].offset + segments[j].length).mul_(scale);
+    }
+  }
   if (m == 0.0f) {
     v.add_(g);
   } else if (options_.nesterov) {
@@ -259,7 +268,6 @@ Bytes DgcCodec::encode_with_tensor_ops(const torch::Tensor& grad) {
     for (std::size_t j = 0; j < out.size(); ++j) out[j] = static_cast<std::uint32_t>(p[j]);
   };
 
-  const std::vector<Segment> segments = plan_segments(layers_, n, options_.dense_1d);
   indices_.clear();
   values_.clear();
   stats_.clear();
@@ -370,6 +378,7 @@ CodecWork DgcCodec::work(CodecOp op, std::int64_t numel, std::uint64_t payload_b
   }
   if (op != CodecOp::kEncode) return Codec::work(op, numel, payload_bytes);
   CodecWork w = CodecWork::memory(20 * n + bytes) + CodecWork::compute(4 * n);
+  if (options_.clip_norm > 0.0) w += CodecWork::memory(4 * n) + CodecWork::compute(2 * n);  // the norms
   const auto sparse_tensor = [&](double length) {
     const double sample = std::min(length, std::ceil(options_.sample_ratio * length));
     w += CodecWork::gather(length, sample);

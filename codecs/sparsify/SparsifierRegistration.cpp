@@ -76,7 +76,8 @@ void register_sparsifiers(CodecRegistry& registry) {
            &DgcOptions::nesterov)
       .add(boolean("momentum_masking", true, "zero u (and v) where values were sent"),
            &DgcOptions::momentum_masking)
-      .add(number("clip_norm", 0.0, 0.0, 1e30, "local gradient clipping at clip_norm * N^-1/2 (0: off)", false),
+      .add(number("clip_norm", 5.0, 0.0, 1e30, "local gradient clipping per parameter tensor: its norm capped at "
+                  "clip_norm * N^-1/2 (0: off; 5: gradwire's choice, the paper gives none)", false),
            &DgcOptions::clip_norm)
       .add(boolean("warmup", true, "warm-up: one density of warmup_densities per stage, then density"),
            &DgcOptions::warmup)

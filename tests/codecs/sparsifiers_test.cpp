@@ -204,6 +204,7 @@ TEST(Conservation, GradientDroppingAdaCompDgcWithoutMomentum) {
   o.momentum_correction = false;
   o.warmup = false;
   o.density = 0.01;
+  o.clip_norm = 0.0;  // the unclipped arithmetic (DgcClipping tests clipping)
   DgcCodec dgc(o, context(n));
   check_residual_conservation<DgcCodec>(dgc, [](const auto& c) { return c.velocity(); }, n);
   SdagcOptions so;
@@ -219,6 +220,7 @@ TEST(Conservation, DgcMomentumCorrectionSendsAllOfTheVelocity) {
   DgcOptions o;
   o.warmup = false;
   o.density = 0.005;
+  o.clip_norm = 0.0;  // the unclipped arithmetic (DgcClipping tests clipping)
   DgcCodec dgc(o, context(n));
   torch::Tensor u = torch::zeros({n});
   torch::Tensor sum_u = torch::zeros({n});
@@ -242,6 +244,7 @@ TEST(Masking, ZeroesExactlyTheSentCoordinatesOfUAndV) {
   DgcOptions o;
   o.warmup = false;
   o.density = 0.01;
+  o.clip_norm = 0.0;  // the unclipped arithmetic (DgcClipping tests clipping)
   DgcCodec dgc(o, context(n));
   for (int step = 0; step < 5; ++step) {
     const torch::Tensor g = randn(n, 700 + step);
@@ -305,6 +308,7 @@ TEST(Dgc, BiasesTravelDenseWithTheirMomentum) {
   ctx.numel = 5100;
   DgcOptions o;
   o.warmup = false;
+  o.clip_norm = 0.0;  // the unclipped arithmetic (DgcClipping tests clipping)
   DgcCodec dgc(o, ctx);
   const torch::Tensor g = randn(5100, 9);
   const torch::Tensor d = dgc.decode(dgc.encode(g));
@@ -316,11 +320,113 @@ TEST(Dgc, BiasesTravelDenseWithTheirMomentum) {
   EXPECT_TRUE(torch::allclose(d2.narrow(0, 5000, 100), (g * 0.9 + g2).narrow(0, 5000, 100)));
 }
 
+// Local clipping (paper section 3.2) per parameter tensor: with density 1 and no warm-up every
+// entry of v = clipped g is sent on the first step, so the decoded payload is the clipped g.
+namespace dgc_clipping {
+
+/// g of `n` elements with L2 norm `norm` (a uniform direction from `seed`).
+torch::Tensor with_norm(std::int64_t n, double norm, std::uint64_t seed) {
+  const torch::Tensor g = randn(n, seed);
+  return g * static_cast<float>(norm / g.norm().item<double>());
+}
+
+DgcOptions sends_everything(double clip_norm) {
+  DgcOptions o;
+  o.density = 1.0;
+  o.warmup = false;
+  o.clip_norm = clip_norm;
+  return o;
+}
+
+double norm_of(const torch::Tensor& x) { return x.to(torch::kDouble).norm().item<double>(); }
+
+}  // namespace dgc_clipping
+
+TEST(DgcClipping, EachLayerOfOneEncodeInputIsClippedOnItsOwn) {
+  using namespace dgc_clipping;
+  // One bucket of three tensors: a layer over the limit, a layer under it and a bias over it.
+  // clip_norm 2 at 4 workers: limit 2 / sqrt(4) = 1 per tensor.
+  CodecContext ctx = context(0, 0, 4);
+  ctx.layers = {LayerSlice{"big.weight", 0, {40, 50}}, LayerSlice{"small.weight", 2000, {30, 20}},
+                LayerSlice{"big.bias", 2600, {40}}};
+  ctx.numel = 2640;
+  const torch::Tensor big = with_norm(2000, 10.0, 1), small = with_norm(600, 0.5, 2), bias = with_norm(40, 3.0, 3);
+  const torch::Tensor g = torch::cat({big, small, bias});
+  for (const bool tensor_ops : {false, true}) {
+    DgcCodec dgc(sends_everything(2.0), ctx);
+    const torch::Tensor d =
+        dgc.decode(tensor_ops ? dgc.encode_with_tensor_ops(g) : dgc.encode(g));
+    const std::string path = tensor_ops ? "tensor ops" : "host";
+    // The big layer is rescaled to the limit, in its own direction...
+    EXPECT_NEAR(norm_of(d.narrow(0, 0, 2000)), 1.0, 1e-5) << path;
+    EXPECT_TRUE(torch::allclose(d.narrow(0, 0, 2000), big * 0.1f, 1e-5, 1e-7)) << path;
+    // ...the small one beside it is not touched (a whole-input clip would scale it by ~0.1)...
+    EXPECT_TRUE(torch::equal(d.narrow(0, 2000, 600), small)) << path;
+    // ...and the dense bias is clipped as a tensor of its own.
+    EXPECT_NEAR(norm_of(d.narrow(0, 2600, 40)), 1.0, 1e-5) << path;
+  }
+}
+
+TEST(DgcClipping, ThresholdScalesWithOneOverSqrtOfTheWorkers) {
+  using namespace dgc_clipping;
+  // One tensor of norm 3, clip_norm 4: limit 4 (1 worker: not clipped), 2 (4 workers),
+  // 1 (16 workers), 0.5 (64 workers).
+  const torch::Tensor g = with_norm(1000, 3.0, 4);
+  for (const auto& [workers, expected] : std::vector<std::pair<int, double>>{{1, 3.0}, {4, 2.0}, {16, 1.0}, {64, 0.5}}) {
+    CodecContext ctx = context(1000, 0, workers);
+    ctx.layers = {LayerSlice{"w", 0, {100, 10}}};
+    DgcCodec dgc(sends_everything(4.0), ctx);
+    const torch::Tensor d = dgc.decode(dgc.encode(g));
+    EXPECT_NEAR(norm_of(d), expected, 1e-5 * expected) << workers << " workers";
+  }
+}
+
+TEST(DgcClipping, ClipNormZeroTurnsItOff) {
+  using namespace dgc_clipping;
+  CodecContext ctx = context(2600, 0, 16);
+  ctx.layers = {LayerSlice{"a", 0, {40, 50}}, LayerSlice{"b", 2000, {30, 20}}};
+  const torch::Tensor g = torch::cat({with_norm(2000, 1000.0, 5), with_norm(600, 50.0, 6)});
+  DgcCodec off(sends_everything(0.0), ctx);
+  EXPECT_TRUE(torch::equal(off.decode(off.encode(g)), g));
+  // The default clips: 5 / sqrt(16) = 1.25 per tensor.
+  EXPECT_DOUBLE_EQ(DgcOptions{}.clip_norm, 5.0);
+  DgcOptions defaults = sends_everything(DgcOptions{}.clip_norm);
+  DgcCodec on(defaults, ctx);
+  const torch::Tensor d = on.decode(on.encode(g));
+  EXPECT_NEAR(norm_of(d.narrow(0, 0, 2000)), 1.25, 1e-5);
+  EXPECT_NEAR(norm_of(d.narrow(0, 2000, 600)), 1.25, 1e-5);
+}
+
+TEST(DgcClipping, ANonFiniteTensorIsLeftAsItIs) {
+  using namespace dgc_clipping;
+  // Scaling by limit / inf would zero the finite entries and make the inf a NaN.
+  CodecContext ctx = context(2600, 0, 4);
+  ctx.layers = {LayerSlice{"a", 0, {40, 50}}, LayerSlice{"b", 2000, {30, 20}}};
+  torch::Tensor g = torch::cat({with_norm(2000, 10.0, 9), with_norm(600, 10.0, 10)});
+  g[3] = std::numeric_limits<float>::infinity();
+  DgcCodec dgc(sends_everything(2.0), ctx);
+  const torch::Tensor d = dgc.decode(dgc.encode(g));
+  EXPECT_TRUE(torch::equal(d.narrow(0, 0, 2000), g.narrow(0, 0, 2000)));
+  EXPECT_NEAR(norm_of(d.narrow(0, 2000, 600)), 1.0, 1e-5);  // the finite tensor beside it is clipped
+}
+
+TEST(DgcClipping, WithoutALayoutTheWholeInputIsOneTensor) {
+  using namespace dgc_clipping;
+  // Tools give no layout: the input is clipped as one tensor (limit 1 at 4 workers).
+  const torch::Tensor g = torch::cat({with_norm(2000, 10.0, 7), with_norm(600, 0.5, 8)});
+  DgcCodec dgc(sends_everything(2.0), context(2600, 0, 4));
+  const torch::Tensor d = dgc.decode(dgc.encode(g));
+  EXPECT_NEAR(norm_of(d), 1.0, 1e-5);
+  EXPECT_TRUE(torch::allclose(d, g * static_cast<float>(1.0 / norm_of(g)), 1e-5, 1e-7));
+}
+
 TEST(Dgc, FusedEncodeMatchesTheTwoPassReference) {
   // DgcCodec fuses the momentum update with the selection scan, samples the threshold from a
   // preview of the updated v and may split the pass over threads. It must give exactly what
   // momentum_accumulate over everything followed by dgc_select per tensor gives: same
-  // indices, same values, same u and v, bit for bit, for any thread count.
+  // indices, same values, same u and v, bit for bit, for any thread count. With clipping
+  // (limit 100 at 1 worker: w1 is always over it, w2 from step 2, b1 never) each tensor's g is
+  // first scaled by its own factor.
   const std::vector<LayerSlice> layers = {LayerSlice{"w1", 0, {1500, 2000}},
                                           LayerSlice{"b1", 3000000, {100}},
                                           LayerSlice{"w2", 3000100, {50, 40}}};
@@ -329,12 +435,14 @@ TEST(Dgc, FusedEncodeMatchesTheTwoPassReference) {
   for (const bool nesterov : {false, true}) {
     for (const bool correction : {true, false}) {
       for (const int threads : {1, 3}) {
+       for (const double clip : {0.0, 100.0}) {
         at::set_num_threads(threads);
         CodecContext ctx = context(n);
         ctx.layers = layers;
         DgcOptions o;
         o.warmup = false;
         o.density = 0.002;
+        o.clip_norm = clip;
         o.nesterov = nesterov;
         o.momentum_correction = correction;
         DgcCodec dgc(o, ctx);
@@ -347,7 +455,12 @@ TEST(Dgc, FusedEncodeMatchesTheTwoPassReference) {
           const torch::Tensor d = dgc.decode(dgc.encode(g));
           float* up = u.data_ptr<float>();
           float* vp = v.data_ptr<float>();
-          momentum_accumulate(up, vp, g.data_ptr<float>(), n, m, nesterov);
+          for (const LayerSlice& l : layers) {
+            const float* gl = g.data_ptr<float>() + l.offset;
+            const double norm = std::sqrt(sum_of_squares(gl, l.numel()));
+            const float scale = clip > 0.0 && norm > clip ? static_cast<float>(clip / norm) : 1.0f;
+            momentum_accumulate(up + l.offset, vp + l.offset, gl, l.numel(), m, nesterov, scale);
+          }
           std::vector<std::uint32_t> expected;
           dgc_select(vp, 3000000, 6000, o.sample_ratio, rng, 0, expected);
           for (std::uint32_t i = 3000000; i < 3000100; ++i) expected.push_back(i);  // bias: dense
@@ -364,6 +477,7 @@ TEST(Dgc, FusedEncodeMatchesTheTwoPassReference) {
           ASSERT_TRUE(torch::equal(dgc.velocity(), v)) << step;
           ASSERT_TRUE(torch::equal(dgc.momentum_buffer(), u)) << step;
         }
+       }
       }
     }
   }
