@@ -213,6 +213,53 @@ TEST_F(Emulate, AddedDelayLengthensEveryRoundTrip) {
   EXPECT_NEAR(seconds[1] - seconds[0], 8 * delay_s, 0.25 * 8 * delay_s);
 }
 
+// The link `delay` of an emulated Ethernet (every host <-> switch link, each way) lengthens a
+// small request/response exchange by the round trips it adds: 64-byte messages echoed over one
+// TCP connection cross four links per round trip, so the round trip is 4 x (delay + one frame's
+// serialisation) plus what the kernels, the Python processes and the emulation loop take (the
+// floor, docs/emulate.md: 0.1-0.25 ms at no delay, up to 0.5 ms more when the delay is long
+// enough for the cores to go idle, measured). The emulator never delivers before ns-3's
+// schedule (the real-time simulator waits for the wall clock), so even the fastest round trip
+// pays the whole delay: a delay absorbed by the emulation loop's own latency, or not applied,
+// fails that bound. The upper bound leaves the floor plus room for a loaded 2-core machine.
+TEST_F(Emulate, LinkDelayLengthensARequestResponseExchangeByItsRoundTrips) {
+  const double rate_bps = 100e6;
+  // 64 bytes of payload, 52 of TCP (with timestamps) and IP headers, 38 of Ethernet framing.
+  const double frame_s = (64 + 52 + 38) * 8 / rate_bps;
+  const double allowance_s = 0.002;
+  struct Case {
+    std::string delay;
+    double delay_s;
+    int exchanges;
+  };
+  const std::vector<Case> cases = {
+      {"0us", 0, 200}, {"50us", 50e-6, 200}, {"1ms", 1e-3, 100}, {"20ms", 20e-3, 25}};
+  double median_without_s = 0;
+  for (const Case& c : cases) {
+    const std::string name = "rtt-" + c.delay;
+    const std::string path =
+        scenario(name, 2, {{"family", "ethernet"}, {"rate", "100Mbps"}, {"delay", c.delay}});
+    const std::string n = std::to_string(c.exchanges);
+    const auto run = testing::run_gradwire(
+        "emulate " + path + " --timeout 50 --max-lag 250 --host 1 -- " + kPython + " " + kTools +
+        "ping_pong.py server tcp 5001 64 " + n + " -- " + kPython + " " + kTools +
+        "ping_pong.py client tcp {addr:1} 5001 64 " + n);
+    ASSERT_EQ(run.code, 0) << name << "\n" << run.output;
+    const auto client = line_with(run.output, "role", "client");
+    ASSERT_TRUE(client.is_object()) << run.output;
+    const double expected_s = 4 * (c.delay_s + frame_s);
+    const double min_s = client["min_ms"].get<double>() / 1e3;
+    const double median_s = client["median_ms"].get<double>() / 1e3;
+    if (c.delay_s == 0) median_without_s = median_s;
+    std::printf("link delay %s: round trip expected %.3f ms, emulated min %.3f ms, median %.3f ms "
+                "(%.3f ms longer than without delay; %.3f ms added)\n",
+                c.delay.c_str(), expected_s * 1e3, min_s * 1e3, median_s * 1e3,
+                (median_s - median_without_s) * 1e3, 4 * c.delay_s * 1e3);
+    EXPECT_GE(min_s, 0.99 * expected_s) << name << ": a round trip was shorter than the network's";
+    EXPECT_LT(median_s, expected_s + allowance_s + 0.05 * expected_s) << name;
+  }
+}
+
 TEST_F(Emulate, LossOnTheLinkCostsRetransmissionsAndGoodput) {
   const std::size_t bytes = 3000000;
   const std::string clean = scenario("eth10clean", 2, {{"family", "ethernet"}, {"rate", "10Mbps"}});
