@@ -28,6 +28,7 @@
 #include "netmodels/Network.h"
 #include "netmodels/RadioEnergySummary.h"
 #include "sim/emulate/CommandRunner.h"
+#include "sim/emulate/CongestionControl.h"
 #include "sim/emulate/EmulationLease.h"
 #include "sim/emulate/IpCommand.h"
 #include "sim/emulate/NetworkNamespace.h"
@@ -137,8 +138,9 @@ HostPlan plan_host(const Network& network, std::size_t i) {
 
 /// Puts a TAP into its namespace and gives it the host's addresses and routes.
 void configure_tap(const NetworkNamespace& ns, const TapDevice& tap, const HostPlan& plan,
-                   std::uint32_t mtu) {
+                   std::uint32_t mtu, const std::string& congestion_control) {
   run_ip({"link", "set", tap.name(), "netns", ns.name()});
+  ns.sysctl("net/ipv4/tcp_congestion_control", congestion_control);
   // No IPv6: ns-3's hosts carry IPv4 only, and router solicitations would be noise.
   ns.sysctl("net/ipv6/conf/all/disable_ipv6", "1");
   ns.sysctl("net/ipv6/conf/default/disable_ipv6", "1");
@@ -229,6 +231,7 @@ void check_emulation_commands(const Scenario& scenario, const EmulationOptions& 
   }
   if (options.max_lag_s <= 0) throw ConfigError("--max-lag", "expected a positive number of ms");
   if (options.timeout_s < 0) throw ConfigError("--timeout", "expected seconds >= 0");
+  choose_congestion_control(options.congestion_control);
 }
 
 EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& options,
@@ -244,6 +247,12 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
                       "expected a folder where run folders can be made; " + parent + ": " + problem);
   }
   RunDirectory directory(parent, scenario.name + "-emulate");
+  const CongestionControlChoice congestion = choose_congestion_control(options.congestion_control);
+  if (congestion.fell_back) {
+    err << "emulate: this machine lets a network namespace choose only " << congestion.allowed
+        << " (net.ipv4.tcp_allowed_congestion_control), not " << kSimulatedCongestionControl
+        << " (the simulator's TCP): the hosts run " << congestion.name << "\n";
+  }
 
   // Marks this emulator live for as long as its namespaces exist (declared before them, so
   // released after them), then removes what dead emulators left: their namespaces would keep
@@ -294,7 +303,7 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
     const std::string label = "h" + std::to_string(i);
     namespaces.push_back(std::make_unique<NetworkNamespace>("gradwire-" + run_id + "-" + label));
     taps.push_back(std::make_unique<TapDevice>("gw" + run_id + "t" + std::to_string(i)));
-    configure_tap(*namespaces.back(), *taps.back(), plans[i], mtu);
+    configure_tap(*namespaces.back(), *taps.back(), plans[i], mtu, congestion.name);
     // The kernel behind the TAP is the host's IP stack now; ns-3's stays silent on it.
     plans[i].device->GetNode()->GetObject<ns3::Ipv4>()->SetDown(plans[i].interface);
     links.push_back(std::make_unique<TapLink>(plans[i].device, taps.back()->fd(), plans[i].mac));
@@ -338,7 +347,7 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
   if (!options.quiet) {
     err << "emulate: " << network->describe() << "; " << hosts << " hosts in namespaces "
         << namespaces.front()->name() << " .. " << namespaces.back()->name()
-        << "; commands start at simulated " << ready_s << " s\n";
+        << "; TCP " << congestion.name << "; commands start at simulated " << ready_s << " s\n";
   }
 
   std::exception_ptr runner_error;
@@ -418,6 +427,7 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
       {"mode", "emulate"},
       {"network", network->describe()},
       {"family", network->family()},
+      {"congestion_control", congestion.name},
       {"outcome", outcome_name(outcome, monitor.exceeded(), first_failure)},
       {"exit_code", result.exit_code},
       {"ready_time_s", ready_s},

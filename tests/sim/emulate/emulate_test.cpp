@@ -260,6 +260,31 @@ TEST_F(Emulate, LinkDelayLengthensARequestResponseExchangeByItsRoundTrips) {
   }
 }
 
+// The hosts' kernels run the simulator's congestion control (CUBIC; Reno where the machine
+// lets no namespace choose it) rather than whatever the machine's own default is, or the one
+// --congestion-control names.
+TEST_F(Emulate, HostsRunTheSimulatorsCongestionControlOrTheOneAskedFor) {
+  std::string allowed;
+  std::getline(std::ifstream("/proc/sys/net/ipv4/tcp_allowed_congestion_control"), allowed);
+  const bool cubic = (" " + allowed + " ").find(" cubic ") != std::string::npos;
+  const std::string path = scenario("cc", 2, {{"family", "ethernet"}});
+  for (const std::string asked : {"", "reno"}) {
+    const auto run = testing::run_gradwire(
+        "emulate " + path + " --timeout 20 --max-lag 250" +
+        (asked.empty() ? "" : " --congestion-control " + asked) +
+        " -- /bin/cat /proc/sys/net/ipv4/tcp_congestion_control");
+    ASSERT_EQ(run.code, 0) << run.output;
+    const std::string expected = !asked.empty() ? asked : cubic ? "cubic" : "reno";
+    for (const std::string host : {"[h0] ", "[h1] "}) {
+      EXPECT_NE(run.output.find(host + expected + "\n"), std::string::npos) << run.output;
+    }
+    EXPECT_EQ(summary("cc")["congestion_control"], expected);
+    // Where CUBIC is not allowed, the run says what the hosts run instead.
+    EXPECT_EQ(run.output.find("not cubic (the simulator's TCP): the hosts run reno") != std::string::npos,
+              asked.empty() && !cubic) << run.output;
+  }
+}
+
 TEST_F(Emulate, LossOnTheLinkCostsRetransmissionsAndGoodput) {
   const std::size_t bytes = 3000000;
   const std::string clean = scenario("eth10clean", 2, {{"family", "ethernet"}, {"rate", "10Mbps"}});
@@ -332,6 +357,7 @@ TEST(EmulateArguments, BadArgumentsAreExitTwoBeforeAnythingIsMade) {
                         Case{"emulate " + path + " --host 0 -- true --", "COMMAND"},
                         Case{"emulate " + path + " --max-lag 0 -- true", "--max-lag"},
                         Case{"emulate " + path + " --bogus -- true", "--bogus"},
+                        Case{"emulate " + path + " --congestion-control no-such -- true", "--congestion-control"},
                         Case{"emulate " + dir + "/missing.json -- true", "missing.json"},
                         Case{"emulate " + path + " --set training.workers=0 -- true", "training.workers"},
                         Case{"emulate --clean " + path, "--clean"},
