@@ -29,19 +29,17 @@ CongestionControlChoice choose_congestion_control(const std::string& asked) {
   std::getline(file, choice.allowed);
   // Reno is built into every kernel and always allowed, even where the list cannot be read.
   const auto allowed = [&](const std::string& name) {
-    return name == kFallbackCongestionControl || listed(choice.allowed, name);
+    return name == "reno" || listed(choice.allowed, name);
   };
   if (asked.empty()) {
-    choice.fell_back = !allowed(kSimulatedCongestionControl);
-    choice.name = choice.fell_back ? kFallbackCongestionControl : kSimulatedCongestionControl;
+    if (allowed(kSimulatedCongestionControl)) choice.name = kSimulatedCongestionControl;
     return choice;
   }
   if (!allowed(asked)) {
     throw ConfigError("--congestion-control",
                       "expected an algorithm this machine lets a network namespace choose (" +
                           std::string(kAllowedFile) + ": " +
-                          (choice.allowed.empty() ? std::string(kFallbackCongestionControl)
-                                                  : choice.allowed) +
+                          (choice.allowed.empty() ? std::string("reno") : choice.allowed) +
                           "); got \"" + asked + "\"");
   }
   choice.name = asked;

@@ -140,7 +140,7 @@ HostPlan plan_host(const Network& network, std::size_t i) {
 void configure_tap(const NetworkNamespace& ns, const TapDevice& tap, const HostPlan& plan,
                    std::uint32_t mtu, const std::string& congestion_control) {
   run_ip({"link", "set", tap.name(), "netns", ns.name()});
-  ns.sysctl("net/ipv4/tcp_congestion_control", congestion_control);
+  if (!congestion_control.empty()) ns.sysctl("net/ipv4/tcp_congestion_control", congestion_control);
   // No IPv6: ns-3's hosts carry IPv4 only, and router solicitations would be noise.
   ns.sysctl("net/ipv6/conf/all/disable_ipv6", "1");
   ns.sysctl("net/ipv6/conf/default/disable_ipv6", "1");
@@ -248,11 +248,6 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
   }
   RunDirectory directory(parent, scenario.name + "-emulate");
   const CongestionControlChoice congestion = choose_congestion_control(options.congestion_control);
-  if (congestion.fell_back) {
-    err << "emulate: this machine lets a network namespace choose only " << congestion.allowed
-        << " (net.ipv4.tcp_allowed_congestion_control), not " << kSimulatedCongestionControl
-        << " (the simulator's TCP): the hosts run " << congestion.name << "\n";
-  }
 
   // Marks this emulator live for as long as its namespaces exist (declared before them, so
   // released after them), then removes what dead emulators left: their namespaces would keep
@@ -299,11 +294,13 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
     }
   } link_scope{links};
   std::vector<HostCommand> commands;
+  std::string congestion_control;  // what the hosts' kernels run
   for (std::size_t i = 0; i < hosts; ++i) {
     const std::string label = "h" + std::to_string(i);
     namespaces.push_back(std::make_unique<NetworkNamespace>("gradwire-" + run_id + "-" + label));
     taps.push_back(std::make_unique<TapDevice>("gw" + run_id + "t" + std::to_string(i)));
     configure_tap(*namespaces.back(), *taps.back(), plans[i], mtu, congestion.name);
+    if (i == 0) congestion_control = namespaces.back()->read_sysctl("net/ipv4/tcp_congestion_control");
     // The kernel behind the TAP is the host's IP stack now; ns-3's stays silent on it.
     plans[i].device->GetNode()->GetObject<ns3::Ipv4>()->SetDown(plans[i].interface);
     links.push_back(std::make_unique<TapLink>(plans[i].device, taps.back()->fd(), plans[i].mac));
@@ -335,6 +332,13 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
     commands.push_back(std::move(command));
   }
 
+  if (congestion.name.empty() && congestion_control != kSimulatedCongestionControl) {
+    err << "emulate: the hosts run " << congestion_control << ", a new namespace's default here, "
+        << "not " << kSimulatedCongestionControl << " (the simulator's TCP): this machine lets a "
+        << "namespace choose only " << congestion.allowed
+        << " (net.ipv4.tcp_allowed_congestion_control); --congestion-control picks one of those\n";
+  }
+
   double lagged_by_s = 0;
   double lagged_at_s = 0;
   RealTimeMonitor monitor(kLagSamplePeriodS, options.max_lag_s, [&](double lag, double at) {
@@ -347,7 +351,7 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
   if (!options.quiet) {
     err << "emulate: " << network->describe() << "; " << hosts << " hosts in namespaces "
         << namespaces.front()->name() << " .. " << namespaces.back()->name()
-        << "; TCP " << congestion.name << "; commands start at simulated " << ready_s << " s\n";
+        << "; TCP " << congestion_control << "; commands start at simulated " << ready_s << " s\n";
   }
 
   std::exception_ptr runner_error;
@@ -427,7 +431,7 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
       {"mode", "emulate"},
       {"network", network->describe()},
       {"family", network->family()},
-      {"congestion_control", congestion.name},
+      {"congestion_control", congestion_control},
       {"outcome", outcome_name(outcome, monitor.exceeded(), first_failure)},
       {"exit_code", result.exit_code},
       {"ready_time_s", ready_s},
