@@ -124,7 +124,7 @@ std::string emulate_usage() {
          "  --master-port P    MASTER_PORT (default 29500)\n"
          "  --congestion-control NAME\n"
          "                     the hosts' TCP congestion control (default cubic, the\n"
-         "                     simulator's; reno where this machine allows no cubic)\n"
+         "                     simulator's, where this machine lets a namespace choose it)\n"
          "  --host N -- CMD    host N runs CMD instead (CMD ends at the next --)\n"
          "  --quiet, -q        no progress lines from the emulator\n"
          "  --clean            only remove what emulators that no longer run left (their\n"

@@ -242,8 +242,8 @@ TEST_F(Emulate, LinkDelayLengthensARequestResponseExchangeByItsRoundTrips) {
     const std::string n = std::to_string(c.exchanges);
     const auto run = testing::run_gradwire(
         "emulate " + path + " --timeout 50 --max-lag 250 --host 1 -- " + kPython + " " + kTools +
-        "ping_pong.py server tcp 5001 64 " + n + " -- " + kPython + " " + kTools +
-        "ping_pong.py client tcp {addr:1} 5001 64 " + n);
+        "ping_pong.py server 5001 64 " + n + " -- " + kPython + " " + kTools +
+        "ping_pong.py client {addr:1} 5001 64 " + n);
     ASSERT_EQ(run.code, 0) << name << "\n" << run.output;
     const auto client = line_with(run.output, "role", "client");
     ASSERT_TRUE(client.is_object()) << run.output;
