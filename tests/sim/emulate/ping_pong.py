@@ -16,6 +16,8 @@ import statistics
 import sys
 import time
 
+from peer_connection import connect_when_listening
+
 
 def recv_exactly(sock, size):
     data = b""
@@ -41,15 +43,7 @@ def server(port, size, count):
 
 
 def client(addr, port, size, count):
-    deadline = time.time() + 20
-    while True:  # the server may not be listening yet
-        try:
-            sock = socket.create_connection((addr, port), timeout=30)
-            break
-        except OSError:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.05)
+    sock, _ = connect_when_listening(addr, port)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     message = b"\x5a" * size
     rtts = []
