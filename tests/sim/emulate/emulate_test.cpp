@@ -217,11 +217,14 @@ TEST_F(Emulate, AddedDelayLengthensEveryRoundTrip) {
 // small request/response exchange by the round trips it adds: 64-byte messages echoed over one
 // TCP connection cross four links per round trip, so the round trip is 4 x (delay + one frame's
 // serialisation) plus what the kernels, the Python processes and the emulation loop take (the
-// floor, docs/emulate.md: 0.1-0.25 ms at no delay, up to 0.5 ms more when the delay is long
-// enough for the cores to go idle, measured). The emulator never delivers before ns-3's
+// floor, docs/emulate.md: 0.05-0.4 ms measured, 0.2-0.4 ms more once the delay is long enough
+// for the cores to go idle). The emulator never delivers before ns-3's
 // schedule (the real-time simulator waits for the wall clock), so even the fastest round trip
 // pays the whole delay: a delay absorbed by the emulation loop's own latency, or not applied,
-// fails that bound. The upper bound leaves the floor plus room for a loaded 2-core machine.
+// fails that bound. The fastest round trip must also stay within the floor plus 2 ms and 5 %
+// (a delay applied twice fails). Not the median: with three busy loops beside it on two
+// cores, the median at 1 ms rose to 8.0 ms (the echoing processes waited for a core after
+// each 4 ms sleep) while the fastest stayed at 4.24 ms.
 TEST_F(Emulate, LinkDelayLengthensARequestResponseExchangeByItsRoundTrips) {
   const double rate_bps = 100e6;
   // 64 bytes of payload, 52 of TCP (with timestamps) and IP headers, 38 of Ethernet framing.
@@ -233,7 +236,7 @@ TEST_F(Emulate, LinkDelayLengthensARequestResponseExchangeByItsRoundTrips) {
     int exchanges;
   };
   const std::vector<Case> cases = {
-      {"0us", 0, 200}, {"50us", 50e-6, 200}, {"1ms", 1e-3, 100}, {"20ms", 20e-3, 25}};
+      {"0us", 0, 200}, {"50us", 50e-6, 200}, {"1ms", 1e-3, 60}, {"20ms", 20e-3, 15}};
   double median_without_s = 0;
   for (const Case& c : cases) {
     const std::string name = "rtt-" + c.delay;
@@ -256,7 +259,7 @@ TEST_F(Emulate, LinkDelayLengthensARequestResponseExchangeByItsRoundTrips) {
                 c.delay.c_str(), expected_s * 1e3, min_s * 1e3, median_s * 1e3,
                 (median_s - median_without_s) * 1e3, 4 * c.delay_s * 1e3);
     EXPECT_GE(min_s, 0.99 * expected_s) << name << ": a round trip was shorter than the network's";
-    EXPECT_LT(median_s, expected_s + allowance_s + 0.05 * expected_s) << name;
+    EXPECT_LT(min_s, expected_s + allowance_s + 0.05 * expected_s) << name;
   }
 }
 
