@@ -67,6 +67,8 @@ ParsedEmulate parse(const std::vector<std::string>& args) {
         throw ConfigError(a, "expected a port in [1, 65535]");
       }
       p.options.master_port = static_cast<int>(port);
+    } else if (a == "--congestion-control") {
+      p.options.congestion_control = value(a);
     } else if (a == "--clean") {
       p.clean = true;
     } else if (a == "--quiet" || a == "-q") {
@@ -120,6 +122,9 @@ std::string emulate_usage() {
          std::to_string(static_cast<int>(kDefaultMaxLagMs)) + ")\n"
          "  --timeout S        stop the commands after S seconds (exit 124; default: none)\n"
          "  --master-port P    MASTER_PORT (default 29500)\n"
+         "  --congestion-control NAME\n"
+         "                     the hosts' TCP congestion control (default cubic, the\n"
+         "                     simulator's, where this machine lets a namespace choose it)\n"
          "  --host N -- CMD    host N runs CMD instead (CMD ends at the next --)\n"
          "  --quiet, -q        no progress lines from the emulator\n"
          "  --clean            only remove what emulators that no longer run left (their\n"

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include "netmodels/Network.h"
 #include "netmodels/RadioEnergySummary.h"
 #include "sim/emulate/CommandRunner.h"
+#include "sim/emulate/CongestionControl.h"
 #include "sim/emulate/EmulationLease.h"
 #include "sim/emulate/IpCommand.h"
 #include "sim/emulate/NetworkNamespace.h"
@@ -136,8 +138,9 @@ HostPlan plan_host(const Network& network, std::size_t i) {
 
 /// Puts a TAP into its namespace and gives it the host's addresses and routes.
 void configure_tap(const NetworkNamespace& ns, const TapDevice& tap, const HostPlan& plan,
-                   std::uint32_t mtu) {
+                   std::uint32_t mtu, const std::string& congestion_control) {
   run_ip({"link", "set", tap.name(), "netns", ns.name()});
+  if (!congestion_control.empty()) ns.sysctl("net/ipv4/tcp_congestion_control", congestion_control);
   // No IPv6: ns-3's hosts carry IPv4 only, and router solicitations would be noise.
   ns.sysctl("net/ipv6/conf/all/disable_ipv6", "1");
   ns.sysctl("net/ipv6/conf/default/disable_ipv6", "1");
@@ -173,10 +176,17 @@ struct SimulationPriority {
     errno = 0;
     before = ::getpriority(PRIO_PROCESS, tid);
     changed = errno == 0 && ::setpriority(PRIO_PROCESS, tid, kNice) == 0;
+    // The real-time simulator sleeps until its next event's wall time; Linux lets an ordinary
+    // thread's sleep end up to 50 us late (timer slack), and a packet leaves ns-3 for its TAP
+    // that much late.
+    slack_before = ::prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    ::prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   }
   ~SimulationPriority() {
     if (changed) ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), before);
+    if (slack_before > 0) ::prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(slack_before), 0, 0, 0);
   }
+  int slack_before = 0;
 };
 
 /// Restores the default interruption clean-up when the emulation ends, however it ends.
@@ -221,6 +231,7 @@ void check_emulation_commands(const Scenario& scenario, const EmulationOptions& 
   }
   if (options.max_lag_s <= 0) throw ConfigError("--max-lag", "expected a positive number of ms");
   if (options.timeout_s < 0) throw ConfigError("--timeout", "expected seconds >= 0");
+  choose_congestion_control(options.congestion_control);
 }
 
 EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& options,
@@ -236,6 +247,7 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
                       "expected a folder where run folders can be made; " + parent + ": " + problem);
   }
   RunDirectory directory(parent, scenario.name + "-emulate");
+  const CongestionControlChoice congestion = choose_congestion_control(options.congestion_control);
 
   // Marks this emulator live for as long as its namespaces exist (declared before them, so
   // released after them), then removes what dead emulators left: their namespaces would keep
@@ -282,11 +294,13 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
     }
   } link_scope{links};
   std::vector<HostCommand> commands;
+  std::string congestion_control;  // what the hosts' kernels run
   for (std::size_t i = 0; i < hosts; ++i) {
     const std::string label = "h" + std::to_string(i);
     namespaces.push_back(std::make_unique<NetworkNamespace>("gradwire-" + run_id + "-" + label));
     taps.push_back(std::make_unique<TapDevice>("gw" + run_id + "t" + std::to_string(i)));
-    configure_tap(*namespaces.back(), *taps.back(), plans[i], mtu);
+    configure_tap(*namespaces.back(), *taps.back(), plans[i], mtu, congestion.name);
+    if (i == 0) congestion_control = namespaces.back()->read_sysctl("net/ipv4/tcp_congestion_control");
     // The kernel behind the TAP is the host's IP stack now; ns-3's stays silent on it.
     plans[i].device->GetNode()->GetObject<ns3::Ipv4>()->SetDown(plans[i].interface);
     links.push_back(std::make_unique<TapLink>(plans[i].device, taps.back()->fd(), plans[i].mac));
@@ -318,6 +332,13 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
     commands.push_back(std::move(command));
   }
 
+  if (congestion.name.empty() && congestion_control != kSimulatedCongestionControl) {
+    err << "emulate: the hosts run " << congestion_control << ", a new namespace's default here, "
+        << "not " << kSimulatedCongestionControl << " (the simulator's TCP): this machine lets a "
+        << "namespace choose only " << congestion.allowed
+        << " (net.ipv4.tcp_allowed_congestion_control); --congestion-control picks one of those\n";
+  }
+
   double lagged_by_s = 0;
   double lagged_at_s = 0;
   RealTimeMonitor monitor(kLagSamplePeriodS, options.max_lag_s, [&](double lag, double at) {
@@ -330,7 +351,7 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
   if (!options.quiet) {
     err << "emulate: " << network->describe() << "; " << hosts << " hosts in namespaces "
         << namespaces.front()->name() << " .. " << namespaces.back()->name()
-        << "; commands start at simulated " << ready_s << " s\n";
+        << "; TCP " << congestion_control << "; commands start at simulated " << ready_s << " s\n";
   }
 
   std::exception_ptr runner_error;
@@ -410,6 +431,7 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
       {"mode", "emulate"},
       {"network", network->describe()},
       {"family", network->family()},
+      {"congestion_control", congestion_control},
       {"outcome", outcome_name(outcome, monitor.exceeded(), first_failure)},
       {"exit_code", result.exit_code},
       {"ready_time_s", ready_s},

@@ -27,6 +27,8 @@ struct EmulationOptions {
   double max_lag_s = kDefaultMaxLagMs / 1e3;  ///< stop when ns-3 falls this far behind the wall clock
   double timeout_s = 0;     ///< stop the commands after this many seconds; 0: never
   int master_port = 29500;  ///< MASTER_PORT
+  /// The hosts' TCP congestion control (CongestionControl.h); empty: the simulator's CUBIC.
+  std::string congestion_control;
   bool quiet = false;       ///< no progress lines
 };
 

@@ -38,10 +38,19 @@ void NetworkNamespace::ip(const std::vector<std::string>& args) const {
 }
 
 void NetworkNamespace::sysctl(const std::string& key, const std::string& value) const {
+  access_sysctl(key, &value);
+}
+
+std::string NetworkNamespace::read_sysctl(const std::string& key) const {
+  return access_sysctl(key, nullptr);
+}
+
+std::string NetworkNamespace::access_sysctl(const std::string& key, const std::string* value) const {
   // /proc/sys/net shows the namespace of the thread that opens it: a short-lived thread
-  // enters the namespace, writes, and ends, so no other thread changes namespace.
+  // enters the namespace, reads or writes, and ends, so no other thread changes namespace.
   std::string problem;
-  std::thread writer([&] {
+  std::string read;
+  std::thread worker([&] {
     const std::string path = file_of(name_);
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -55,13 +64,19 @@ void NetworkNamespace::sysctl(const std::string& key, const std::string& value) 
       return;
     }
     ::close(fd);
+    if (value == nullptr) {
+      std::ifstream file("/proc/sys/" + key);
+      if (!std::getline(file, read)) problem = "cannot read /proc/sys/" + key;
+      return;
+    }
     std::ofstream file("/proc/sys/" + key);
-    file << value;
+    file << *value;
     file.flush();
     if (!file) problem = "cannot write /proc/sys/" + key;
   });
-  writer.join();
+  worker.join();
   if (!problem.empty()) throw EmulationError("namespace " + name_ + ": " + problem);
+  return read;
 }
 
 }  // namespace gradwire

@@ -25,8 +25,13 @@ class NetworkNamespace {
 
   /// Writes a sysctl inside the namespace ("net/ipv6/conf/all/disable_ipv6" = "1").
   void sysctl(const std::string& key, const std::string& value) const;
+  /// Reads a sysctl inside the namespace, without its trailing newline.
+  std::string read_sysctl(const std::string& key) const;
 
  private:
+  /// Writes `*value` to /proc/sys/`key` inside the namespace, or reads it when `value` is null.
+  std::string access_sysctl(const std::string& key, const std::string* value) const;
+
   std::string name_;
 };
 

@@ -13,6 +13,8 @@ import socket
 import sys
 import time
 
+from peer_connection import connect_when_listening
+
 
 def retrans_segs():
     with open("/proc/net/snmp") as f:
@@ -41,16 +43,7 @@ def server(port, total):
 
 def client(addr, port, total):
     before = retrans_segs()
-    deadline = time.time() + 20
-    while True:  # the server may not be listening yet
-        try:
-            start = time.time()
-            sock = socket.create_connection((addr, port), timeout=30)
-            break
-        except OSError:
-            if time.time() > deadline:
-                raise
-            time.sleep(0.05)
+    sock, start = connect_when_listening(addr, port)
     block = b"\x5a" * (1 << 16)
     sent = 0
     while sent < total:
