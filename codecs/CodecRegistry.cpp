@@ -144,6 +144,9 @@ nlohmann::json CodecRegistry::resolve(const nlohmann::json& object,
                       "\"" + name + "\" exchanges several rounds per step and cannot be wrapped "
                       "in error feedback");
   }
+  // Reading the typed options runs the checks the declaration cannot state (a drop ratio
+  // below 1, a list of warm-up densities), so validation refuses what making it would.
+  if (info->read) info->read(out, path);
   return out;
 }
 

@@ -68,7 +68,10 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   if (trace_.record || replay) {
     if (auto refusal = replay_refusal(sc)) throw *refusal;
   }
-  if (replay) check_trace_matches(sc, replay->scenario, trace_.replay_source);
+  if (replay) {
+    check_trace_matches(sc, replay->scenario, trace_.replay_source);
+    check_codec_time_replayable(sc, *replay, trace_.replay_source);
+  }
   std::vector<int> all_ranks;
   for (int r = 0; r < n; ++r) all_ranks.push_back(r);
   TrainingSetup setup(sc, all_ranks, replay != nullptr);

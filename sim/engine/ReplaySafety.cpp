@@ -4,6 +4,8 @@
 #include <functional>
 #include <set>
 
+#include "sim/engine/StepTrace.h"
+
 namespace gradwire {
 
 std::optional<ConfigError> replay_refusal(const Scenario& sc) {
@@ -120,6 +122,22 @@ void check_trace_matches(const Scenario& scenario, const nlohmann::json& trace_s
     throw ConfigError("--replay", trace_path + " records another training: the scenarios differ at " +
                                       differs + " (only the network other than its transport, "
                                       "the name and the output folder may differ)");
+  }
+}
+
+void check_codec_time_replayable(const Scenario& scenario, const StepTrace& trace,
+                                 const std::string& trace_path) {
+  if (scenario.compute.codec_time == "free") return;
+  for (const auto& bucket : trace.codecs) {
+    for (const CodecCallLog& log : bucket) {
+      if (!log.ambiguous_work) continue;
+      const std::string codec = scenario.codec.at("kind").get<std::string>();
+      throw ConfigError("compute.codec_time",
+                        trace_path + " records codec " + codec + " decoding payloads of one size "
+                            "with different work, which a replay cannot tell apart; with codec "
+                            "time \"" + scenario.compute.codec_time + "\" run it without "
+                            "--replay (or with codec_time \"free\")");
+    }
   }
 }
 

@@ -17,6 +17,8 @@
 
 namespace gradwire {
 
+struct StepTrace;
+
 /// Why `scenario` cannot be replayed from a trace (the key that prevents it), or nothing.
 std::optional<ConfigError> replay_refusal(const Scenario& scenario);
 
@@ -33,5 +35,12 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b,
 /// trains as `scenario` does, naming the first key that differs.
 void check_trace_matches(const Scenario& scenario, const nlohmann::json& trace_scenario,
                          const std::string& trace_path);
+
+/// Throws ConfigError("compute.codec_time", ...) when `scenario` charges codec time and a codec
+/// of `trace` did different work for two decodes of one payload size (DGC's decode depends on
+/// how many values a payload holds, not only its bytes): the trace keeps only sizes, so that
+/// time cannot be replayed. Checked before anything runs, so a sweep trains such a run in full.
+void check_codec_time_replayable(const Scenario& scenario, const StepTrace& trace,
+                                 const std::string& trace_path);
 
 }  // namespace gradwire

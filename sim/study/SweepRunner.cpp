@@ -362,6 +362,18 @@ SweepOutcome SweepRunner::run(std::ostream* progress) {
     locks.erase(pid);
     const bool ok = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 &&
                     fs::exists(fs::path(dir_) / plan_.runs[i].name / "summary.json");
+    // Every run was validated, so a replay that exits 2 refused its trace (a codec time it
+    // cannot replay) before writing anything: it trains in full instead.
+    if (!ok && replays_[i] >= 0 && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 2) {
+      report(plan_.runs[i].name + ": its replay was refused (logs/" + plan_.runs[i].name +
+             ".replay-refused.log), training it in full");
+      fs::rename(fs::path(dir_) / "logs" / (plan_.runs[i].name + ".log"),
+                 fs::path(dir_) / "logs" / (plan_.runs[i].name + ".replay-refused.log"));
+      replays_[i] = -1;
+      status_[i] = "pending";
+      todo.insert(todo.begin(), i);
+      continue;
+    }
     if (ok) {
       status_[i] = "ok";
       ++outcome.finished;

@@ -245,6 +245,31 @@ TEST(Replay, ATraceOfAnotherTrainingIsRefusedNamingTheFirstDifference) {
   EXPECT_NO_THROW(run(renamed, replay));
 }
 
+TEST(Replay, CodecTimeThatDependsOnMoreThanPayloadSizesIsRefusedBeforeTheRun) {
+  // A codec whose decodes of one payload size did different work (DGC's can) leaves a trace
+  // whose codec time cannot be replayed: the replay is refused up front, naming the key, so a
+  // sweep trains that run in full instead of failing mid-way.
+  const nlohmann::json doc = scenario("ring", kDgc, false, true);
+  const RunResult recorded = recorded_run(doc);
+  auto ambiguous = std::make_shared<StepTrace>(*recorded.trace);
+  ASSERT_FALSE(ambiguous->codecs.empty());
+  ASSERT_FALSE(ambiguous->codecs.front().empty());
+  ambiguous->codecs.front().front().ambiguous_work = true;
+  TraceOptions replay;
+  replay.replay = ambiguous;
+  replay.replay_source = "dgc.gwtrace";
+  try {
+    run(with_network(doc, kEthernet10g), replay);
+    FAIL() << "codec time replayed from a trace that cannot give it";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.path(), "compute.codec_time");
+    EXPECT_NE(std::string(e.what()).find("dgc.gwtrace"), std::string::npos) << e.what();
+  }
+  // The trace as recorded (no such decodes) replays.
+  replay.replay = recorded.trace;
+  EXPECT_NO_THROW(run(with_network(doc, kEthernet10g), replay));
+}
+
 // --- the file format ---
 
 TEST(StepTraceFile, RoundTripsEveryField) {
