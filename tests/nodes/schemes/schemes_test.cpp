@@ -1,11 +1,13 @@
 // Training schemes: push-sum gossip, asynchronous parameter server, Leader SGD, heterogeneous
 // compute. Algorithm-level checks first, then whole runs on synthetic data.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <numeric>
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <ns3/node.h>
 #include <ns3/simulator.h>
 #include <torch/torch.h>
 
