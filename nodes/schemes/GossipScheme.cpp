@@ -24,20 +24,38 @@ SchemeInfo gossip_scheme() {
                      "out-peers per step, at most floor(log2(workers - 1)) + 1 (the graph's "
                      "distinct shifts 2^0, 2^1, ...)"),
              &PushSumOptions::peers);
+  fields
+      .add(integer("tau", 0, 0, PushSumOptions::kMaxTau,
+                   "delay bound (overlap SGP): a node mixes the shares sent to it tau steps "
+                   "earlier, so sending overlaps the next tau steps' compute and a node runs at "
+                   "most tau steps ahead of its in-peers (0: wait for this step's shares); not "
+                   "with faults"),
+           &PushSumOptions::tau)
+      .written_when([](const PushSumOptions& o) { return o.tau > 0 && !o.overlap; });
   fields.add(
-      boolean("overlap", false,
-              "mix the previous step's shares so sending overlaps compute (SGP with tau = 1); "
-              "not with faults"),
+      boolean("overlap", false, "the older spelling of tau: true is tau 1; not together with tau"),
       [](const JsonFields& f, const ParamSpec& spec, PushSumOptions& o) {
         o.overlap = f.boolean(spec.name, false);
+        if (o.overlap) o.tau = 1;
       },
       [](const PushSumOptions& o, const ParamSpec& spec, nlohmann::json& out) {
         if (o.overlap) out[spec.name] = true;
       });
-  gossip.declare(fields);
+  gossip.declare<PushSumOptions>(
+      fields, [](const PushSumOptions&, const JsonFields& f, SyncMode) {
+        if (f.has("overlap") && f.has("tau")) {
+          throw ConfigError(f.path_of("overlap"),
+                            "is the older spelling of tau (true: tau 1); give " +
+                                f.path_of("tau") + " alone");
+        }
+      });
   gossip.check_with_faults = [](const std::any& settings) {
-    if (std::any_cast<const PushSumOptions&>(settings).overlap) {
-      throw ConfigError("topology.overlap", "not supported together with faults");
+    const auto& o = std::any_cast<const PushSumOptions&>(settings);
+    if (o.overlap) throw ConfigError("topology.overlap", "not supported together with faults");
+    if (o.tau > 0) {
+      throw ConfigError("topology.tau",
+                        "expected 0 together with faults (a node finds a gone in-peer while "
+                        "it waits for this step's shares), got " + std::to_string(o.tau));
     }
   };
   gossip.check_with_workers = [](const std::any& settings, int workers) {

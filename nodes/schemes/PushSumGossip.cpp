@@ -125,9 +125,9 @@ void PushSumGossip::on_message(int rank, Message&& message) {
 void PushSumGossip::try_mix(int rank) {
   Node& node = *nodes_[rank];
   if (!node.waiting) return;
-  // Without overlap a node mixes the shares sent at its own step; with overlap those of the
-  // previous step (none at step 0), which had a whole step's compute time to arrive.
-  const std::int64_t mixed = options_.overlap && !faults_ ? node.step - 1 : node.step;
+  // With tau = 0 a node mixes the shares sent at its own step; with tau > 0 those of step
+  // step - tau (none before step tau), which had tau steps' compute time to arrive.
+  const std::int64_t mixed = faults_ ? node.step : node.step - options_.tau;
   auto it = node.inbox.find(mixed);
   if (faults_) {
     // Every live in-peer's share must be here (shares of gone peers may be, too).
@@ -309,6 +309,21 @@ void PushSumGossip::on_join(int donor, int newcomer) {
 double PushSumGossip::total_weight() const {
   double total = 0;
   for (const auto& node : nodes_) total += node->state.w();
+  return total;
+}
+
+double PushSumGossip::unmixed_weight() const {
+  const auto weight = [](const Message& m) {
+    const at::Tensor packed = DenseCodec::decode_dense(m.payload);
+    return packed[packed.numel() - 1].item<double>();
+  };
+  double total = 0;
+  for (const auto& node : nodes_) {
+    for (const auto& [step, shares] : node->inbox) {
+      for (const Message& m : shares) total += weight(m);
+    }
+    for (const Message& m : node->late) total += weight(m);
+  }
   return total;
 }
 

@@ -5,8 +5,13 @@
 // p = 1/(peers + 1); when the messages of its in-peers for that step have arrived it adds them,
 // sets z = x / w and continues. The sum of weights stays n and the nodes reach consensus.
 //
-// With `overlap` (SGP's tau = 1) a node mixes the shares of the previous step instead of
-// waiting for this step's: sending overlaps the next computation.
+// With a delay bound `tau` > 0 (overlap SGP, Assran et al. Sec. 3) a node at step t mixes the
+// shares its in-peers sent at step t - tau instead of waiting for this step's: sending
+// overlaps the next tau steps' computation, and a node waits only for a share that is tau
+// steps old (so it runs at most tau steps ahead of an in-peer). Every share is mixed exactly
+// tau steps late, the bound itself, which keeps runs deterministic; the paper's nodes also
+// take younger shares that happen to have arrived. The shares of the last tau steps are
+// never mixed: the run ends with them in the inboxes (unmixed_weight()).
 //
 // What travels: each push is a `none`-codec payload of the n_params + 1 floats (p*x, p*w).
 //
@@ -39,9 +44,14 @@ class Endpoint;
 
 struct PushSumOptions {
   int peers = 1;  ///< out-peers per step
-  /// One-step overlap (SGP with tau = 1, Assran et al. Sec. 3): after sending step t's shares
-  /// a node mixes the shares its in-peers sent at step t - 1 and goes on, so communication
-  /// overlaps the next step's computation instead of blocking it.
+  /// Largest delay bound `tau` a scenario may ask for.
+  static constexpr int kMaxTau = 8;
+  /// Delay bound (overlap SGP): after sending step t's shares a node mixes the shares its
+  /// in-peers sent at step t - tau (none while t < tau) and goes on, so communication
+  /// overlaps the next tau steps' computation instead of blocking it. 0: this step's shares.
+  int tau = 0;
+  /// The scenario said `overlap: true`, the older spelling of tau = 1 (tau is then 1); kept
+  /// so such scenarios resolve as they always did.
   bool overlap = false;
   double momentum = 0.0;
   double weight_decay = 0.0;
@@ -65,8 +75,13 @@ class PushSumGossip : public TrainingScheme, public FaultTolerant {
   void leave(int rank) override;
   void rejoin(int rank, Resume resume) override;
 
-  /// Sum of the push-sum weights held by the workers (stays n, up to messages in flight).
+  /// Sum of the push-sum weights held by the workers (stays n, up to messages in flight and
+  /// shares not mixed yet).
   double total_weight() const;
+  /// Sum of the push-sum weights of the shares that have arrived but are not mixed yet (with
+  /// tau > 0, those of the last tau steps once training ends): with total_weight() it makes
+  /// n when nothing is in flight.
+  double unmixed_weight() const;
 
  private:
   struct Node;

@@ -12,7 +12,7 @@ namespace gradwire {
 /// key a user would change:
 ///  - dataset: at least one training sample per worker; compute.slow_workers: ranks of workers;
 ///  - faults: only with a scheme that handles them (sync), not with the scheme's settings it
-///    refuses (gossip's overlap), not with a multi-round codec, not over UDP;
+///    refuses (gossip's tau > 0), not with a multi-round codec, not over UDP;
 ///  - network: impairment host indices within the run's hosts;
 ///  - codec: `none` with schemes that send parameters;
 ///  - model: reads the dataset's samples, its data-dependent sizes (patches, image sides); the

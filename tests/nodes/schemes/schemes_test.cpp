@@ -1,20 +1,30 @@
 // Training schemes: push-sum gossip, asynchronous parameter server, Leader SGD, heterogeneous
 // compute. Algorithm-level checks first, then whole runs on synthetic data.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <ns3/node.h>
+#include <ns3/simulator.h>
 #include <torch/torch.h>
 
 #include "common/ConfigError.h"
 #include "MetricsLines.h"
 #include "nodes/schemes/ExponentialGraph.h"
+#include "netmodels/Network.h"
 #include "nodes/schemes/LeaderSgd.h"
+#include "nodes/schemes/PushSumGossip.h"
 #include "nodes/schemes/PushSumState.h"
+#include "nodes/schemes/Worker.h"
+#include "nodes/transport/Messenger.h"
 #include "sim/engine/ComputeTime.h"
 #include "sim/engine/Engine.h"
 #include "sim/engine/ScenarioLoader.h"
+#include "sim/engine/SimulatedWorld.h"
+#include "sim/engine/TrainingSetup.h"
 
 namespace gradwire {
 namespace {
@@ -256,6 +266,149 @@ TEST(PushSum, OverlapHidesCommunicationBehindComputeAndStillTrains) {
   auto ring = run_doc("ring");
   ring["topology"]["overlap"] = true;
   EXPECT_THROW(load_scenario(ring), ConfigError);
+}
+
+/// A gossip run wired as the engine wires it, kept open at the end so the scheme's push-sum
+/// weights can be read: each worker's step records, and the weights once every share sent has
+/// arrived (the simulation goes on for a second after the last worker finished).
+struct GossipRun {
+  std::vector<std::vector<StepRecord>> steps;  ///< [rank][step]
+  double total_weight = 0;
+  double unmixed_weight = 0;
+};
+
+GossipRun run_gossip(const nlohmann::json& doc) {
+  const Scenario scenario = load_scenario(doc);
+  const int n = scenario.training.workers;
+  std::vector<int> ranks(static_cast<std::size_t>(n));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  TrainingSetup setup(scenario, ranks);
+  const SimulatedWorld world(scenario, setup.hosts());
+  std::vector<Endpoint*> endpoints;
+  for (int r = 0; r < n; ++r) endpoints.push_back(ns3::PeekPointer(world.messengers()[r]));
+  setup.build_scheme(endpoints, nullptr, nullptr);
+  GossipRun run;
+  run.steps.resize(static_cast<std::size_t>(n));
+  int finished = 0;
+  std::vector<ns3::Ptr<Worker>> workers;
+  for (int r = 0; r < n; ++r) {
+    workers.push_back(setup.make_worker(
+        r, endpoints[r], [&run](const StepRecord& s) { run.steps[s.rank].push_back(s); },
+        [&finished, n](int) {
+          if (++finished == n) ns3::Simulator::Stop(ns3::Seconds(1.0));
+        }));
+    workers.back()->SetStartTime(ns3::Seconds(world.network().ready_time_s()));
+    world.network().host(static_cast<std::size_t>(r))->AddApplication(workers.back());
+  }
+  ns3::Simulator::Run();
+  EXPECT_EQ(finished, n);
+  const auto& gossip = dynamic_cast<const PushSumGossip&>(setup.scheme());
+  run.total_weight = gossip.total_weight();
+  run.unmixed_weight = gossip.unmixed_weight();
+  return run;
+}
+
+TEST(PushSum, DelayedSharesConserveTheWeights) {
+  // 4 workers, one 3x slower, so the inboxes fill unevenly. A node keeps 1/(peers + 1) of its
+  // weight and pushes the rest; with tau > 0 the last tau steps' shares are still unmixed when
+  // training ends, and with them the weights sum to n.
+  for (const int tau : {0, 2, 3}) {
+    auto doc = run_doc("gossip");
+    doc["training"]["steps"] = 40;
+    doc["training"]["eval_every"] = 40;
+    doc["compute"]["slow_workers"] = {{{"rank", 0}, {"scale", 3.0}}};
+    doc["topology"]["peers"] = 2;
+    doc["topology"]["tau"] = tau;
+    const GossipRun run = run_gossip(doc);
+    EXPECT_NEAR(run.total_weight + run.unmixed_weight, 4.0, 1e-5) << "tau " << tau;
+    if (tau == 0) {
+      EXPECT_EQ(run.unmixed_weight, 0.0);
+    } else {
+      EXPECT_GT(run.unmixed_weight, 0.5) << "tau " << tau << ": the last shares are unmixed";
+    }
+  }
+}
+
+TEST(PushSum, ANodeRunsAtMostTauStepsAheadOfItsInPeer) {
+  // Two workers, each the other's only peer; worker 0 computes 5x slower (10 ms a step against
+  // 2 ms). When worker 1 ends step t it has done t + 1 steps; worker 0 has pushed the shares
+  // of every step it finished computing by then. Worker 1 waits for the share of step t - tau
+  // and for no younger one, so it gets exactly tau steps ahead and never more.
+  for (const int tau : {0, 1, 2, 3}) {
+    auto doc = run_doc("gossip");
+    doc["training"]["workers"] = 2;
+    doc["training"]["steps"] = 30;
+    doc["training"]["eval_every"] = 30;
+    doc["compute"]["slow_workers"] = {{{"rank", 0}, {"scale", 5.0}}};
+    doc["topology"]["tau"] = tau;
+    const GossipRun run = run_gossip(doc);
+    const auto& slow = run.steps[0];
+    const auto& fast = run.steps[1];
+    ASSERT_EQ(slow.size(), 30u);
+    ASSERT_EQ(fast.size(), 30u);
+    std::int64_t most_ahead = -1;
+    for (const StepRecord& s : fast) {
+      const auto pushed = std::count_if(slow.begin(), slow.end(), [&s](const StepRecord& q) {
+        return q.start_s + q.compute_s <= s.end_s;
+      });
+      const std::int64_t ahead = s.step + 1 - pushed;
+      EXPECT_LE(ahead, tau) << "tau " << tau << ", step " << s.step;
+      most_ahead = std::max(most_ahead, ahead);
+    }
+    EXPECT_EQ(most_ahead, tau);
+  }
+}
+
+TEST(PushSum, TauOneIsOverlapBitForBit) {
+  // `overlap: true` is the older spelling of tau = 1: the same run, and each resolves as given.
+  auto doc = run_doc("gossip");
+  doc["network"]["rate"] = "20Mbps";
+  doc["compute"]["slow_workers"] = {{{"rank", 1}, {"scale", 3.0}}};
+  doc["topology"]["overlap"] = true;
+  const Scenario overlap_scenario = load_scenario(doc);
+  EXPECT_EQ(overlap_scenario.resolved["topology"].value("overlap", false), true);
+  EXPECT_FALSE(overlap_scenario.resolved["topology"].contains("tau"));
+  const RunResult overlap = Engine(overlap_scenario).run("", nullptr);
+  doc["topology"].erase("overlap");
+  doc["topology"]["tau"] = 1;
+  const Scenario tau_scenario = load_scenario(doc);
+  EXPECT_EQ(tau_scenario.resolved["topology"].value("tau", 0), 1);
+  EXPECT_FALSE(tau_scenario.resolved["topology"].contains("overlap"));
+  const RunResult tau1 = Engine(tau_scenario).run("", nullptr);
+  EXPECT_EQ(testing::without_wall_times(tau1.metrics_jsonl),
+            testing::without_wall_times(overlap.metrics_jsonl));
+  EXPECT_EQ(tau1.final_parameters, overlap.final_parameters);
+  doc["topology"]["tau"] = 2;
+  const RunResult tau2 = Engine(load_scenario(doc)).run("", nullptr);
+  EXPECT_NE(tau2.final_parameters, overlap.final_parameters) << "tau is read";
+  doc["topology"]["tau"] = 0;
+  EXPECT_FALSE(load_scenario(doc).resolved["topology"].contains("tau")) << "0 is the default";
+}
+
+TEST(PushSum, TauIsValidatedByName) {
+  const auto refusal = [](const nlohmann::json& topology) -> std::pair<std::string, std::string> {
+    auto doc = run_doc("gossip");
+    doc["topology"].update(topology);
+    try {
+      load_scenario(doc);
+    } catch (const ConfigError& e) {
+      return {e.path(), e.what()};
+    }
+    return {"", "loaded"};
+  };
+  for (const nlohmann::json& tau : {nlohmann::json(9), nlohmann::json(-1), nlohmann::json(1.5),
+                                    nlohmann::json("2")}) {
+    const auto [path, what] = refusal({{"tau", tau}});
+    EXPECT_EQ(path, "topology.tau") << tau.dump();
+    EXPECT_NE(what.find("[0, 8]"), std::string::npos) << what;
+  }
+  const auto [path, what] = refusal({{"tau", 2}, {"overlap", true}});
+  EXPECT_EQ(path, "topology.overlap");
+  EXPECT_NE(what.find("topology.tau alone"), std::string::npos) << what;
+  EXPECT_EQ(refusal({{"tau", 8}}).first, "");
+  auto ring = run_doc("ring");
+  ring["topology"]["tau"] = 1;
+  EXPECT_THROW(load_scenario(ring), ConfigError) << "only gossip has a delay bound";
 }
 
 TEST(AsyncParameterServer, StalenessFollowsTheComputeSchedule) {
