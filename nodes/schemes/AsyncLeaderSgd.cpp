@@ -2,12 +2,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <stdexcept>
 
 #include <ATen/ATen.h>
 
 #include "codecs/DenseCodec.h"
+#include "common/DecodeError.h"
 #include "nodes/schemes/WallClockAccount.h"
 #include "nodes/schemes/Worker.h"
 #include "nodes/transport/Endpoint.h"

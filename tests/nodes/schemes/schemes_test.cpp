@@ -452,7 +452,7 @@ TEST(AsyncLeaderSgd, AStragglerHoldsNoFastWorkerBack) {
   const RunResult sync = run("sync"), async = run("async");
   const double straggler_end = async.summary["sim_time_s"].get<double>();
   EXPECT_NEAR(straggler_end, 30 * 0.03, 0.01);
-  EXPECT_EQ(waited(async), 0.0);
+  EXPECT_LT(waited(async), 1e-9);  // zero but for rounding
   EXPECT_LT(30 * 0.01 + waited(async), 0.4 * straggler_end);
   // Sync: the fast worker spends the straggler's extra 0.6 s waiting.
   EXPECT_GT(waited(sync), 0.55);
