@@ -80,11 +80,7 @@ bool AsyncLeaderSgd::leads(int rank, const std::vector<int>& among) const {
 }
 
 void AsyncLeaderSgd::send(int rank, const std::vector<int>& to, const Message& message) {
-  for (int peer : to) {
-    if (peer == rank) continue;
-    Message copy = message;
-    messengers_[rank]->Send(static_cast<std::uint32_t>(peer), std::move(copy));
-  }
+  send_to_others(*messengers_[rank], rank, to, message);
 }
 
 void AsyncLeaderSgd::on_gradient(Worker& worker, const at::Tensor& gradient) {

@@ -65,6 +65,15 @@ void LeaderSgd::on_start(Worker& worker) {
   nodes_.at(static_cast<std::size_t>(worker.rank()))->worker = &worker;
 }
 
+void send_to_others(Endpoint& endpoint, int rank, const std::vector<int>& to,
+                    const Message& message) {
+  for (int peer : to) {
+    if (peer == rank) continue;
+    Message copy = message;
+    endpoint.Send(static_cast<std::uint32_t>(peer), std::move(copy));
+  }
+}
+
 std::vector<int> leader_group(int rank, int group_size, int n) {
   std::vector<int> out;
   const int first = rank / group_size * group_size;
@@ -120,11 +129,7 @@ void LeaderSgd::send_parameters(int rank, const std::vector<int>& to, std::uint3
     WallClockAccount::Charge charge(account_);
     m.payload = DenseCodec::encode_dense(nodes_[rank]->worker->Parameters());
   }
-  for (int peer : to) {
-    if (peer == rank) continue;
-    Message copy = m;
-    messengers_[rank]->Send(static_cast<std::uint32_t>(peer), std::move(copy));
-  }
+  send_to_others(*messengers_[rank], rank, to, m);
 }
 
 void LeaderSgd::on_gradient(Worker& worker, const at::Tensor& gradient) {
@@ -151,11 +156,7 @@ void LeaderSgd::on_gradient(Worker& worker, const at::Tensor& gradient) {
   m.payload.resize(sizeof loss);
   std::memcpy(m.payload.data(), &loss, sizeof loss);
   // A global pull needs every loss; each group's leader is then known from them too.
-  for (int peer : participants(rank, node.global)) {
-    if (peer == rank) continue;
-    Message copy = m;
-    messengers_[rank]->Send(static_cast<std::uint32_t>(peer), std::move(copy));
-  }
+  send_to_others(*messengers_[rank], rank, participants(rank, node.global), m);
   advance(rank);
 }
 

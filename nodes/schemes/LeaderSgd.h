@@ -35,6 +35,9 @@ struct LeaderOptions {
   bool async = false;        ///< topology.mode async: AsyncLeaderSgd (the mode, not a key)
 };
 
+/// Sends a copy of `message` through `rank`'s endpoint to each of `to` but `rank` itself.
+void send_to_others(Endpoint& endpoint, int rank, const std::vector<int>& to,
+                    const Message& message);
 /// The ranks of `rank`'s group: consecutive ranks, `group_size` to a group, of `n` workers.
 std::vector<int> leader_group(int rank, int group_size, int n);
 /// The average of the workers' parameters (the evaluated model), and the mean squared distance
