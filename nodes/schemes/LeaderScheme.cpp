@@ -1,6 +1,8 @@
-// Leader SGD's declaration: local steps, and pulls towards the group's and the global leader.
+// Leader SGD's declaration: local steps, and pulls towards the group's and the global leader,
+// waiting for them (sync) or towards the last copies received (async).
 #include <memory>
 
+#include "nodes/schemes/AsyncLeaderSgd.h"
 #include "nodes/schemes/BuiltinSchemes.h"
 #include "nodes/schemes/LeaderSgd.h"
 
@@ -14,8 +16,11 @@ SchemeInfo leader_scheme() {
       "Leader SGD: local steps; every l_comm steps the workers of a group (consecutive ranks) "
       "are pulled towards the group's leader (lowest loss), every g_comm steps towards the "
       "global leader (both in one update when both fall on a step); only the leaders' "
-      "parameters travel, the global leader's through the group leaders";
-  leader.modes = {SyncMode::kSync};
+      "parameters travel, the global leader's through the group leaders. Sync: each pull waits "
+      "for the losses and the leaders' parameters; async (the paper's asynchronous version): "
+      "nobody waits, each worker pulls towards the leaders' parameters it last received, "
+      "and losses and leaders' parameters travel in the background";
+  leader.modes = {SyncMode::kSync, SyncMode::kAsync};
   leader.sends_gradients = false;
   FieldTable<LeaderOptions> fields;
   fields.add(integer("l_comm", 16, 1, 100000000, "steps between pulls towards the group leader"),
@@ -29,8 +34,16 @@ SchemeInfo leader_scheme() {
   fields.add(integer("group_size", 4, 1, 1024, "workers per group (consecutive ranks)"),
              &LeaderOptions::group_size);
   leader.declare(fields);
+  // The mode picks the class; the options carry it from validation to the run.
+  leader.read = [read_keys = leader.read](const JsonFields& topology, SyncMode mode) -> std::any {
+    LeaderOptions o = std::any_cast<LeaderOptions>(read_keys(topology, mode));
+    o.async = mode == SyncMode::kAsync;
+    return o;
+  };
   leader.scheme = [](const SchemeParts& p, const std::any& settings) -> std::unique_ptr<TrainingScheme> {
-    return std::make_unique<LeaderSgd>(p.workers, std::any_cast<const LeaderOptions&>(settings));
+    const auto& o = std::any_cast<const LeaderOptions&>(settings);
+    if (o.async) return std::make_unique<AsyncLeaderSgd>(p.workers, o);
+    return std::make_unique<LeaderSgd>(p.workers, o);
   };
   return leader;
 }

@@ -65,13 +65,43 @@ void LeaderSgd::on_start(Worker& worker) {
   nodes_.at(static_cast<std::size_t>(worker.rank()))->worker = &worker;
 }
 
+void send_to_others(Endpoint& endpoint, int rank, const std::vector<int>& to,
+                    const Message& message) {
+  for (int peer : to) {
+    if (peer == rank) continue;
+    Message copy = message;
+    endpoint.Send(static_cast<std::uint32_t>(peer), std::move(copy));
+  }
+}
+
+std::vector<int> leader_group(int rank, int group_size, int n) {
+  std::vector<int> out;
+  const int first = rank / group_size * group_size;
+  for (int r = first; r < std::min(n, first + group_size); ++r) out.push_back(r);
+  return out;
+}
+
+at::Tensor mean_parameters(const std::vector<Worker*>& workers) {
+  at::Tensor sum;
+  for (const Worker* worker : workers) {
+    at::Tensor x = worker->Parameters();
+    sum = sum.defined() ? sum + x : x;
+  }
+  return sum / static_cast<double>(workers.size());
+}
+
+double spread_around_mean(const std::vector<Worker*>& workers) {
+  const at::Tensor mean = mean_parameters(workers);
+  double total = 0;
+  for (const Worker* worker : workers) {
+    total += (worker->Parameters() - mean).pow(2).sum().item<double>();
+  }
+  return total / static_cast<double>(workers.size());
+}
+
 std::vector<int> LeaderSgd::participants(int rank, bool global) const {
   const int n = static_cast<int>(nodes_.size());
-  std::vector<int> out;
-  const int first = global ? 0 : rank / options_.group_size * options_.group_size;
-  const int last = global ? n : std::min(n, first + options_.group_size);
-  for (int r = first; r < last; ++r) out.push_back(r);
-  return out;
+  return global ? leader_group(0, n, n) : leader_group(rank, options_.group_size, n);
 }
 
 int LeaderSgd::lowest_loss(const Node& node, const std::vector<int>& among) const {
@@ -99,11 +129,7 @@ void LeaderSgd::send_parameters(int rank, const std::vector<int>& to, std::uint3
     WallClockAccount::Charge charge(account_);
     m.payload = DenseCodec::encode_dense(nodes_[rank]->worker->Parameters());
   }
-  for (int peer : to) {
-    if (peer == rank) continue;
-    Message copy = m;
-    messengers_[rank]->Send(static_cast<std::uint32_t>(peer), std::move(copy));
-  }
+  send_to_others(*messengers_[rank], rank, to, m);
 }
 
 void LeaderSgd::on_gradient(Worker& worker, const at::Tensor& gradient) {
@@ -130,11 +156,7 @@ void LeaderSgd::on_gradient(Worker& worker, const at::Tensor& gradient) {
   m.payload.resize(sizeof loss);
   std::memcpy(m.payload.data(), &loss, sizeof loss);
   // A global pull needs every loss; each group's leader is then known from them too.
-  for (int peer : participants(rank, node.global)) {
-    if (peer == rank) continue;
-    Message copy = m;
-    messengers_[rank]->Send(static_cast<std::uint32_t>(peer), std::move(copy));
-  }
+  send_to_others(*messengers_[rank], rank, participants(rank, node.global), m);
   advance(rank);
 }
 
@@ -231,22 +253,14 @@ void LeaderSgd::advance(int rank) {
   node.worker->FinishStep();
 }
 
-at::Tensor LeaderSgd::evaluation_parameters() const {
-  at::Tensor sum;
-  for (const auto& node : nodes_) {
-    at::Tensor x = node->worker->Parameters();
-    sum = sum.defined() ? sum + x : x;
-  }
-  return sum / static_cast<double>(nodes_.size());
+std::vector<Worker*> LeaderSgd::workers() const {
+  std::vector<Worker*> out;
+  for (const auto& node : nodes_) out.push_back(node->worker);
+  return out;
 }
 
-double LeaderSgd::consensus_distance() const {
-  const at::Tensor mean = evaluation_parameters();
-  double total = 0;
-  for (const auto& node : nodes_) {
-    total += (node->worker->Parameters() - mean).pow(2).sum().item<double>();
-  }
-  return total / static_cast<double>(nodes_.size());
-}
+at::Tensor LeaderSgd::evaluation_parameters() const { return mean_parameters(workers()); }
+
+double LeaderSgd::consensus_distance() const { return spread_around_mean(workers()); }
 
 }  // namespace gradwire

@@ -8,6 +8,8 @@
 // global step, from which each group's leader is known too); then only leaders' parameters
 // travel. The global leader's go through the group leaders: the global leader sends them to its
 // own group and once to each other group's leader, who passes them on within its group.
+// This is the synchronous version: at each pull step the group waits for the losses and the
+// leaders' parameters. `mode: async` runs AsyncLeaderSgd (nobody waits).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,7 @@
 namespace gradwire {
 
 class Endpoint;
+class Worker;
 
 struct LeaderOptions {
   std::int64_t l_comm = 16;  ///< steps between pulls towards the group leader
@@ -29,7 +32,18 @@ struct LeaderOptions {
   double c1 = 0.5;           ///< pull strength towards the group leader
   double c2 = 0.5;           ///< pull strength towards the global leader
   int group_size = 4;        ///< consecutive ranks form a group (e.g. one site or machine)
+  bool async = false;        ///< topology.mode async: AsyncLeaderSgd (the mode, not a key)
 };
+
+/// Sends a copy of `message` through `rank`'s endpoint to each of `to` but `rank` itself.
+void send_to_others(Endpoint& endpoint, int rank, const std::vector<int>& to,
+                    const Message& message);
+/// The ranks of `rank`'s group: consecutive ranks, `group_size` to a group, of `n` workers.
+std::vector<int> leader_group(int rank, int group_size, int n);
+/// The average of the workers' parameters (the evaluated model), and the mean squared distance
+/// of each worker's to it.
+at::Tensor mean_parameters(const std::vector<Worker*>& workers);
+double spread_around_mean(const std::vector<Worker*>& workers);
 
 /// The pull of Leader SGD: (1 - c) x + c x_leader.
 at::Tensor leader_pull(const at::Tensor& x, const at::Tensor& leader, double c);
@@ -59,6 +73,7 @@ class LeaderSgd : public TrainingScheme {
   /// Sends rank's parameters (or, `relayed`, those a message carried) to `to` but itself.
   void send_parameters(int rank, const std::vector<int>& to, std::uint32_t carries,
                        const Message* relayed);
+  std::vector<Worker*> workers() const;
 
   std::vector<Endpoint*> messengers_;
   LeaderOptions options_;

@@ -33,24 +33,38 @@ std::vector<ParamSpec> SchemeRegistry::common_params() const {
   return {
       choice("kind", "ring", names(), "the training scheme"),
       choice("mode", "sync", {"sync", "async"},
-             "sync: each step waits for the aggregate; async: the parameter server (ps only) "
-             "applies each push as it lands"),
+             "sync: each step waits for the aggregate; async (ps and leader): nobody waits, "
+             "the parameter server applies each push as it lands and Leader SGD's workers pull "
+             "towards the leaders' parameters they last received"),
       duration("timeout", "200ms",
                "with `faults`: how long a party waits for a missing peer before checking "
                "whether it is gone"),
   };
 }
 
-std::string schemes_with_processes() {
+namespace {
+
+/// The schemes that `has`, quoted and joined: "\"ring\" and \"ps\"".
+std::string quoted_schemes(const std::function<bool(const SchemeInfo&)>& has) {
   std::vector<std::string> names;
   for (const auto& s : SchemeRegistry::builtin().list()) {
-    if (s.processes) names.push_back("\"" + s.name + "\"");
+    if (has(s)) names.push_back("\"" + s.name + "\"");
   }
   std::string out;
   for (std::size_t i = 0; i < names.size(); ++i) {
     out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
   }
   return out;
+}
+
+}  // namespace
+
+std::string schemes_with_processes() {
+  return quoted_schemes([](const SchemeInfo& s) { return s.processes; });
+}
+
+std::string schemes_with_mode(SyncMode mode) {
+  return quoted_schemes([mode](const SchemeInfo& s) { return s.has_mode(mode); });
 }
 
 std::string mode_name(SyncMode mode) { return mode == SyncMode::kAsync ? "async" : "sync"; }

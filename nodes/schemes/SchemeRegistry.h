@@ -100,6 +100,8 @@ class SchemeRegistry : public KindRegistry<SchemeInfo>, public BuiltinKinds<Sche
 
 /// The schemes that run as worker processes, quoted: "\"ring\" and \"ps\"".
 std::string schemes_with_processes();
+/// The schemes that have `mode`, quoted as schemes_with_processes() quotes them.
+std::string schemes_with_mode(SyncMode mode);
 
 /// The declaration as Markdown (docs/schemes.md's generated part) and as JSON.
 std::string scheme_reference_markdown();

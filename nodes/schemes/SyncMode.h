@@ -5,8 +5,8 @@
 
 namespace gradwire {
 
-/// sync: every step waits for the aggregate; async: the parameter server applies each push as
-/// it lands.
+/// sync: every step waits for the aggregate; async: nobody waits (the parameter server applies
+/// each push as it lands; Leader SGD pulls towards the leaders' parameters last received).
 enum class SyncMode { kSync, kAsync };
 
 std::string mode_name(SyncMode mode);

@@ -20,8 +20,8 @@ TopologyConfig read_topology(const JsonFields& topo) {
   if (!info.has_mode(tp.mode)) {
     throw ConfigError(topo.path_of("mode"),
                       "expected \"" + mode_name(info.modes.front()) + "\" for " + info.name +
-                          " (async is the parameter server's mode; gossip and leader are "
-                          "decentralised by nature)");
+                          " (only " + schemes_with_mode(tp.mode) + " have an " +
+                          mode_name(tp.mode) + " mode)");
   }
   tp.settings = info.read(topo, tp.mode);
   tp.timeout_s = declared_duration(topo, spec("timeout"));

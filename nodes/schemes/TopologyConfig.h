@@ -15,7 +15,7 @@ namespace gradwire {
 
 struct TopologyConfig {
   std::string kind = "ring";
-  SyncMode mode = SyncMode::kSync;  ///< async: parameter server only
+  SyncMode mode = SyncMode::kSync;  ///< async: the schemes that declare it (ps, leader)
   double timeout_s = 0.2;           ///< faults: how long a collective waits before declaring a peer gone
   std::any settings;                ///< the scheme's options struct (its declaration's `read`)
 

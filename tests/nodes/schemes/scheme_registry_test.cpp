@@ -30,12 +30,13 @@ TEST(SchemeRegistry, KindChoicesAreTheRegisteredSchemes) {
   EXPECT_EQ(param_named(r.common_params(), "kind").choices, r.names());
 }
 
-TEST(SchemeRegistry, OnlyTheParameterServerHasAServerHostAndAnAsyncMode) {
+TEST(SchemeRegistry, OnlyTheParameterServerHasAServerHostAndItAndLeaderSgdAnAsyncMode) {
   for (const auto& info : SchemeRegistry::builtin().list()) {
     const bool ps = info.name == "ps";
     EXPECT_EQ(info.server_host, ps) << info.name;
-    EXPECT_EQ(info.has_mode(SyncMode::kAsync), ps) << info.name;
+    EXPECT_EQ(info.has_mode(SyncMode::kAsync), ps || info.name == "leader") << info.name;
   }
+  EXPECT_EQ(schemes_with_mode(SyncMode::kAsync), "\"ps\" and \"leader\"");
   // Local-update training has one where its pseudo-gradients go through a parameter server.
   const SchemeInfo& local = SchemeRegistry::builtin().at("local");
   const nlohmann::json ring_keys{{"aggregation", "ring"}}, ps_keys = nlohmann::json::object();

@@ -63,6 +63,7 @@ TEST(ScenarioRules, TheValidScenarioLoadsWithEachSectionThatTheCasesBreak) {
            nlohmann::json{{"topology", {{"kind", "gossip"}, {"tau", 2}}}},
            nlohmann::json{{"topology", {{"kind", "gossip"}, {"peers", 2}}}},
            nlohmann::json{{"topology", {{"kind", "leader"}}}},
+           nlohmann::json{{"topology", {{"kind", "leader"}, {"mode", "async"}}}},
            nlohmann::json{{"topology", {{"kind", "ps"}, {"mode", "async"}}}},
            nlohmann::json{{"codec", {{"kind", "topk"}}}},
        }) {
@@ -114,6 +115,11 @@ INSTANTIATE_TEST_SUITE_P(
                  {{"topology", {{"kind", "ps"}, {"max_staleness", 2}}}}, "topology.max_staleness"},
         RuleCase{"async_mode_for_the_ring", {{"topology", {{"kind", "ring"}, {"mode", "async"}}}},
                  "topology.mode"},
+        RuleCase{"async_mode_for_gossip", {{"topology", {{"kind", "gossip"}, {"mode", "async"}}}},
+                 "topology.mode"},
+        RuleCase{"faults_with_async_leader_sgd",
+                 {{"faults", faults()}, {"topology", {{"kind", "leader"}, {"mode", "async"}}}},
+                 "faults"},
         RuleCase{"a_key_of_another_model", {{"model", {{"kind", "cnn"}, {"hidden", {8}}}}},
                  "model.hidden"},
         // Codec settings the declaration's bounds allow but the codec cannot be made with.
