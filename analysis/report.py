@@ -652,6 +652,29 @@ def device_compute_rows(runs):
     return rows
 
 
+LAYER_HEADER = ["run", "layer type", "tensors", "elements", "density (%)", "bytes per step",
+                "compression (x)"]
+
+
+def layer_compression_rows(runs):
+    """Rows of the per-layer-type compression table: one per run and layer type, from
+    summary.json's layer_compression (codecs that select per tensor: adacomp, dgc, sdagc)."""
+    rows = []
+    for r in sorted(runs, key=lambda r: r.name):
+        layers = r.summary.get("layer_compression")
+        by_type = layers.get("by_type") if isinstance(layers, dict) else None
+        if not isinstance(by_type, dict):
+            continue
+        for kind, t in by_type.items():
+            if not isinstance(t, dict):
+                continue
+            density = t.get("density")
+            density = 100 * density if isinstance(density, (int, float)) else None
+            rows.append([r.name, kind, fmt(t.get("tensors")), fmt(t.get("numel")), fmt(density),
+                         fmt(t.get("bytes_per_step")), fmt(t.get("compression"))])
+    return rows
+
+
 def breakdown(runs):
     """Per run with step times: (name, compute ms, codec ms or None, exposed comm ms, step ms)."""
     rows = []
@@ -1123,6 +1146,15 @@ def main(argv):
                      "devices' busy watts, with the rest of the run at their idle watts "
                      "(summary.json's energy).</p>")
         parts.append(table_html(DEVICE_HEADER, device_rows, "devices"))
+    layer_rows = layer_compression_rows(runs)
+    if layer_rows:
+        parts.append("<h2>Compression by layer type</h2><p>Runs whose codec selects per tensor "
+                     "(adacomp, dgc, sdagc): what it sent of each kind of layer, over the run "
+                     "(summary.json's layer_compression): conv are 4-D weights, fc 2-D ones "
+                     "(fully connected, recurrent, embedding), vector biases and normalisation. "
+                     "Density is the fraction of elements sent; compression is 4 bytes per "
+                     "element over the payload bytes the layer took per worker and step.</p>")
+        parts.append(table_html(LAYER_HEADER, layer_rows, "layers"))
     parts.append("<h2>Results (results.csv)</h2>")
     # A measure no run has (energy without device profiles, perplexity of image data, the lost
     # fraction over TCP) would only widen the page: shown in results.csv, not here.

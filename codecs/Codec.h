@@ -20,6 +20,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -27,6 +28,7 @@
 
 #include "codecs/CodecTraits.h"
 #include "codecs/CodecWork.h"
+#include "codecs/TensorSend.h"
 #include "common/ByteSpan.h"
 #include "common/DecodeError.h"
 
@@ -76,6 +78,14 @@ class Codec {
   /// codec's.
   double last_density() const {
     return density_of_ != nullptr ? density_of_->last_density() : last_density_;
+  }
+
+  /// Per parameter tensor of the layout, in its order: what the last encode() sent of each
+  /// (recorded per step in metrics.jsonl and summed in summary.json). Empty when the codec
+  /// does not select per tensor or the layout does not tile the encoded gradient. A
+  /// decorator reports its inner codec's.
+  const std::vector<TensorSend>& last_tensor_sends() const {
+    return density_of_ != nullptr ? density_of_->last_tensor_sends() : last_tensor_sends_;
   }
 
   /// Encodes a contiguous 1-D float32 CPU tensor into a self-describing payload (also a tensor
@@ -145,10 +155,13 @@ class Codec {
 
   /// What the encode that just ran carried (codecs that send part of the gradient).
   void set_last_density(double density) { last_density_ = density; }
+  /// What the encode that just ran sent of each tensor (codecs that select per tensor).
+  void set_last_tensor_sends(std::vector<TensorSend> sends) { last_tensor_sends_ = std::move(sends); }
 
  private:
   CodecTraits traits_;
   double last_density_ = 1.0;
+  std::vector<TensorSend> last_tensor_sends_;
   const Codec* density_of_ = nullptr;
 };
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "codecs/CodecWork.h"
+#include "codecs/TensorSend.h"
 #include "common/ByteSpan.h"
 
 namespace gradwire {
@@ -50,6 +51,7 @@ struct CodecCall {
   Kind kind = Kind::kEncode;
   std::vector<PayloadShape> payloads;  ///< kEncode, kEncodeChunks; kRound: its payload, if any
   double density = 1.0;                ///< kEncode, kEncodeChunks, kRound: last_density() after it
+  std::vector<TensorSend> tensor_sends; ///< kEncode, kEncodeChunks: last_tensor_sends() after it
   bool has_work = false;               ///< the run asked the call's declared work (timed codecs)
   CodecWork work;
   // kRound

@@ -59,6 +59,7 @@ Bytes RecordingCodecBase<Base>::encode(const at::Tensor& grad) {
   CodecCall& call = log_call(CodecCall::Kind::kEncode);
   call.payloads.push_back(PayloadShape::of(payload));
   call.density = inner_.last_density();
+  call.tensor_sends = inner_.last_tensor_sends();
   return payload;
 }
 
@@ -69,6 +70,7 @@ std::vector<Bytes> RecordingCodecBase<Base>::encode_chunks(
   CodecCall& call = log_call(CodecCall::Kind::kEncodeChunks);
   for (const Bytes& p : payloads) call.payloads.push_back(PayloadShape::of(p));
   call.density = inner_.last_density();
+  call.tensor_sends = inner_.last_tensor_sends();
   return payloads;
 }
 

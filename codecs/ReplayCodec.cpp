@@ -76,6 +76,7 @@ Bytes ReplayCodecBase<Base>::encode(const at::Tensor& /*grad*/) {
   const CodecCall& call = next(CodecCall::Kind::kEncode);
   if (call.payloads.size() != 1) throw ReplayMismatch("codec call log: an encode without its payload");
   this->set_last_density(call.density);
+  this->set_last_tensor_sends(call.tensor_sends);
   return call.payloads.front().materialise();
 }
 
@@ -88,6 +89,7 @@ std::vector<Bytes> ReplayCodecBase<Base>::encode_chunks(const at::Tensor& /*grad
                          " chunks in the trace, the run asks " + std::to_string(bounds.size() - 1));
   }
   this->set_last_density(call.density);
+  this->set_last_tensor_sends(call.tensor_sends);
   std::vector<Bytes> out;
   for (const PayloadShape& p : call.payloads) out.push_back(p.materialise());
   return out;

@@ -102,6 +102,19 @@ Bytes AdaCompCodec::encode(const torch::Tensor& grad) {
 
   std::size_t section = 0;
   const IndexCoding coding = choose_index_coding(indices.data(), k, &section);
+  // Per tensor: its count and scale, and its share of the index and sign sections (coded
+  // over all k positions together, so shared in proportion to what each tensor sent).
+  std::vector<TensorSend> sends;
+  if (segments_are_layers(plan, layers_)) {
+    sends.resize(plan.size());
+    const double per_sent = k == 0 ? 0.0 : static_cast<double>(section + (k + 7) / 8) / static_cast<double>(k);
+    for (std::size_t si = 0; si < plan.size(); ++si) {
+      const std::size_t count = bounds[si + 1] - bounds[si];
+      sends[si].sent = static_cast<std::int64_t>(count);
+      sends[si].bytes = count == 0 ? 0.0 : 8.0 + per_sent * static_cast<double>(count);
+    }
+  }
+  set_last_tensor_sends(std::move(sends));
   ByteWriter w(kPayloadHeaderSize + 13 + 8 * segments.size() + section + (k + 7) / 8);
   write_header(w, CodecId::kAdaComp, kFormatVersion, static_cast<std::uint64_t>(n));
   w.u8(static_cast<std::uint8_t>(coding));

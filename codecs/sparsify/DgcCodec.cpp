@@ -219,8 +219,11 @@ Bytes DgcCodec::encode(const torch::Tensor& grad) {
     }
   }
   set_last_density(n > 0 ? static_cast<double>(indices_.size()) / static_cast<double>(n) : 1.0);
-  return encode_compact_sparse(static_cast<std::uint64_t>(n), indices_.data(), values_.data(),
-                               indices_.size(), options_.values);
+  Bytes payload = encode_compact_sparse(static_cast<std::uint64_t>(n), indices_.data(), values_.data(),
+                                        indices_.size(), options_.values);
+  set_last_tensor_sends(sends_by_layer(layers_, n, indices_.data(), indices_.size(),
+                                       static_cast<double>(payload.size() - kPayloadHeaderSize)));
+  return payload;
 }
 
 Bytes DgcCodec::encode_with_tensor_ops(const torch::Tensor& grad) {
@@ -332,8 +335,11 @@ Bytes DgcCodec::encode_with_tensor_ops(const torch::Tensor& grad) {
   const torch::Tensor host_values = sent.to(torch::kCPU).contiguous();
   values_.assign(host_values.data_ptr<float>(), host_values.data_ptr<float>() + host_values.numel());
   set_last_density(n > 0 ? static_cast<double>(indices_.size()) / static_cast<double>(n) : 1.0);
-  return encode_compact_sparse(static_cast<std::uint64_t>(n), indices_.data(), values_.data(),
-                               indices_.size(), options_.values);
+  Bytes payload = encode_compact_sparse(static_cast<std::uint64_t>(n), indices_.data(), values_.data(),
+                                        indices_.size(), options_.values);
+  set_last_tensor_sends(sends_by_layer(layers_, n, indices_.data(), indices_.size(),
+                                       static_cast<double>(payload.size() - kPayloadHeaderSize)));
+  return payload;
 }
 
 torch::Tensor DgcCodec::decode(ByteSpan payload) const {

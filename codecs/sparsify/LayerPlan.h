@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codecs/CodecRegistry.h"
+#include "codecs/TensorSend.h"
 
 namespace gradwire {
 
@@ -22,5 +23,15 @@ struct Segment {
 /// of `unknown_dims` dimensions.
 std::vector<Segment> plan_segments(const std::vector<LayerSlice>& layers, std::int64_t numel,
                                    bool dense_1d, int unknown_dims = 2);
+
+/// Per layer of a layout that tiles [0, numel): how many of the `k` sent positions (any
+/// order) fall in it, and their share of `bytes` (the payload less its header), in proportion
+/// to that count. Empty when the layers do not tile the gradient (an unknown layout).
+std::vector<TensorSend> sends_by_layer(const std::vector<LayerSlice>& layers, std::int64_t numel,
+                                       const std::uint32_t* positions, std::size_t k, double bytes);
+
+/// True when `plan` has one segment per layer, in the layers' order (what a codec reporting
+/// per tensor needs); false for the single segment of an unknown layout.
+bool segments_are_layers(const std::vector<Segment>& plan, const std::vector<LayerSlice>& layers);
 
 }  // namespace gradwire

@@ -107,8 +107,11 @@ Bytes SdagcCodec::encode(const torch::Tensor& grad) {
     }
   }
   set_last_density(n > 0 ? static_cast<double>(indices.size()) / static_cast<double>(n) : 1.0);
-  return encode_compact_sparse(static_cast<std::uint64_t>(n), indices.data(), values.data(),
-                               indices.size(), options_.values);
+  Bytes payload = encode_compact_sparse(static_cast<std::uint64_t>(n), indices.data(), values.data(),
+                                        indices.size(), options_.values);
+  set_last_tensor_sends(sends_by_layer(layers_, n, indices.data(), indices.size(),
+                                       static_cast<double>(payload.size() - kPayloadHeaderSize)));
+  return payload;
 }
 
 torch::Tensor SdagcCodec::decode(ByteSpan payload) const {

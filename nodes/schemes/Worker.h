@@ -24,6 +24,7 @@
 #include <ns3/application.h>
 #include <torch/types.h>
 
+#include "codecs/TensorSend.h"
 #include "common/WorkStopwatch.h"
 #include "nodes/training/FlatGradient.h"
 #include "nodes/training/GradientBuckets.h"
@@ -57,6 +58,9 @@ struct StepRecord {
   std::uint64_t bytes_sent = 0;  ///< application bytes this worker's host sent in the step
   std::uint64_t payload_bytes = 0;  ///< size of the encoded gradient (before forwarding)
   double density = 1.0;             ///< fraction of gradient elements the codec sent
+  /// Per parameter tensor of the model (in its order), what the codecs sent of it: empty
+  /// unless they select per tensor (adacomp, dgc, sdagc).
+  std::vector<TensorSend> tensors;
   double loss = 0;
   double compute_wall_s = 0;  ///< wall seconds the real forward/backward took
   double compute_cpu_s = 0;   ///< CPU seconds of the thread that ran it, in that time

@@ -119,6 +119,7 @@ RunResult Engine::run(const std::string& out_dir, std::ostream* progress) {
   });
   recorder.set_loss_ledger(world.loss_ledger());
   recorder.set_phase_ledger(&setup.phases());
+  recorder.set_layers(setup.layers());
 
   setup.build_scheme(worker_messengers, server_messenger,
                      [&recorder](const StalenessEvent& e) { recorder.staleness(e); });

@@ -13,6 +13,7 @@
 #include "nodes/schemes/PhaseLedger.h"
 #include "nodes/transport/LossLedger.h"
 #include "sim/engine/ComputeTime.h"
+#include "sim/engine/LayerCompression.h"
 #include "sim/engine/Scenario.h"
 #include "sim/engine/TrainingDiverged.h"
 
@@ -82,6 +83,10 @@ std::vector<std::int64_t> MetricsRecorder::leave(int rank, int workers) {
 
 void MetricsRecorder::resume(int rank, std::int64_t step) { member_from_.at(rank) = step; }
 
+void MetricsRecorder::set_layers(const std::vector<LayerSlice>& layers) {
+  layers_ = std::make_shared<LayerCompression>(layers);
+}
+
 void MetricsRecorder::event(const FaultEvent& e) {
   const nlohmann::json line = {{"type", "event"}, {"event", e.kind},
                                {"rank", e.rank},  {"step", e.step},
@@ -134,6 +139,7 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
     }
     if (!counted(r)) continue;
     ++computed;
+    if (layers_) layers_->add(r.tensors);
     if (r.payload_bytes > 0) ++sent_updates_;
     density += r.density;
     loss += r.loss;
@@ -172,6 +178,10 @@ void MetricsRecorder::write_step(std::int64_t step, int workers) {
                          {"wall_time_s", wall_now()}};
   // Only when codec work is timed: a "free" run's lines stay what they always were.
   if (scenario_.compute.codec_time != "free") line["codec_s"] = codec / w;
+  if (layers_) {
+    nlohmann::json by_type = layers_->end_step();
+    if (!by_type.is_null()) line["density_by_layer_type"] = std::move(by_type);
+  }
   if (!devices_.empty()) {
     line["worker_busy_s"] = busy;
     line["energy_j"] = energy_at(end);
@@ -362,6 +372,10 @@ nlohmann::json MetricsRecorder::summary(double sim_time_s, std::uint64_t bytes_o
   if (load_check_) {
     s["measured_compute"] = load_check_->to_json();
     if (load_check_->contended()) s["warnings"].push_back(load_check_->warning());
+  }
+  if (layers_) {
+    nlohmann::json layers = layers_->summary();
+    if (!layers.is_null()) s["layer_compression"] = std::move(layers);
   }
   return s;
 }

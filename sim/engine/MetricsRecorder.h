@@ -42,12 +42,14 @@
 #include <iosfwd>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "codecs/CodecRegistry.h"
 #include "nodes/schemes/AsyncParameterServer.h"
 #include "nodes/schemes/Faults.h"
 #include "nodes/schemes/Worker.h"
@@ -56,6 +58,7 @@
 
 namespace gradwire {
 
+class LayerCompression;
 class LossLedger;
 class PhaseLedger;
 struct DeviceProfile;
@@ -82,6 +85,10 @@ class MetricsRecorder {
   void set_loss_ledger(const LossLedger* ledger) { ledger_ = ledger; }
   /// Where a collective that times its phases records each step's push and pull (null: none).
   void set_phase_ledger(const PhaseLedger* phases) { phases_ = phases; }
+  /// The model's parameter tensors, in order: step records' per-tensor sends (codecs that
+  /// select per tensor) then give step lines "density_by_layer_type" and summary.json
+  /// "layer_compression" (sim/engine/LayerCompression.h). Unset: neither is written.
+  void set_layers(const std::vector<LayerSlice>& layers);
   /// Who took part in each round (null: every worker, every step).
   void set_participation(const Participation* participation) { participation_ = participation; }
 
@@ -138,6 +145,7 @@ class MetricsRecorder {
   std::vector<std::int64_t> member_from_;  // per rank: first step it reports (faults)
   std::map<std::string, int> event_counts_;
   const LossLedger* ledger_ = nullptr;
+  std::shared_ptr<LayerCompression> layers_;  ///< shared_ptr: the type stays incomplete here
   const PhaseLedger* phases_ = nullptr;
   double sum_push_ = 0, sum_pull_ = 0;
   std::int64_t phased_steps_ = 0;

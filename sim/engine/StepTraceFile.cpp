@@ -148,11 +148,21 @@ Bytes codec_section(const StepTrace& t) {
       w.u64(log.calls.size());
       for (const CodecCall& c : log.calls) {
         w.u8(static_cast<std::uint8_t>(c.kind));
-        w.u8(static_cast<std::uint8_t>((c.has_work ? 1 : 0) | (c.last ? 2 : 0)));
+        w.u8(static_cast<std::uint8_t>((c.has_work ? 1 : 0) | (c.last ? 2 : 0) |
+                                       (c.tensor_sends.empty() ? 0 : 4)));
         if (c.has_work) work(w, c.work);
         switch (c.kind) {
           case CodecCall::Kind::kEncode:
-          case CodecCall::Kind::kEncodeChunks: f64(w, c.density); break;
+          case CodecCall::Kind::kEncodeChunks:
+            f64(w, c.density);
+            if (!c.tensor_sends.empty()) {
+              w.u32(static_cast<std::uint32_t>(c.tensor_sends.size()));
+              for (const TensorSend& t : c.tensor_sends) {
+                w.u64(static_cast<std::uint64_t>(t.sent));
+                f64(w, t.bytes);
+              }
+            }
+            break;
           case CodecCall::Kind::kRound:
             f64(w, c.density);
             w.u8(c.round_op);
@@ -254,13 +264,24 @@ void read_codecs(ByteReader& r, StepTrace& t, std::uint64_t buckets, std::uint64
         if (kind < 1 || kind > 6) r.fail("unknown codec call kind " + std::to_string(kind) + " at offset " + std::to_string(at));
         c.kind = static_cast<CodecCall::Kind>(kind);
         const std::uint8_t flags = r.u8("call.flags");
-        if (flags > 3) r.fail("call flags " + std::to_string(flags) + " at offset " + std::to_string(at + 1));
+        if (flags > 7) r.fail("call flags " + std::to_string(flags) + " at offset " + std::to_string(at + 1));
         c.has_work = (flags & 1) != 0;
         c.last = (flags & 2) != 0;
         if (c.has_work) c.work = work(r);
         switch (c.kind) {
           case CodecCall::Kind::kEncode:
-          case CodecCall::Kind::kEncodeChunks: c.density = f64(r, "call.density"); break;
+          case CodecCall::Kind::kEncodeChunks:
+            c.density = f64(r, "call.density");
+            if ((flags & 4) != 0) {
+              const std::uint64_t tensors = count(r, r.u32("call.tensors"), 16, "call.tensors");
+              c.tensor_sends.resize(tensors);
+              for (TensorSend& t : c.tensor_sends) {
+                t.sent = as_count(r.u64("tensor.sent"));
+                t.bytes = f64(r, "tensor.bytes");
+                if (t.sent < 0 || !(t.bytes >= 0)) r.fail("a tensor's sent count or bytes is negative at offset " + std::to_string(r.offset() - 16));
+              }
+            }
+            break;
           case CodecCall::Kind::kRound:
             c.density = f64(r, "call.density");
             c.round_op = r.u8("call.round_op");

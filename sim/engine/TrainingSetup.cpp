@@ -47,6 +47,21 @@ torch::Device pick_device(const std::string& requested) {
   return torch::Device(torch::kCPU);
 }
 
+/// The model's tensors as the bucket codecs' last encodes sent them (each bucket's layout is
+/// its own run of parameters); empty unless every bucket's codec reported its tensors.
+std::vector<TensorSend> tensor_sends(const std::vector<GradientBucket>& buckets,
+                                     const std::vector<std::pair<Codec*, double>>& codecs) {
+  std::vector<TensorSend> out;
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    const std::vector<TensorSend>& sends = codecs[b].first->last_tensor_sends();
+    const auto first = static_cast<std::size_t>(buckets[b].first_parameter);
+    if (sends.size() != static_cast<std::size_t>(buckets[b].last_parameter) + 1 - first) return {};
+    if (out.size() < first + sends.size()) out.resize(first + sends.size());
+    std::copy(sends.begin(), sends.end(), out.begin() + static_cast<std::ptrdiff_t>(first));
+  }
+  return out;
+}
+
 }  // namespace
 
 struct TrainingSetup::Impl {
@@ -61,6 +76,7 @@ struct TrainingSetup::Impl {
   std::vector<std::shared_ptr<Model>> models;  // index = rank; null where not built here
   std::shared_ptr<Model> eval_model;
   std::int64_t numel = 0;
+  std::vector<LayerSlice> layers;  ///< the model's parameter tensors in the flat gradient
   std::int64_t steps_per_epoch = 1;
   // Gradient buckets in release order; one bucket (the whole gradient) without bucketing.
   std::vector<GradientBucket> buckets;
@@ -200,7 +216,7 @@ TrainingSetup::TrainingSetup(const Scenario& scenario, const std::vector<int>& m
   torch::manual_seed(sc.seed);
   s.eval_model = make_model(sc.model, input);
 
-  std::vector<LayerSlice> layers;
+  std::vector<LayerSlice>& layers = s.layers;
   std::vector<std::int64_t> numels;
   for (const auto& item : s.eval_model->named_parameters()) {
     const auto& p = item.value();
@@ -317,6 +333,8 @@ std::size_t TrainingSetup::hosts() const {
   return static_cast<std::size_t>(impl_->n) + (impl_->with_server ? 1 : 0);
 }
 std::int64_t TrainingSetup::parameters() const { return impl_->numel; }
+
+const std::vector<LayerSlice>& TrainingSetup::layers() const { return impl_->layers; }
 std::string TrainingSetup::device_name() const { return impl_->device.str(); }
 
 bool TrainingSetup::on_gpu() const { return impl_->device.is_cuda(); }
@@ -439,14 +457,16 @@ ns3::Ptr<Worker> TrainingSetup::make_worker(int r, Endpoint* endpoint,
     codecs.emplace_back(&s.plain_codec(b, static_cast<std::size_t>(r)),
                         static_cast<double>(s.buckets[b].numel) / static_cast<double>(s.numel));
   }
+  std::vector<GradientBucket> buckets = s.buckets;
   w->Setup(
       options, model, std::move(loader), s.scheme.get(), endpoint, compute_time, s.device,
       &s.torch_account,
-      [collective, codecs, r, on_step = std::move(on_step)](StepRecord record) {
+      [collective, codecs, buckets = std::move(buckets), r, on_step = std::move(on_step)](StepRecord record) {
         // Collectives know the encoded size; other schemes send what their host sent.
         record.payload_bytes = collective ? collective->last_payload_bytes(r) : record.bytes_sent;
         record.density = 0;  // one bucket: its share is exactly 1
         for (const auto& [codec, share] : codecs) record.density += share * codec->last_density();
+        record.tensors = tensor_sends(buckets, codecs);
         on_step(record);
       },
       std::move(on_finished));

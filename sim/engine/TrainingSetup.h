@@ -21,6 +21,7 @@
 namespace gradwire {
 
 class Endpoint;
+struct LayerSlice;
 class Participation;
 class PhaseLedger;
 class TrainingScheme;
@@ -51,6 +52,8 @@ class TrainingSetup {
   /// Hosts of the scenario's network: the workers, then the server if there is one.
   std::size_t hosts() const;
   std::int64_t parameters() const;
+  /// The model's parameter tensors, in the flat gradient's order.
+  const std::vector<LayerSlice>& layers() const;
   std::string device_name() const;
   /// True when the passes run on a GPU (compute.device).
   bool on_gpu() const;

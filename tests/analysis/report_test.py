@@ -44,10 +44,11 @@ POWERSGD_LABEL = "powersgd (rank 2), no buckets"
 
 def write_run(parent, name, *, rate, codec, workers=4, buckets="none", ttt=None,
               compute_s=0.01, comm_s=0.05, codec_s=None, target=0.5, evals=True, seed=1,
-              accuracy=0.5, lost=None, network=None, energy=None):
+              accuracy=0.5, lost=None, network=None, energy=None, layers=None):
     """A run folder. ttt None: the target was never reached. lost: the run used UDP and lost
     that fraction of its gradient bytes. network: the whole network object (else Ethernet at
-    `rate`). energy: summary.json's energy object (workers on named devices)."""
+    `rate`). energy: summary.json's energy object (workers on named devices). layers:
+    summary.json's layer_compression (a codec that selects per tensor)."""
     path = os.path.join(parent, name)
     os.makedirs(path)
     scenario = {
@@ -92,6 +93,8 @@ def write_run(parent, name, *, rate, codec, workers=4, buckets="none", ttt=None,
         summary["mean_step_codec_s"] = codec_s
     if lost is not None:
         summary["lost_gradient_fraction"] = lost
+    if layers is not None:
+        summary["layer_compression"] = layers
     if energy is not None:
         summary["energy"] = energy
         summary["energy_j"] = energy["total_j"]
@@ -501,6 +504,43 @@ class EnergyReportTest(unittest.TestCase):
                 page = f.read()
             self.assertNotIn("energy to target (J)", Headline(page).header)
             self.assertNotIn("devices", Tables(page).tables)
+        finally:
+            shutil.rmtree(tmp)
+
+
+class LayerCompressionReportTest(unittest.TestCase):
+    """A codec that selects per tensor: its compression by layer type in a table of its own."""
+
+    def test_one_row_per_run_and_layer_type_and_none_without(self):
+        tmp = tempfile.mkdtemp(prefix="gradwire-report-layers-")
+        try:
+            runs = os.path.join(tmp, "runs")
+            by_type = {"conv": {"tensors": 19, "numel": 268336, "density": 0.0123,
+                                "bytes_per_step": 26500.5, "compression": 40.5},
+                       "fc": {"tensors": 1, "numel": 640, "density": 0.002,
+                              "bytes_per_step": 12.8, "compression": 200.0},
+                       "vector": {"tensors": 2, "numel": 74, "density": 0.05,
+                                  "bytes_per_step": 9.0, "compression": None}}
+            write_run(runs, "ada", rate="1Gbps", codec={"kind": "adacomp"}, ttt=1.0,
+                      layers={"by_type": by_type, "tensors": []})
+            write_run(runs, "dense", rate="1Gbps", codec={"kind": "none"}, ttt=2.0)
+            out = os.path.join(tmp, "report")
+            self.assertEqual(report.main(["--out", out, runs]), 0)
+            with open(os.path.join(out, "report.html")) as f:
+                page = f.read()
+            rows = records(Tables(page).tables["layers"])
+            self.assertEqual([(r["run"], r["layer type"]) for r in rows],
+                             [("ada", "conv"), ("ada", "fc"), ("ada", "vector")])
+            self.assertEqual(rows[0]["density (%)"], "1.23")
+            self.assertEqual(rows[0]["compression (x)"], "40.5")
+            self.assertEqual(rows[1]["compression (x)"], "200")
+            self.assertEqual(rows[2]["compression (x)"], "")  # sent nothing: no ratio
+            # Without such a codec, no table.
+            os.remove(os.path.join(runs, "ada", "summary.json"))
+            shutil.rmtree(os.path.join(runs, "ada"))
+            self.assertEqual(report.main(["--out", out, runs]), 0)
+            with open(os.path.join(out, "report.html")) as f:
+                self.assertNotIn("layers", Tables(f.read()).tables)
         finally:
             shutil.rmtree(tmp)
 

@@ -153,6 +153,40 @@ TEST(Replay, ParameterServerPowerSgdWithCodecTime) {
   expect_replays_exactly(scenario("ps", kPowerSgd, false, true), {kHybrid, kLte});
 }
 
+TEST(Replay, RingAdaCompWithBucketsKeepsItsPerTensorSends) {
+  const nlohmann::json doc = scenario("ring", {{"kind", "adacomp"}}, true, false);
+  // The co-simulated run reports what AdaComp sent of each tensor, bucket by bucket: the MLP's
+  // two weight matrices and two biases, each bucket's tensors in the model's order.
+  const RunResult full = run(doc);
+  const nlohmann::json& layers = full.summary.at("layer_compression");
+  ASSERT_EQ(layers.at("tensors").size(), 4u);
+  EXPECT_EQ(layers["tensors"][0]["name"], "fc1.weight");
+  EXPECT_EQ(layers["tensors"][0]["type"], "fc");
+  EXPECT_EQ(layers["tensors"][1]["type"], "vector");
+  EXPECT_EQ(layers["tensors"][0]["numel"], 64 * 256);
+  EXPECT_EQ(layers["by_type"]["fc"]["numel"],
+            layers["tensors"][0]["numel"].get<int>() + layers["tensors"][2]["numel"].get<int>());
+  EXPECT_EQ(layers["by_type"]["fc"]["tensors"], 2);
+  for (const auto& t : layers["tensors"]) {
+    EXPECT_GT(t["density"].get<double>(), 0.0) << t.dump();
+    EXPECT_LT(t["density"].get<double>(), 1.0) << t.dump();
+  }
+  // Summed over tensors, the bytes are the payload less each bucket's fixed fields.
+  double bytes = 0;
+  for (const auto& t : layers["tensors"]) bytes += t["bytes_per_step"].get<double>();
+  const double payload_per_step = full.summary["payload_bytes"].get<double>() /
+                                  (4.0 * full.summary["steps"].get<double>());
+  EXPECT_LT(bytes, payload_per_step);
+  EXPECT_GT(bytes, 0.5 * payload_per_step);
+  std::istringstream lines(full.metrics_jsonl);
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j["type"] == "step") EXPECT_TRUE(j.contains("density_by_layer_type")) << line;
+  }
+  // A replay carries the recorded sends, so it writes them as the co-simulation does.
+  expect_replays_exactly(doc, {kWifiAx});
+}
+
 TEST(Replay, ATraceWrittenToARunFolderReplaysAsTheOneInMemory) {
   const nlohmann::json doc = scenario("ring", kTopKErrorFeedback, true, true);
   const std::string out = ::testing::TempDir() + "replay-folder-" + std::to_string(::getpid());
@@ -281,6 +315,13 @@ TEST(StepTraceFile, RoundTripsEveryField) {
   EXPECT_EQ(back.steps[0].size(), 6u);
   EXPECT_EQ(back.evaluations.size(), 2u);
   EXPECT_EQ(back.steps[2][4].loss, trace->steps[2][4].loss);
+  // DGC's per-tensor sends travel with its encodes.
+  const auto dgc = record(scenario("ring", kDgc, false, false));
+  const StepTrace dgc_back = decode_step_trace(encode_step_trace(*dgc), "t");
+  const CodecCall& encode = dgc_back.codecs[0][0].calls.front();
+  ASSERT_EQ(encode.tensor_sends.size(), 4u);
+  EXPECT_EQ(encode.tensor_sends[1].sent, dgc->codecs[0][0].calls.front().tensor_sends[1].sent);
+  EXPECT_EQ(encode.tensor_sends[1].bytes, dgc->codecs[0][0].calls.front().tensor_sends[1].bytes);
 }
 
 TEST(StepTraceFile, TruncatedOrCorruptTracesAreErrorsNamingTheFileAndOffset) {
