@@ -66,13 +66,12 @@ template FieldMemberOps field_member_ops<std::string>();
 
 void FieldList::Member::read(const JsonFields& fields, const ParamSpec& spec,
                              void* config) const {
-  ops_.read(locate_(config, place_), fields, spec);
+  ops_.read(place(config), fields, spec);
 }
 
 void FieldList::Member::write(const void* config, const ParamSpec& spec,
                               nlohmann::json& out) const {
-  // The place is only read: locate takes the config as it takes one to fill.
-  ops_.write(locate_(const_cast<void*>(config), place_), spec, out);
+  ops_.write(place(config), spec, out);
 }
 
 struct FieldList::Field {

@@ -45,7 +45,7 @@ class FieldList {
     template <typename Config, typename T>
     static Member of(T Config::*member) {
       static_assert(sizeof(member) <= kPlace, "a member pointer larger than expected");
-      Member m(field_member_ops<T>());
+      Member m(ops_of<T>());
       std::memcpy(m.place_, &member, sizeof(member));
       m.locate_ = &locate<Config, T>;
       return m;
@@ -53,18 +53,34 @@ class FieldList {
     template <typename Config, typename Part, typename T>
     static Member of(Part Config::*part, T Part::*member) {
       static_assert(sizeof(part) + sizeof(member) <= kPlace, "member pointers larger than expected");
-      Member m(field_member_ops<T>());
+      Member m(ops_of<T>());
       std::memcpy(m.place_, &part, sizeof(part));
       std::memcpy(m.place_ + sizeof(part), &member, sizeof(member));
       m.locate_ = &locate_in_part<Config, Part, T>;
       return m;
     }
 
+    /// Read and write by the declared type: for members of the types field_member_ops
+    /// knows (others, such as an enum, are only located: their owner reads and writes them).
     void read(const JsonFields& fields, const ParamSpec& spec, void* config) const;
     void write(const void* config, const ParamSpec& spec, nlohmann::json& out) const;
+    /// The member within `config`.
+    void* place(void* config) const { return locate_(config, place_); }
+    const void* place(const void* config) const {
+      return locate_(const_cast<void*>(config), place_);
+    }
 
    private:
     static constexpr std::size_t kPlace = 4 * sizeof(std::ptrdiff_t);
+
+    template <typename T>
+    static FieldMemberOps ops_of() {
+      if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
+        return field_member_ops<T>();
+      } else {
+        return FieldMemberOps{nullptr, nullptr};
+      }
+    }
 
     explicit Member(FieldMemberOps ops) : ops_(ops) {}
 

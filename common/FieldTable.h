@@ -126,7 +126,16 @@ class FieldTable {
     return *this;
   }
 
+  /// The same, read and written on the config untyped (a binding compiled once, for every
+  /// config type: codecs/CodecParams.h).
+  FieldTable& add_untyped(ParamSpec spec, FieldList::Reader read, FieldList::Writer write) {
+    list_.add(std::move(spec), std::move(read), std::move(write));
+    return *this;
+  }
+
   std::vector<ParamSpec> params() const { return list_.params(); }
+  /// The keys, untyped (for code compiled once for every config type).
+  const FieldList& list() const { return list_; }
 
   /// The keys that belong to an object whose other keys read as `config`.
   std::vector<std::string> names(const Config& config) const { return list_.names(&config); }
