@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -75,13 +76,14 @@ template <typename Options = std::monostate>
 class CodecKind : public UntypedCodecKind {
  public:
   using Factory = std::function<std::unique_ptr<Codec>(const Options&, const CodecContext&)>;
+  /// A factory without captures, kept as a plain pointer (no std::function of its own).
+  using FactoryFunction = std::unique_ptr<Codec> (*)(const Options&, const CodecContext&);
 
-  CodecKind(std::string name, std::string summary, FieldTable<Options> keys, Factory make)
+  /// `make` is a Factory: a lambda without captures, or any callable.
+  template <typename Make>
+  CodecKind(std::string name, std::string summary, FieldTable<Options> keys, Make make)
       : UntypedCodecKind(std::move(name), std::move(summary), keys.list(),
-                         options_type<Options>(),
-                         [make = std::move(make)](const std::any& o, const CodecContext& ctx) {
-                           return make(*std::any_cast<Options>(&o), ctx);
-                         }) {}
+                         options_type<Options>(), untyped(std::move(make))) {}
 
   /// A MultiRoundCodec: the collectives drive its rounds (CodecInfo::multi_round).
   CodecKind& multi_round() {
@@ -105,6 +107,26 @@ class CodecKind : public UntypedCodecKind {
   CodecKind& reads_zstd(bool Options::*member) {
     zstd_ = FieldList::Member::of(member);
     return *this;
+  }
+
+ private:
+  template <typename Make>
+  static UntypedCodecKind::Make untyped(Make make) {
+    if constexpr (std::is_convertible_v<Make, FactoryFunction>) {
+      return untyped_function(make);
+    } else {
+      return untyped_factory(Factory(std::move(make)));
+    }
+  }
+  static UntypedCodecKind::Make untyped_function(FactoryFunction make) {
+    return [make](const std::any& o, const CodecContext& ctx) {
+      return make(*std::any_cast<Options>(&o), ctx);
+    };
+  }
+  static UntypedCodecKind::Make untyped_factory(Factory make) {
+    return [make = std::move(make)](const std::any& o, const CodecContext& ctx) {
+      return make(*std::any_cast<Options>(&o), ctx);
+    };
   }
 };
 

@@ -13,9 +13,15 @@
 
 namespace gradwire {
 
-std::pair<FieldList::Reader, FieldList::Writer> choice_binding(FieldList::Member member,
+std::pair<FieldList::Reader, FieldList::Writer> choice_binding(const ParamSpec& spec,
+                                                              FieldList::Member member,
                                                               std::size_t size,
                                                               std::vector<unsigned char> meanings) {
+  if (spec.choices.size() * size != meanings.size()) {
+    throw std::logic_error("key '" + spec.name + "' declares " +
+                           std::to_string(spec.choices.size()) + " choices but binds " +
+                           std::to_string(meanings.size() / size));
+  }
   FieldList::Reader read = [member, size, meanings](const JsonFields& f, const ParamSpec& s,
                                                     void* config) {
     const std::string name = declared_string(f, s);

@@ -36,10 +36,11 @@ inline CodecParam values() {
 
 }  // namespace params
 
-/// The reading and writing of a choice key bound to `member`, whose value for the i-th choice
-/// is the i-th of `meanings` (their bytes, each `size` long, compared as such: a bool or an
-/// enum).
-std::pair<FieldList::Reader, FieldList::Writer> choice_binding(FieldList::Member member,
+/// The reading and writing of the choice key `spec` bound to `member`, whose value for the i-th
+/// choice is the i-th of `meanings` (their bytes, each `size` long, compared as such: a bool or
+/// an enum). std::logic_error unless there is one meaning per choice.
+std::pair<FieldList::Reader, FieldList::Writer> choice_binding(const ParamSpec& spec,
+                                                              FieldList::Member member,
                                                               std::size_t size,
                                                               std::vector<unsigned char> meanings);
 /// The reading and writing of a nested codec object held in the nlohmann::json `member`.
@@ -52,17 +53,13 @@ template <typename Options, typename T>
 FieldTable<Options>& add_choice(FieldTable<Options>& keys, ParamSpec spec, T Options::*member,
                                 std::vector<T> meanings) {
   static_assert(std::is_enum_v<T> || std::is_same_v<T, bool>, "a choice stands for a bool or an enum");
-  if (spec.choices.size() != meanings.size()) {
-    throw std::logic_error("key '" + spec.name + "' declares " +
-                           std::to_string(spec.choices.size()) + " choices but binds " +
-                           std::to_string(meanings.size()));
-  }
   std::vector<unsigned char> bytes(meanings.size() * sizeof(T));
   for (std::size_t i = 0; i < meanings.size(); ++i) {
     const T meaning = meanings[i];  // std::vector<bool> hands out proxies
     std::memcpy(bytes.data() + i * sizeof(T), &meaning, sizeof(T));
   }
-  auto [read, write] = choice_binding(FieldList::Member::of(member), sizeof(T), std::move(bytes));
+  auto [read, write] =
+      choice_binding(spec, FieldList::Member::of(member), sizeof(T), std::move(bytes));
   return keys.add_untyped(std::move(spec), std::move(read), std::move(write));
 }
 
