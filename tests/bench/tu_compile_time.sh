@@ -88,7 +88,9 @@ for run in range(runs):
         for label, _ in trees:
             if commands[(label, tu)] is not None:
                 times[(label, tu)].append(cpu_seconds(*commands[(label, tu)]))
-    print(f"run {run + 1}/{runs} done", file=sys.stderr)
+    print(f"run {run + 1}/{runs} done: " + ", ".join(
+        f"{label} {tu.rsplit('/', 1)[-1]} {times[(label, tu)][-1]:.1f}"
+        for tu in tus for label, _ in trees if times[(label, tu)]), file=sys.stderr)
 
 labels = [label for label, _ in trees]
 width = max(len(tu) for tu in tus)
