@@ -26,7 +26,7 @@ DEFAULT_TUS = [
     "sim/cli/Cli.cpp",
     "nodes/training/LeNet.cpp",
     "sim/engine/ScenarioLoader.cpp",
-    "nodes/training/TrainingSetup.cpp",
+    "sim/engine/TrainingSetup.cpp",
 ]
 
 args = sys.argv[1:]
