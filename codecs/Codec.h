@@ -23,14 +23,21 @@
 #include <utility>
 #include <vector>
 
-#include <ATen/core/Tensor.h>
-#include <c10/core/Device.h>
-
 #include "codecs/CodecTraits.h"
 #include "codecs/CodecWork.h"
 #include "codecs/TensorSend.h"
 #include "common/ByteSpan.h"
 #include "common/DecodeError.h"
+
+// Declared, not included: the interface passes tensors by reference and value only, and
+// ATen's Tensor header is the costliest part of compiling every file that registers or
+// selects a codec. Files that work on tensors include <ATen/core/Tensor.h> themselves.
+namespace at {
+class Tensor;
+}  // namespace at
+namespace c10 {
+struct Device;
+}  // namespace c10
 
 namespace gradwire {
 

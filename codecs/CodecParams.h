@@ -5,14 +5,17 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "codecs/CodecRegistry.h"
 #include "codecs/wire/SparseWire.h"
 #include "common/DeclaredFields.h"
+#include "common/FieldList.h"
 #include "common/FieldTable.h"
 #include "common/ParamSpec.h"
 
@@ -33,34 +36,31 @@ inline CodecParam values() {
 
 }  // namespace params
 
+/// The reading and writing of the choice key `spec` bound to `member`, whose value for the i-th
+/// choice is the i-th of `meanings` (their bytes, each `size` long, compared as such: a bool or
+/// an enum). std::logic_error unless there is one meaning per choice.
+std::pair<FieldList::Reader, FieldList::Writer> choice_binding(const ParamSpec& spec,
+                                                              FieldList::Member member,
+                                                              std::size_t size,
+                                                              std::vector<unsigned char> meanings);
+/// The reading and writing of a nested codec object held in the nlohmann::json `member`.
+std::pair<FieldList::Reader, FieldList::Writer> codec_binding(FieldList::Member member);
+
 /// A choice key bound to a member of another type: `meanings[i]` is what `spec.choices[i]`
 /// stands for ("global" -> true, "linf" -> Norm::kLinf). Read through the declared choices,
 /// written back by name.
 template <typename Options, typename T>
 FieldTable<Options>& add_choice(FieldTable<Options>& keys, ParamSpec spec, T Options::*member,
                                 std::vector<T> meanings) {
-  if (spec.choices.size() != meanings.size()) {
-    throw std::logic_error("key '" + spec.name + "' declares " +
-                           std::to_string(spec.choices.size()) + " choices but binds " +
-                           std::to_string(meanings.size()));
+  static_assert(std::is_enum_v<T> || std::is_same_v<T, bool>, "a choice stands for a bool or an enum");
+  std::vector<unsigned char> bytes(meanings.size() * sizeof(T));
+  for (std::size_t i = 0; i < meanings.size(); ++i) {
+    const T meaning = meanings[i];  // std::vector<bool> hands out proxies
+    std::memcpy(bytes.data() + i * sizeof(T), &meaning, sizeof(T));
   }
-  return keys.add(
-      std::move(spec),
-      [member, meanings](const JsonFields& f, const ParamSpec& s, Options& o) {
-        const std::string name = declared_string(f, s);
-        for (std::size_t i = 0; i < s.choices.size(); ++i) {
-          if (s.choices[i] == name) o.*member = meanings[i];
-        }
-      },
-      [member, meanings](const Options& o, const ParamSpec& s, nlohmann::json& out) {
-        for (std::size_t i = 0; i < meanings.size(); ++i) {
-          if (meanings[i] == o.*member) {
-            out[s.name] = s.choices[i];
-            return;
-          }
-        }
-        throw std::logic_error("key '" + s.name + "' holds a value no choice stands for");
-      });
+  auto [read, write] =
+      choice_binding(spec, FieldList::Member::of(member), sizeof(T), std::move(bytes));
+  return keys.add_untyped(std::move(spec), std::move(read), std::move(write));
 }
 
 /// `values` (params::values) into a ValueFormat: fp32 or fp16.
@@ -75,10 +75,8 @@ FieldTable<Options>& add_values(FieldTable<Options>& keys, ValueFormat Options::
 template <typename Options>
 FieldTable<Options>& add_codec(FieldTable<Options>& keys, ParamSpec spec,
                                nlohmann::json Options::*member) {
-  return keys.add(
-      std::move(spec), member,
-      [](const nlohmann::json& object, const std::string&) { return object; },
-      [](const nlohmann::json& object) { return object; });
+  auto [read, write] = codec_binding(FieldList::Member::of(member));
+  return keys.add_untyped(std::move(spec), std::move(read), std::move(write));
 }
 
 }  // namespace gradwire

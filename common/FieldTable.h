@@ -6,6 +6,9 @@
 // written as "1Gbps"; a duration seconds in a double, written as "50us"; an integer any
 // integral member; a number a double; a string and a bool themselves. A key bound to a member
 // of another type is a bug, refused (std::logic_error) where the table is made.
+//
+// The table is a typed front of a FieldList (common/FieldList.h), which does the reading and
+// writing once for every config type, so a file declaring many keys compiles quickly.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/DeclaredFields.h"
+#include "common/FieldList.h"
 #include "common/JsonFields.h"
 #include "common/ParamSpec.h"
 #include "common/Units.h"
@@ -45,18 +49,16 @@ class FieldTable {
   /// A key read into `member` by its declared type.
   template <typename T>
   FieldTable& add(ParamSpec spec, T Config::*member) {
-    expect_member_type<T>(spec);
-    const auto at = [member](auto& c) -> auto& { return c.*member; };
-    fields_.push_back(Field(std::move(spec), plain_reader<T>(at), plain_writer<T>(at)));
+    FieldList::expect_member_type<T>(spec);
+    list_.add(std::move(spec), FieldList::Member::of(member));
     return *this;
   }
 
   /// A key read into `member` of the config's part `part` (a dataset's text settings).
   template <typename Part, typename T>
   FieldTable& add(ParamSpec spec, Part Config::*part, T Part::*member) {
-    expect_member_type<T>(spec);
-    const auto at = [part, member](auto& c) -> auto& { return (c.*part).*member; };
-    fields_.push_back(Field(std::move(spec), plain_reader<T>(at), plain_writer<T>(at)));
+    FieldList::expect_member_type<T>(spec);
+    list_.add(std::move(spec), FieldList::Member::of(part, member));
     return *this;
   }
 
@@ -64,14 +66,14 @@ class FieldTable {
   /// so far (a loss model's own parameters): it is read after the keys that always belong,
   /// written only then, and `names(config)` leaves it out otherwise.
   FieldTable& only_when(std::function<bool(const Config&)> applies) {
-    last().applies = std::move(applies);
+    list_.only_when(condition(std::move(applies)));
     return *this;
   }
 
   /// The key last added is always read, but written back only where `written` holds (a
   /// default the resolved object leaves out because another key replaces it).
   FieldTable& written_when(std::function<bool(const Config&)> written) {
-    last().written = std::move(written);
+    list_.written_when(condition(std::move(written)));
     return *this;
   }
 
@@ -80,17 +82,18 @@ class FieldTable {
   /// depend on keys declared after them.
   template <typename T>
   FieldTable& add(ParamSpec spec, T Config::*member, Narrow narrow) {
-    expect_member_type<T>(spec);
-    const auto at = [member](auto& c) -> auto& { return c.*member; };
-    return add_narrowed<T>(std::move(spec), at, std::move(narrow));
+    FieldList::expect_member_type<T>(spec);
+    list_.add(std::move(spec), FieldList::Member::of(member), narrowing(std::move(narrow)));
+    return *this;
   }
 
   /// A key of the config's part `part` read through the declaration `narrow` gives.
   template <typename Part, typename T>
   FieldTable& add(ParamSpec spec, Part Config::*part, T Part::*member, Narrow narrow) {
-    expect_member_type<T>(spec);
-    const auto at = [part, member](auto& c) -> auto& { return (c.*part).*member; };
-    return add_narrowed<T>(std::move(spec), at, std::move(narrow));
+    FieldList::expect_member_type<T>(spec);
+    list_.add(std::move(spec), FieldList::Member::of(part, member),
+              narrowing(std::move(narrow)));
+    return *this;
   }
 
   /// A nested object held in `member` (a type of its own, such as a placement): `read`
@@ -112,57 +115,48 @@ class FieldTable {
   /// A key whose form the declaration cannot check alone (a list, a value checked against
   /// other keys): the owner reads and writes it, here, beside its declaration.
   FieldTable& add(ParamSpec spec, Reader read, Writer write) {
-    fields_.push_back(Field(std::move(spec), std::move(read), std::move(write)));
+    list_.add(
+        std::move(spec),
+        [read = std::move(read)](const JsonFields& f, const ParamSpec& s, void* c) {
+          read(f, s, *static_cast<Config*>(c));
+        },
+        [write = std::move(write)](const void* c, const ParamSpec& s, nlohmann::json& out) {
+          write(*static_cast<const Config*>(c), s, out);
+        });
     return *this;
   }
 
-  std::vector<ParamSpec> params() const {
-    std::vector<ParamSpec> out;
-    for (const auto& f : fields_) out.push_back(f.spec);
-    return out;
+  /// The same, read and written on the config untyped (a binding compiled once, for every
+  /// config type: codecs/CodecParams.h).
+  FieldTable& add_untyped(ParamSpec spec, FieldList::Reader read, FieldList::Writer write) {
+    list_.add(std::move(spec), std::move(read), std::move(write));
+    return *this;
   }
 
+  std::vector<ParamSpec> params() const { return list_.params(); }
+  /// The keys, untyped (for code compiled once for every config type).
+  const FieldList& list() const { return list_; }
+
   /// The keys that belong to an object whose other keys read as `config`.
-  std::vector<std::string> names(const Config& config) const {
-    std::vector<std::string> out;
-    for (const auto& f : fields_) {
-      if (!f.applies || f.applies(config)) out.push_back(f.spec.name);
-    }
-    return out;
-  }
+  std::vector<std::string> names(const Config& config) const { return list_.names(&config); }
 
   /// The same table without the keys named (a family's keys as a hybrid group).
   FieldTable without(const std::vector<std::string>& names) const {
     FieldTable out;
-    for (const auto& f : fields_) {
-      bool dropped = false;
-      for (const auto& n : names) dropped = dropped || f.spec.name == n;
-      if (!dropped) out.fields_.push_back(f);
-    }
+    out.list_ = list_.without(names);
     return out;
   }
 
   /// Fills every declared member of `config` from `fields` (defaults where a key is absent).
   /// Unknown keys are the caller's to refuse (it knows which other keys the object takes).
-  void read(const JsonFields& fields, Config& config) const {
-    read_always(fields, config);
-    read_conditional(fields, config);
-  }
+  void read(const JsonFields& fields, Config& config) const { list_.read(fields, &config); }
 
   /// Reads the keys that always belong, refuses every key that does not belong to an object
   /// read so (`extra` besides), then reads the rest: a key of another loss model is refused
   /// as unknown before anything else of it is read.
   void read_allowing(const JsonFields& fields, Config& config,
                      const std::vector<std::string>& extra = {}) const {
-    bool conditional = false;
-    for (const auto& f : fields_) conditional = conditional || static_cast<bool>(f.applies);
-    // Without conditional keys, unknown keys are refused before any value is read.
-    if (conditional) read_always(fields, config);
-    std::vector<std::string> allowed = extra;
-    for (auto& n : names(config)) allowed.push_back(std::move(n));
-    fields.allow(allowed);
-    if (!conditional) read_always(fields, config);
-    read_conditional(fields, config);
+    list_.read_allowing(fields, &config, extra);
   }
 
   /// A nested object of its own (an `impairments` object's `loss`) read at `path` into
@@ -186,120 +180,21 @@ class FieldTable {
   }
 
   /// Adds every key of `config` that belongs and is written to `out`, in declaration order.
-  void write(const Config& config, nlohmann::json& out) const {
-    for (const auto& f : fields_) {
-      if (f.applies && !f.applies(config)) continue;
-      if (f.written && !f.written(config)) continue;
-      f.write(config, f.spec, out);
-    }
-  }
+  void write(const Config& config, nlohmann::json& out) const { list_.write(&config, out); }
 
  private:
-  struct Field {
-    Field(ParamSpec s, Reader r, Writer w)
-        : spec(std::move(s)), read(std::move(r)), write(std::move(w)) {}
-    ParamSpec spec;
-    Reader read;
-    Writer write;
-    bool narrowed = false;
-    std::function<bool(const Config&)> applies;  ///< empty: always belongs
-    std::function<bool(const Config&)> written;  ///< empty: written whenever it belongs
-  };
-
-  Field& last() {
-    if (fields_.empty()) throw std::logic_error("a condition before any key");
-    return fields_.back();
-  }
-
-  // Keys that always belong, unnarrowed first; conditional ones once those are read, so a
-  // condition may test any of them.
-  void read_always(const JsonFields& fields, Config& config) const {
-    for (const auto& f : fields_) {
-      if (!f.narrowed && !f.applies) f.read(fields, f.spec, config);
-    }
-    for (const auto& f : fields_) {
-      if (f.narrowed && !f.applies) f.read(fields, f.spec, config);
-    }
-  }
-  void read_conditional(const JsonFields& fields, Config& config) const {
-    for (const auto& f : fields_) {
-      if (f.applies && f.applies(config)) f.read(fields, f.spec, config);
-    }
-  }
-
-  template <typename T, typename At>
-  FieldTable& add_narrowed(ParamSpec spec, At at, Narrow narrow) {
-    Reader plain = plain_reader<T>(at);
-    Reader read = [plain, narrow](const JsonFields& f, const ParamSpec& s, Config& c) {
-      plain(f, narrow(s, c), c);
+  static FieldList::Condition condition(std::function<bool(const Config&)> holds) {
+    return [holds = std::move(holds)](const void* c) {
+      return holds(*static_cast<const Config*>(c));
     };
-    Field field(std::move(spec), std::move(read), plain_writer<T>(at));
-    field.narrowed = true;
-    fields_.push_back(std::move(field));
-    return *this;
   }
-
-  template <typename T>
-  static void expect_member_type(const ParamSpec& spec) {
-    using Type = ParamSpec::Type;
-    bool fits = false;
-    if constexpr (std::is_same_v<T, bool>) {
-      fits = spec.type == Type::kBool;
-    } else if constexpr (std::is_integral_v<T>) {
-      fits = spec.type == Type::kInteger;
-    } else if constexpr (std::is_floating_point_v<T>) {
-      fits = spec.type == Type::kNumber || spec.type == Type::kRate ||
-             spec.type == Type::kDuration;
-    } else {
-      static_assert(std::is_same_v<T, std::string>, "a field is a number, bool or string");
-      fits = spec.type == Type::kString;
-    }
-    if (!fits) {
-      throw std::logic_error("key '" + spec.name + "' of type " + spec.type_name() +
-                             " bound to a member of another type");
-    }
-  }
-
-  // `at(config)` is the member a key fills (of the config or of one of its parts).
-  template <typename T, typename At>
-  static Reader plain_reader(At at) {
-    return [at](const JsonFields& f, const ParamSpec& spec, Config& c) {
-      T& member = at(c);
-      if constexpr (std::is_same_v<T, bool>) {
-        member = f.boolean(spec.name, spec.default_value.get<bool>());
-      } else if constexpr (std::is_integral_v<T>) {
-        member = static_cast<T>(declared_integer(f, spec));
-      } else if constexpr (std::is_floating_point_v<T>) {
-        switch (spec.type) {
-          case ParamSpec::Type::kRate: member = declared_rate(f, spec); break;
-          case ParamSpec::Type::kDuration: member = declared_duration(f, spec); break;
-          default: member = declared_number(f, spec);
-        }
-      } else {
-        member = declared_string(f, spec);
-      }
+  static FieldList::Narrow narrowing(Narrow narrow) {
+    return [narrow = std::move(narrow)](ParamSpec declared, const void* c) {
+      return narrow(std::move(declared), *static_cast<const Config*>(c));
     };
   }
 
-  template <typename T, typename At>
-  static Writer plain_writer(At at) {
-    return [at](const Config& c, const ParamSpec& spec, nlohmann::json& out) {
-      const T& member = at(c);
-      if constexpr (std::is_floating_point_v<T>) {
-        if (spec.type == ParamSpec::Type::kDuration) {
-          out[spec.name] = format_duration(member);
-          return;
-        }
-        if (spec.type == ParamSpec::Type::kRate) {
-          out[spec.name] = format_bps(member);
-          return;
-        }
-      }
-      out[spec.name] = member;
-    };
-  }
-
-  std::vector<Field> fields_;
+  FieldList list_;
 };
 
 }  // namespace gradwire
