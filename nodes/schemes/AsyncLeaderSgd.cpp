@@ -10,6 +10,7 @@
 
 #include "codecs/DenseCodec.h"
 #include "common/DecodeError.h"
+#include "nodes/schemes/ModelAverage.h"
 #include "nodes/schemes/WallClockAccount.h"
 #include "nodes/schemes/Worker.h"
 #include "nodes/transport/Endpoint.h"
@@ -188,8 +189,11 @@ std::vector<Worker*> AsyncLeaderSgd::workers() const {
   return out;
 }
 
-at::Tensor AsyncLeaderSgd::evaluation_parameters() const { return mean_parameters(workers()); }
+at::Tensor AsyncLeaderSgd::evaluation_parameters() const { return mean_of(worker_parameters(workers())); }
 
-double AsyncLeaderSgd::consensus_distance() const { return spread_around_mean(workers()); }
+double AsyncLeaderSgd::consensus_distance() const {
+  const std::vector<at::Tensor> models = worker_parameters(workers());
+  return mean_squared_distance(models, mean_of(models));
+}
 
 }  // namespace gradwire

@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "codecs/DenseCodec.h"
+#include "nodes/schemes/ModelAverage.h"
 #include "nodes/schemes/WallClockAccount.h"
 #include "nodes/schemes/Worker.h"
 #include "nodes/transport/Endpoint.h"
@@ -81,22 +82,10 @@ std::vector<int> leader_group(int rank, int group_size, int n) {
   return out;
 }
 
-at::Tensor mean_parameters(const std::vector<Worker*>& workers) {
-  at::Tensor sum;
-  for (const Worker* worker : workers) {
-    at::Tensor x = worker->Parameters();
-    sum = sum.defined() ? sum + x : x;
-  }
-  return sum / static_cast<double>(workers.size());
-}
-
-double spread_around_mean(const std::vector<Worker*>& workers) {
-  const at::Tensor mean = mean_parameters(workers);
-  double total = 0;
-  for (const Worker* worker : workers) {
-    total += (worker->Parameters() - mean).pow(2).sum().item<double>();
-  }
-  return total / static_cast<double>(workers.size());
+std::vector<at::Tensor> worker_parameters(const std::vector<Worker*>& workers) {
+  std::vector<at::Tensor> out;
+  for (const Worker* worker : workers) out.push_back(worker->Parameters());
+  return out;
 }
 
 std::vector<int> LeaderSgd::participants(int rank, bool global) const {
@@ -259,8 +248,11 @@ std::vector<Worker*> LeaderSgd::workers() const {
   return out;
 }
 
-at::Tensor LeaderSgd::evaluation_parameters() const { return mean_parameters(workers()); }
+at::Tensor LeaderSgd::evaluation_parameters() const { return mean_of(worker_parameters(workers())); }
 
-double LeaderSgd::consensus_distance() const { return spread_around_mean(workers()); }
+double LeaderSgd::consensus_distance() const {
+  const std::vector<at::Tensor> models = worker_parameters(workers());
+  return mean_squared_distance(models, mean_of(models));
+}
 
 }  // namespace gradwire

@@ -40,10 +40,8 @@ void send_to_others(Endpoint& endpoint, int rank, const std::vector<int>& to,
                     const Message& message);
 /// The ranks of `rank`'s group: consecutive ranks, `group_size` to a group, of `n` workers.
 std::vector<int> leader_group(int rank, int group_size, int n);
-/// The average of the workers' parameters (the evaluated model), and the mean squared distance
-/// of each worker's to it.
-at::Tensor mean_parameters(const std::vector<Worker*>& workers);
-double spread_around_mean(const std::vector<Worker*>& workers);
+/// Each worker's flat parameters, in rank order (their mean is the evaluated model).
+std::vector<at::Tensor> worker_parameters(const std::vector<Worker*>& workers);
 
 /// The pull of Leader SGD: (1 - c) x + c x_leader.
 at::Tensor leader_pull(const at::Tensor& x, const at::Tensor& leader, double c);

@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include "nodes/schemes/ModelAverage.h"
 #include "nodes/schemes/Collective.h"
 #include "nodes/schemes/Participation.h"
 #include "nodes/schemes/WallClockAccount.h"
@@ -257,16 +258,9 @@ at::Tensor LocalSgd::evaluation_parameters() const {
 }
 
 double LocalSgd::consensus_distance() const {
-  at::Tensor sum;
   std::vector<at::Tensor> xs;
-  for (const auto& node : nodes_) {
-    xs.push_back(node->worker->Parameters());
-    sum = sum.defined() ? sum + xs.back() : xs.back();
-  }
-  const at::Tensor mean = sum / static_cast<double>(xs.size());
-  double total = 0;
-  for (const auto& x : xs) total += (x - mean).pow(2).sum().item<double>();
-  return total / static_cast<double>(xs.size());
+  for (const auto& node : nodes_) xs.push_back(node->worker->Parameters());
+  return mean_squared_distance(xs, mean_of(xs));
 }
 
 }  // namespace gradwire

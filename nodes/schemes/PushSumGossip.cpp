@@ -9,6 +9,7 @@
 #include <ns3/simulator.h>
 
 #include "codecs/DenseCodec.h"
+#include "nodes/schemes/ModelAverage.h"
 #include "nodes/schemes/PushSumState.h"
 #include "nodes/schemes/QuietWatchdog.h"
 #include "nodes/schemes/WallClockAccount.h"
@@ -168,27 +169,19 @@ void PushSumGossip::try_mix(int rank) {
   node.worker->FinishStep();
 }
 
-at::Tensor PushSumGossip::evaluation_parameters() const {
-  at::Tensor sum;
-  double count = 0;
+std::vector<at::Tensor> PushSumGossip::live_models() const {
+  std::vector<at::Tensor> out;
   for (std::size_t r = 0; r < nodes_.size(); ++r) {
-    if (!counts(static_cast<int>(r))) continue;
-    at::Tensor z = nodes_[r]->state.z();
-    sum = sum.defined() ? sum + z : z;
-    ++count;
+    if (counts(static_cast<int>(r))) out.push_back(nodes_[r]->state.z());
   }
-  return sum / count;
+  return out;
 }
 
+at::Tensor PushSumGossip::evaluation_parameters() const { return mean_of(live_models()); }
+
 double PushSumGossip::consensus_distance() const {
-  const at::Tensor mean = evaluation_parameters();
-  double total = 0, count = 0;
-  for (std::size_t r = 0; r < nodes_.size(); ++r) {
-    if (!counts(static_cast<int>(r))) continue;
-    total += (nodes_[r]->state.z() - mean).pow(2).sum().item<double>();
-    ++count;
-  }
-  return total / count;
+  const std::vector<at::Tensor> models = live_models();
+  return mean_squared_distance(models, mean_of(models));
 }
 
 // --- faults ---------------------------------------------------------------------------------

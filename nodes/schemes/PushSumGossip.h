@@ -84,6 +84,8 @@ class PushSumGossip : public TrainingScheme, public FaultTolerant {
   double unmixed_weight() const;
 
  private:
+  /// The de-biased models z = x / w of the nodes that count (not gone), in rank order.
+  std::vector<at::Tensor> live_models() const;
   struct Node;
   void on_message(int rank, Message&& message);
   void try_mix(int rank);
