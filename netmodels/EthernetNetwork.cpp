@@ -25,7 +25,7 @@
 #include "netmodels/OffloadChannel.h"
 #include "netmodels/OffloadNetDevice.h"
 #include "netmodels/OffloadSwitch.h"
-#include "netmodels/OffloadTcpSocketFactory.h"
+#include "netmodels/HostTcpSocketFactory.h"
 #include "netmodels/TcpDefaults.h"
 
 namespace gradwire {
@@ -49,8 +49,8 @@ const FamilyKeys<EthernetConfig>& keys() {
                &EthernetConfig::mtu)
           .add(integer("queue", 1000, 1, 1000000,
                        "drop-tail queue per switch port, packets (frames with `offload`); a "
-                       "host's NIC queue also holds whatever its TCP sockets may have in "
-                       "flight"),
+                       "host's NIC never drops its own TCP's segments, whose sockets keep "
+                       "small queues below them as Linux's TSQ does"),
                &EthernetConfig::queue_packets)
           .add(tcp_buffer_param(), &EthernetConfig::tcp_buffer_bytes)
           .add(choice("framing", "ethernet", {"ethernet", "ppp"},
@@ -162,7 +162,7 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
   if (offload) {
     for (std::uint32_t i = 0; i < all.GetN(); ++i) {
       all.Get(i)->AggregateObject(
-          ns3::CreateObject<OffloadTcpSocketFactory>(config_.segment_frames()));
+          ns3::CreateObject<HostTcpSocketFactory>(config_.segment_frames()));
     }
   }
 
@@ -187,11 +187,13 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
                                                    config_.queue_packets)));
 
   // A host never drops what its own TCP sends: Linux keeps a socket's segments in the socket
-  // (TCP small queues, qdisc backpressure) rather than overflow the NIC, whereas an ns-3 NIC
-  // of `queue` packets dropped them once a connection's window passed the bandwidth-delay
-  // product plus the queue (a 4 MB window at 10 Gb/s), and each such burst of losses cost a
-  // 200 ms retransmission timeout. Background sources keep `queue`: they send without a
-  // window.
+  // (TCP small queues: SmallQueuesTcpSocket, which HostTcpSocketFactory gives every host)
+  // rather than overflow the NIC, so the NIC's queue holds a few milliseconds of each socket's
+  // data. It is sized for every socket's whole buffer anyway, so that nothing is dropped with
+  // small queues turned off, whereas an ns-3 NIC of `queue` packets dropped segments once a
+  // connection's window passed the bandwidth-delay product plus the queue, and each such
+  // burst of losses cost a 200 ms retransmission timeout. Background sources keep `queue`:
+  // they send without a window.
   const std::uint32_t host_queue = config_.host_queue_packets(hosts);
   ns3::Ipv4AddressHelper ip;
   std::vector<HostAttachment> attachments;

@@ -3,6 +3,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "netmodels/HostTcpSocketFactory.h"
+#include "netmodels/Network.h"
+
 namespace gradwire {
 
 NetworkSettings::NetworkSettings(std::string family, std::shared_ptr<const FamilyConfig> config,
@@ -25,7 +28,10 @@ const FamilyConfig& NetworkSettings::config() const {
 }
 
 std::unique_ptr<Network> NetworkSettings::build(std::size_t hosts) const {
-  return config().build(hosts);
+  std::unique_ptr<Network> network = config().build(hosts);
+  // Every family's hosts keep Linux's small queues below their TCP sockets.
+  HostTcpSocketFactory::FollowHostQueues(*network);
+  return network;
 }
 
 }  // namespace gradwire

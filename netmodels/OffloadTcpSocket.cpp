@@ -16,7 +16,7 @@ NS_LOG_COMPONENT_DEFINE("OffloadTcpSocket");
 ns3::TypeId OffloadTcpSocket::GetTypeId() {
   static ns3::TypeId tid =
       ns3::TypeId("gradwire::OffloadTcpSocket")
-          .SetParent<ns3::TcpSocketBase>()
+          .SetParent<SmallQueuesTcpSocket>()
           .SetGroupName("Internet")
           .AddConstructor<OffloadTcpSocket>()
           .AddAttribute("MaxSegmentFrames", "most frames one super-segment carries",
@@ -38,7 +38,7 @@ OffloadTcpSocket::OffloadTcpSocket() {
 }
 
 OffloadTcpSocket::OffloadTcpSocket(const OffloadTcpSocket& other)
-    : ns3::TcpSocketBase(other),
+    : SmallQueuesTcpSocket(other),
       max_segment_frames_(other.max_segment_frames_),
       window_share_(other.window_share_) {}
 
@@ -54,7 +54,7 @@ void OffloadTcpSocket::SendEmptyPacket(std::uint8_t flags) {
       sending_ack_frames_ = (frames + 1) / 2;
     }
   }
-  ns3::TcpSocketBase::SendEmptyPacket(flags);
+  SmallQueuesTcpSocket::SendEmptyPacket(flags);
   sending_ack_frames_ = 1;
 }
 
@@ -80,6 +80,10 @@ std::uint32_t OffloadTcpSocket::SegmentFrames() const {
   return std::clamp(window_frames / window_share_, 1u, max_segment_frames_);
 }
 
+std::uint32_t OffloadTcpSocket::NextTransmissionBytes() const {
+  return SegmentFrames() * m_tcb->m_segmentSize;
+}
+
 std::uint32_t OffloadTcpSocket::SendDataPacket(ns3::SequenceNumber32 seq, std::uint32_t maxSize,
                                                bool withAck) {
   const std::uint32_t mss = m_tcb->m_segmentSize;
@@ -97,7 +101,7 @@ std::uint32_t OffloadTcpSocket::SendDataPacket(ns3::SequenceNumber32 seq, std::u
                         << maxSize << " bytes");
     }
   }
-  return ns3::TcpSocketBase::SendDataPacket(seq, maxSize, withAck);
+  return SmallQueuesTcpSocket::SendDataPacket(seq, maxSize, withAck);
 }
 
 void OffloadTcpSocket::ReceivedData(ns3::Ptr<ns3::Packet> packet, const ns3::TcpHeader& header) {
@@ -106,7 +110,7 @@ void OffloadTcpSocket::ReceivedData(ns3::Ptr<ns3::Packet> packet, const ns3::Tcp
   if (packet->GetSize() > m_tcb->m_segmentSize && m_delAckMaxCount > 0) {
     m_delAckCount = std::max(m_delAckCount, m_delAckMaxCount - 1);
   }
-  ns3::TcpSocketBase::ReceivedData(packet, header);
+  SmallQueuesTcpSocket::ReceivedData(packet, header);
 }
 
 }  // namespace gradwire

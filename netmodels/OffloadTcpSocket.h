@@ -11,17 +11,18 @@
 // 1/`WindowShare` of the congestion window, and single frames while the window is small.
 // Small windows (slow start, short messages, the window-limited flows on a LAN) then run
 // frame by frame, as per-frame TCP; bulk flows with windows of thousands of frames send
-// 44-frame segments. The receiver's one ACK for a super-segment occupies the wire as the ACKs
+// 44-frame segments. Small queues (SmallQueuesTcpSocket) count a super-segment as one
+// transmission, as Linux counts a TSO skb. The receiver's one ACK for a super-segment occupies the wire as the ACKs
 // per-frame TCP would have sent (AckFramesTag).
 #pragma once
 
 #include <cstdint>
 
-#include <ns3/tcp-socket-base.h>
+#include "netmodels/SmallQueuesTcpSocket.h"
 
 namespace gradwire {
 
-class OffloadTcpSocket : public ns3::TcpSocketBase {
+class OffloadTcpSocket : public SmallQueuesTcpSocket {
  public:
   static ns3::TypeId GetTypeId();
   ns3::TypeId GetInstanceTypeId() const override;
@@ -34,6 +35,7 @@ class OffloadTcpSocket : public ns3::TcpSocketBase {
   void ReceivedData(ns3::Ptr<ns3::Packet> packet, const ns3::TcpHeader& header) override;
   void SendEmptyPacket(std::uint8_t flags) override;
   ns3::Ptr<ns3::TcpSocketBase> Fork() override;
+  std::uint32_t NextTransmissionBytes() const override;
 
  private:
   /// Frames the next super-segment may carry under the current congestion window.

@@ -11,7 +11,7 @@
 #include <ns3/simulator.h>
 
 #include "netmodels/Network.h"
-#include "netmodels/OffloadTcpSocketFactory.h"
+#include "netmodels/HostTcpSocketFactory.h"
 #include "nodes/transport/DatagramTransport.h"
 #include "nodes/transport/HeadroomMark.h"
 
@@ -82,7 +82,7 @@ void Messenger::StartApplication() {
     datagrams_->Start();
     return;
   }
-  listener_ = OffloadTcpSocketFactory::CreateTcpSocket(GetNode());
+  listener_ = HostTcpSocketFactory::CreateTcpSocket(GetNode());
   listener_->Bind(ns3::InetSocketAddress(ns3::Ipv4Address::GetAny(), port_));
   listener_->Listen();
   listener_->SetAcceptCallback(
@@ -120,7 +120,7 @@ Messenger::Connection& Messenger::ConnectionTo(std::uint32_t destination) {
   auto it = outgoing_.find(destination);
   if (it != outgoing_.end()) return it->second;
   Connection& c = outgoing_[destination];
-  c.socket = OffloadTcpSocketFactory::CreateTcpSocket(GetNode());
+  c.socket = HostTcpSocketFactory::CreateTcpSocket(GetNode());
   c.socket->Bind();
   ns3::UintegerValue segment;
   c.socket->GetAttribute("SegmentSize", segment);

@@ -620,7 +620,8 @@ TEST(Impairments, NetemQueueDiscIsConfiguredThroughAttributes) {
 TEST(Impairments, ModelClassesLogOnlyWhenEnabled) {
   const auto* components = ns3::LogComponent::GetComponentList();
   for (const char* name : {"NetemQueueDisc", "OffloadNetDevice", "OffloadChannel",
-                           "OffloadSwitch", "OffloadTcpSocket", "OffloadTcpSocketFactory"}) {
+                           "OffloadSwitch", "OffloadTcpSocket", "HostTcpSocketFactory",
+                           "SmallQueuesTcpSocket"}) {
     ASSERT_EQ(components->count(name), 1u) << name << " is not a log component";
     EXPECT_FALSE(components->at(name)->IsEnabled(ns3::LOG_ERROR)) << name;
   }

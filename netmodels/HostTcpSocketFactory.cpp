@@ -1,4 +1,4 @@
-#include "netmodels/OffloadTcpSocketFactory.h"
+#include "netmodels/HostTcpSocketFactory.h"
 
 #include <ns3/log.h>
 #include <ns3/node.h>
@@ -11,14 +11,16 @@
 #include <ns3/type-id.h>
 #include <ns3/uinteger.h>
 
+#include "netmodels/Network.h"
 #include "netmodels/OffloadTcpSocket.h"
+#include "netmodels/SmallQueuesTcpSocket.h"
 
 namespace gradwire {
 
-NS_LOG_COMPONENT_DEFINE("OffloadTcpSocketFactory");
+NS_LOG_COMPONENT_DEFINE("HostTcpSocketFactory");
 
-ns3::TypeId OffloadTcpSocketFactory::GetTypeId() {
-  static ns3::TypeId tid = ns3::TypeId("gradwire::OffloadTcpSocketFactory")
+ns3::TypeId HostTcpSocketFactory::GetTypeId() {
+  static ns3::TypeId tid = ns3::TypeId("gradwire::HostTcpSocketFactory")
                                .SetParent<ns3::SocketFactory>()
                                .SetGroupName("Internet");
   return tid;
@@ -37,12 +39,19 @@ ns3::Ptr<T> create_from_attribute(const ns3::TcpL4Protocol& tcp, const char* att
 
 }  // namespace
 
-ns3::Ptr<ns3::Socket> OffloadTcpSocketFactory::CreateSocket() {
+ns3::Ptr<ns3::Socket> HostTcpSocketFactory::CreateSocket() {
   NS_LOG_FUNCTION(this << max_segment_frames_);
   const ns3::Ptr<ns3::Node> node = GetObject<ns3::Node>();
   const ns3::Ptr<ns3::TcpL4Protocol> tcp = node->GetObject<ns3::TcpL4Protocol>();
-  auto socket = ns3::CreateObject<OffloadTcpSocket>();
-  socket->SetAttribute("MaxSegmentFrames", ns3::UintegerValue(max_segment_frames_));
+  ns3::Ptr<SmallQueuesTcpSocket> socket;
+  if (max_segment_frames_ > 1) {
+    auto offload = ns3::CreateObject<OffloadTcpSocket>();
+    offload->SetAttribute("MaxSegmentFrames", ns3::UintegerValue(max_segment_frames_));
+    socket = offload;
+  } else {
+    socket = ns3::CreateObject<SmallQueuesTcpSocket>();
+  }
+  socket->SetAttribute("PacingShift", ns3::UintegerValue(pacing_shift_));
   socket->SetNode(node);
   socket->SetTcp(tcp);
   socket->SetRtt(create_from_attribute<ns3::RttEstimator>(*tcp, "RttEstimatorType"));
@@ -55,11 +64,29 @@ ns3::Ptr<ns3::Socket> OffloadTcpSocketFactory::CreateSocket() {
   return socket;
 }
 
-ns3::Ptr<ns3::Socket> OffloadTcpSocketFactory::CreateTcpSocket(ns3::Ptr<ns3::Node> node) {
-  if (const auto offload = node->GetObject<OffloadTcpSocketFactory>()) {
-    return offload->CreateSocket();
+ns3::Ptr<ns3::Socket> HostTcpSocketFactory::CreateTcpSocket(ns3::Ptr<ns3::Node> node) {
+  if (const auto factory = node->GetObject<HostTcpSocketFactory>()) {
+    return factory->CreateSocket();
   }
   return ns3::Socket::CreateSocket(node, ns3::TcpSocketFactory::GetTypeId());
+}
+
+void HostTcpSocketFactory::FollowHostQueues(const Network& network) {
+  for (std::size_t i = 0; i < network.host_count(); ++i) {
+    const ns3::Ptr<ns3::Node> node = network.host(i);
+    std::uint32_t shift = 10;
+    bool followed = false;
+    for (std::uint32_t d = 0; d < node->GetNDevices(); ++d) {
+      followed = SmallQueuesTcpSocket::FollowDevice(node->GetDevice(d), &shift) || followed;
+    }
+    if (!followed) continue;
+    auto factory = node->GetObject<HostTcpSocketFactory>();
+    if (!factory) {
+      factory = ns3::CreateObject<HostTcpSocketFactory>(1u);
+      node->AggregateObject(factory);
+    }
+    factory->SetPacingShift(shift);
+  }
 }
 
 }  // namespace gradwire

@@ -1,0 +1,216 @@
+#include "netmodels/SmallQueuesTcpSocket.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <ns3/boolean.h>
+#include <ns3/log.h>
+#include <ns3/packet.h>
+#include <ns3/rtt-estimator.h>
+#include <ns3/simulator.h>
+#include <ns3/tcp-header.h>
+#include <ns3/tcp-tx-buffer.h>
+#include <ns3/uinteger.h>
+#include <ns3/wifi-mac.h>
+#include <ns3/wifi-mpdu.h>
+#include <ns3/wifi-net-device.h>
+
+#include "netmodels/TcpDefaults.h"
+
+namespace gradwire {
+
+NS_LOG_COMPONENT_DEFINE("SmallQueuesTcpSocket");
+
+namespace {
+
+/// Which socket a packet below a socket belongs to, by packet uid (a packet keeps its uid
+/// through the headers and copies the stack adds). One simulation runs at a time.
+std::unordered_map<std::uint64_t, SmallQueuesTcpSocket*>& owners() {
+  static std::unordered_map<std::uint64_t, SmallQueuesTcpSocket*> map;
+  return map;
+}
+
+}  // namespace
+
+ns3::TypeId SmallQueuesTcpSocket::GetTypeId() {
+  static ns3::TypeId tid =
+      ns3::TypeId("gradwire::SmallQueuesTcpSocket")
+          .SetParent<ns3::TcpSocketBase>()
+          .SetGroupName("Internet")
+          .AddConstructor<SmallQueuesTcpSocket>()
+          .AddAttribute("SmallQueues", "limit the socket's bytes below it as Linux's TSQ",
+                        ns3::BooleanValue(true),
+                        ns3::MakeBooleanAccessor(&SmallQueuesTcpSocket::enabled_),
+                        ns3::MakeBooleanChecker())
+          .AddAttribute("LimitOutputBytes",
+                        "net.ipv4.tcp_limit_output_bytes: the most bytes below a socket",
+                        ns3::UintegerValue(4u << 20),
+                        ns3::MakeUintegerAccessor(&SmallQueuesTcpSocket::limit_output_bytes_),
+                        ns3::MakeUintegerChecker<std::uint32_t>(1))
+          .AddAttribute("PacingShift",
+                        "the limit is the pacing rate over 2^PacingShift seconds (10: ~1 ms)",
+                        ns3::UintegerValue(10),
+                        ns3::MakeUintegerAccessor(&SmallQueuesTcpSocket::pacing_shift_),
+                        ns3::MakeUintegerChecker<std::uint32_t>(0, 30));
+  return tid;
+}
+
+ns3::TypeId SmallQueuesTcpSocket::GetInstanceTypeId() const { return GetTypeId(); }
+
+SmallQueuesTcpSocket::SmallQueuesTcpSocket() {
+  TraceConnectWithoutContext("Tx", ns3::MakeCallback(&SmallQueuesTcpSocket::RecordSent));
+}
+
+SmallQueuesTcpSocket::SmallQueuesTcpSocket(const SmallQueuesTcpSocket& other)
+    : ns3::TcpSocketBase(other),
+      enabled_(other.enabled_),
+      limit_output_bytes_(other.limit_output_bytes_),
+      pacing_shift_(other.pacing_shift_) {}
+
+SmallQueuesTcpSocket::~SmallQueuesTcpSocket() {
+  for (const Below& entry : below_) owners().erase(entry.uid);
+}
+
+void SmallQueuesTcpSocket::DoDispose() {
+  resume_.Cancel();
+  for (const Below& entry : below_) owners().erase(entry.uid);
+  below_.clear();
+  below_bytes_ = 0;
+  ns3::TcpSocketBase::DoDispose();
+}
+
+ns3::Ptr<ns3::TcpSocketBase> SmallQueuesTcpSocket::Fork() {
+  return ns3::CopyObject<SmallQueuesTcpSocket>(this);
+}
+
+std::uint32_t SmallQueuesTcpSocket::NextTransmissionBytes() const {
+  return m_tcb->m_segmentSize;
+}
+
+std::uint64_t SmallQueuesTcpSocket::SmallQueueLimit() const {
+  const std::uint64_t ceiling = limit_output_bytes_;
+  // Before the first RTT sample Linux divides by nothing: the rate is unbounded.
+  if (m_rtt->GetNSamples() == 0) return ceiling;
+  const double srtt_s = m_rtt->GetEstimate().GetSeconds();
+  if (srtt_s <= 0) return ceiling;
+  // Linux grows the window only while the window limits sending (tcp_is_cwnd_limited): in
+  // slow start up to twice what is in flight, after it to what is in flight. ns-3 grows it on
+  // every ACK, also while small queues hold the socket back, so the window the rate is taken
+  // from is bounded so.
+  const bool slow_start = m_tcb->m_cWnd.Get() < m_tcb->m_ssThresh.Get() / 2;
+  const double in_flight = std::max(UnAckDataCount(), NextTransmissionBytes());
+  const double cwnd =
+      std::min<double>(m_tcb->m_cWnd.Get(), slow_start ? 2 * in_flight : in_flight);
+  const double ratio = slow_start ? 2.0 : 1.2;
+  const auto rate = static_cast<std::uint64_t>(cwnd * ratio / srtt_s);
+  const std::uint64_t floor = 2ull * (NextTransmissionBytes() + kTcpIpHeaderBytes);
+  return std::min(std::max(floor, rate >> pacing_shift_), ceiling);
+}
+
+std::uint32_t SmallQueuesTcpSocket::AvailableWindow() const {
+  const std::uint32_t window = ns3::TcpSocketBase::AvailableWindow();
+  if (!enabled_ || window == 0 || below_bytes_ <= SmallQueueLimit()) return window;
+  // Linux always sends when at most one transmission is unacknowledged: it cannot then be
+  // waiting for its own queue.
+  if (UnAckDataCount() <= NextTransmissionBytes()) return window;
+  NS_LOG_LOGIC(this << " throttled: " << below_bytes_ << " bytes below, limit "
+                    << SmallQueueLimit());
+  throttled_ = true;
+  return 0;
+}
+
+void SmallQueuesTcpSocket::RecordSent(ns3::Ptr<const ns3::Packet> packet,
+                                      const ns3::TcpHeader& header,
+                                      ns3::Ptr<const ns3::TcpSocketBase> socket) {
+  if (packet->GetSize() == 0) return;
+  auto* self = const_cast<SmallQueuesTcpSocket*>(
+      dynamic_cast<const SmallQueuesTcpSocket*>(ns3::PeekPointer(socket)));
+  if (self == nullptr || !self->enabled_) return;
+  constexpr std::uint32_t kIpv4HeaderBytes = 20;
+  const Below entry{packet->GetUid(), header.GetSequenceNumber() + packet->GetSize(),
+                    packet->GetSize() + header.GetSerializedSize() + kIpv4HeaderBytes};
+  self->below_.push_back(entry);
+  self->below_bytes_ += entry.bytes;
+  owners()[entry.uid] = self;
+}
+
+void SmallQueuesTcpSocket::PacketLeftHost(ns3::Ptr<const ns3::Packet> packet) {
+  const auto owner = owners().find(packet->GetUid());
+  if (owner != owners().end()) owner->second->Credit(owner->first);
+}
+
+void SmallQueuesTcpSocket::Credit(std::uint64_t uid) {
+  const auto entry = std::find_if(below_.begin(), below_.end(),
+                                  [uid](const Below& b) { return b.uid == uid; });
+  if (entry == below_.end()) return;
+  Forget(entry);
+  if (throttled_ && below_bytes_ <= SmallQueueLimit() && !resume_.IsRunning()) {
+    resume_ = ns3::Simulator::ScheduleNow(&SmallQueuesTcpSocket::Resume,
+                                          ns3::Ptr<SmallQueuesTcpSocket>(this));
+  }
+}
+
+void SmallQueuesTcpSocket::Forget(std::deque<Below>::iterator entry) {
+  below_bytes_ -= entry->bytes;
+  owners().erase(entry->uid);
+  below_.erase(entry);
+}
+
+void SmallQueuesTcpSocket::Resume() {
+  throttled_ = false;
+  if (m_state == ESTABLISHED || m_state == CLOSE_WAIT) SendPendingData(m_connected);
+}
+
+void SmallQueuesTcpSocket::ReceivedAck(ns3::Ptr<ns3::Packet> packet,
+                                       const ns3::TcpHeader& header) {
+  // Acknowledged bytes have left the host, whatever happened to the packet that carried
+  // them (a device whose drops are not followed, a loss below): they stop counting.
+  if (header.GetFlags() & ns3::TcpHeader::ACK) {
+    const ns3::SequenceNumber32 ack = header.GetAckNumber();
+    for (auto it = below_.begin(); it != below_.end();) {
+      if (it->end <= ack) {
+        below_bytes_ -= it->bytes;
+        owners().erase(it->uid);
+        it = below_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  ns3::TcpSocketBase::ReceivedAck(packet, header);
+}
+
+namespace {
+
+void acked_mpdu_left_host(ns3::Ptr<const ns3::WifiMpdu> mpdu) {
+  SmallQueuesTcpSocket::PacketLeftHost(mpdu->GetPacket());
+}
+
+void dropped_mpdu_left_host(ns3::WifiMacDropReason, ns3::Ptr<const ns3::WifiMpdu> mpdu) {
+  SmallQueuesTcpSocket::PacketLeftHost(mpdu->GetPacket());
+}
+
+}  // namespace
+
+bool SmallQueuesTcpSocket::FollowDevice(ns3::Ptr<ns3::NetDevice> device,
+                                        std::uint32_t* pacing_shift) {
+  const auto left = ns3::MakeCallback(&SmallQueuesTcpSocket::PacketLeftHost);
+  if (const auto wifi = ns3::DynamicCast<ns3::WifiNetDevice>(device)) {
+    // mac80211 frees a frame when the station has its acknowledgement (or gives up); its
+    // drivers keep about 4 ms below each socket (sk_pacing_shift 8).
+    const ns3::Ptr<ns3::WifiMac> mac = wifi->GetMac();
+    const bool followed =
+        mac->TraceConnectWithoutContext("AckedMpdu", ns3::MakeCallback(&acked_mpdu_left_host)) &&
+        mac->TraceConnectWithoutContext("DroppedMpdu",
+                                        ns3::MakeCallback(&dropped_mpdu_left_host));
+    if (followed && pacing_shift != nullptr) *pacing_shift = 8;
+    return followed;
+  }
+  // Point-to-point and offloading Ethernet devices: a packet leaves when it starts on the wire.
+  if (!device->TraceConnectWithoutContext("PhyTxBegin", left)) return false;
+  device->TraceConnectWithoutContext("MacTxDrop", left);
+  if (pacing_shift != nullptr) *pacing_shift = 10;
+  return true;
+}
+
+}  // namespace gradwire

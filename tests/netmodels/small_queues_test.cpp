@@ -1,0 +1,189 @@
+// Host queueing as Linux does it: TCP Small Queues keep a socket's bytes below it to about a
+// millisecond of its rate, so a host's ACKs and small messages never wait behind a window of
+// its own bulk data, and a bulk transfer still fills its link.
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <ns3/boolean.h>
+#include <ns3/config.h>
+#include <ns3/object-vector.h>
+#include <ns3/point-to-point-net-device.h>
+#include <ns3/queue.h>
+#include <ns3/rng-seed-manager.h>
+#include <ns3/simulator.h>
+#include <ns3/tcp-l4-protocol.h>
+#include <ns3/uinteger.h>
+
+#include "netmodels/NetworkFactory.h"
+#include "netmodels/SmallQueuesTcpSocket.h"
+#include "nodes/transport/Messenger.h"
+
+namespace gradwire {
+namespace {
+
+using nlohmann::json;
+
+json ethernet(double rate_bps, bool offload) {
+  return {{"family", "ethernet"}, {"rate", rate_bps}, {"delay", "5us"}, {"offload", offload}};
+}
+
+// Sets SmallQueuesTcpSocket's `SmallQueues` default for one scope.
+class SmallQueues {
+ public:
+  explicit SmallQueues(bool on) { set(on); }
+  ~SmallQueues() { set(true); }
+
+ private:
+  static void set(bool on) {
+    ns3::Config::SetDefault("gradwire::SmallQueuesTcpSocket::SmallQueues", ns3::BooleanValue(on));
+  }
+};
+
+struct Exchange {
+  std::unique_ptr<Network> network;
+  std::vector<ns3::Ptr<Messenger>> messengers;
+  double bulk_s = -1;         // the bulk message's transfer time
+  double small_s = -1;        // the small message's, sent while the bulk one is on its way
+  std::uint32_t max_nic_bytes = 0;  // most bytes host 0's point-to-point NIC queue held
+
+  // Host 0 sends `bulk` bytes to host 1 at t = start and, `small_after` seconds later, 100 bytes
+  // to host 2 (each pair's connection is opened beforehand, as a run's are).
+  Exchange(const json& object, std::size_t bulk, double small_after) {
+    ns3::Simulator::Destroy();
+    ns3::RngSeedManager::SetSeed(1);
+    ns3::RngSeedManager::SetRun(1);
+    network = resolve_network(object, "network").build(3);
+    messengers = Messenger::InstallOnHosts(*network);
+    const double start = std::max(0.5, network->ready_time_s() + 0.2);
+    const auto send = [this](std::uint32_t from, std::uint32_t to, std::size_t bytes) {
+      Message m;
+      m.kind = 1;
+      m.payload.assign(bytes, static_cast<std::uint8_t>(to));
+      messengers[from]->Send(to, std::move(m));
+    };
+    // Warm-up messages open the connections and leave nothing behind.
+    ns3::Simulator::Schedule(ns3::Seconds(start - 0.2), [=] { send(0, 1, 10); send(0, 2, 10); });
+    std::map<std::uint32_t, int> seen;
+    for (std::uint32_t to : {1u, 2u}) {
+      messengers[to]->SetHandler([&, to, start, small_after, bulk](Message&& m) {
+        if (++seen[to] == 1) return;  // the warm-up message
+        const double now = ns3::Simulator::Now().GetSeconds();
+        if (to == 1) {
+          EXPECT_EQ(m.payload.size(), bulk);
+          bulk_s = now - start;
+        } else {
+          small_s = now - start - small_after;
+        }
+        // A little longer: the last frames' link-layer acknowledgements (Wi-Fi) come after.
+        if (bulk_s >= 0 && small_s >= 0) ns3::Simulator::Stop(ns3::MilliSeconds(50));
+      });
+    }
+    ns3::Simulator::Schedule(ns3::Seconds(start), [=] { send(0, 1, bulk); });
+    ns3::Simulator::Schedule(ns3::Seconds(start + small_after), [=] { send(0, 2, 100); });
+    if (const auto nic = ns3::DynamicCast<ns3::PointToPointNetDevice>(network->host(0)->GetDevice(1))) {
+      const std::function<void()> sample = [this, nic, &sample] {
+        max_nic_bytes = std::max(max_nic_bytes, nic->GetQueue()->GetNBytes());
+        ns3::Simulator::Schedule(ns3::MicroSeconds(100), sample);
+      };
+      ns3::Simulator::Schedule(ns3::Seconds(start), sample);
+      ns3::Simulator::Stop(ns3::Seconds(start + 30));
+      ns3::Simulator::Run();
+    } else {
+      ns3::Simulator::Stop(ns3::Seconds(start + 30));
+      ns3::Simulator::Run();
+    }
+  }
+  ~Exchange() { ns3::Simulator::Destroy(); }
+};
+
+// The case: a host that sends a window of bulk data must still get a small message
+// (or an ACK) out at once. Without small queues the NIC's queue holds megabytes of the bulk
+// transfer and the small message waits behind all of them.
+TEST(SmallQueues, SmallMessageIsNotStuckBehindTheHostsOwnBulkData) {
+  for (const bool offload : {false, true}) {
+    SCOPED_TRACE(offload ? "offload" : "per-frame");
+    const json net = ethernet(100e6, offload);
+    const Exchange linux_like(net, 8'000'000, 0.3);
+    ASSERT_GT(linux_like.bulk_s, 0);
+    ASSERT_GT(linux_like.small_s, 0);
+    // 100 bytes on an idle path take ~50 us; small queues let a few ms of bulk data go first.
+    EXPECT_LT(linux_like.small_s, 0.010);
+    // 8 MB at 100 Mbit/s with Ethernet framing: ~0.68 s; small queues keep the link full.
+    const double wire_s = 8e6 * 1538.0 / 1448.0 * 8 / 100e6;
+    EXPECT_LT(linux_like.bulk_s, wire_s * 1.03);
+
+    SmallQueues off(false);
+    const Exchange fifo(net, 8'000'000, 0.3);
+    // The same exchange with the whole window in the NIC's queue: the message waits.
+    EXPECT_GT(fifo.small_s, 0.05);
+    EXPECT_NEAR(fifo.bulk_s, linux_like.bulk_s, 0.01 * fifo.bulk_s);
+  }
+}
+
+// What a socket keeps below it is about Linux's limit: the NIC's queue never holds more than a
+// few milliseconds of the link (16 ms would be 200 KB at 100 Mbit/s).
+TEST(SmallQueues, NicQueueHoldsMillisecondsNotTheWindow) {
+  const Exchange linux_like(ethernet(100e6, false), 8'000'000, 0.3);
+  EXPECT_GT(linux_like.max_nic_bytes, 2 * 1500u);
+  EXPECT_LT(linux_like.max_nic_bytes, 100'000u);
+  SmallQueues off(false);
+  const Exchange fifo(ethernet(100e6, false), 8'000'000, 0.3);
+  EXPECT_GT(fifo.max_nic_bytes, 1'000'000u);
+}
+
+std::vector<ns3::Ptr<ns3::TcpSocketBase>> tcp_sockets(ns3::Ptr<ns3::Node> node) {
+  ns3::ObjectVectorValue list;
+  node->GetObject<ns3::TcpL4Protocol>()->GetAttribute("SocketList", list);
+  std::vector<ns3::Ptr<ns3::TcpSocketBase>> out;
+  for (auto it = list.Begin(); it != list.End(); ++it) {
+    out.push_back(ns3::DynamicCast<ns3::TcpSocketBase>(it->second));
+  }
+  return out;
+}
+
+// Every family's hosts keep small queues where their device lets Linux see below the socket:
+// Ethernet (10 = ~1 ms of the rate), Wi-Fi (mac80211's 8 = ~4 ms); an LTE UE hands its packets
+// to the modem at once and keeps ns-3's socket, while the LTE cell's server, behind the PGW on
+// a wire, keeps small queues.
+TEST(SmallQueues, EachFamilysHostsOpenTheirSocketsAsLinuxWould) {
+  struct Case {
+    json network;
+    std::vector<std::uint64_t> shift;  // per host; 0: ns-3's own socket
+  };
+  const std::map<std::string, Case> cases = {
+      {"ethernet", {ethernet(1e9, false), {10, 10, 10}}},
+      {"wifi", {{{"family", "wifi"}, {"standard", "ax"}}, {8, 8, 8}}},
+      {"lte", {{{"family", "lte"}}, {0, 0, 10}}},
+  };
+  for (const auto& [family, c] : cases) {
+    SCOPED_TRACE(family);
+    const Exchange run(c.network, 200'000, 0.01);
+    ASSERT_GT(run.bulk_s, 0);
+    for (std::size_t h = 0; h < run.network->host_count(); ++h) {
+      const auto sockets = tcp_sockets(run.network->host(h));
+      EXPECT_FALSE(sockets.empty()) << "host " << h;
+      for (const auto& socket : sockets) {
+        const auto tsq = ns3::DynamicCast<SmallQueuesTcpSocket>(socket);
+        if (c.shift[h] == 0) {
+          EXPECT_FALSE(tsq) << "host " << h;
+          continue;
+        }
+        // Listeners' forks (the accepted connections) keep the class too.
+        ASSERT_TRUE(tsq) << "host " << h;
+        ns3::UintegerValue value;
+        tsq->GetAttribute("PacingShift", value);
+        EXPECT_EQ(value.Get(), c.shift[h]) << "host " << h;
+        EXPECT_EQ(tsq->BytesBelow(), 0u) << "everything host " << h << " sent has left it";
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gradwire
