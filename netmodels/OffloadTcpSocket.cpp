@@ -1,6 +1,7 @@
 #include "netmodels/OffloadTcpSocket.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <ns3/log.h>
 #include <ns3/packet.h>
@@ -8,6 +9,7 @@
 #include <ns3/uinteger.h>
 
 #include "netmodels/AckFramesTag.h"
+#include "netmodels/TcpDefaults.h"
 
 namespace gradwire {
 
@@ -80,10 +82,6 @@ std::uint32_t OffloadTcpSocket::SegmentFrames() const {
   return std::clamp(window_frames / window_share_, 1u, max_segment_frames_);
 }
 
-std::uint32_t OffloadTcpSocket::NextTransmissionBytes() const {
-  return SegmentFrames() * m_tcb->m_segmentSize;
-}
-
 std::uint32_t OffloadTcpSocket::SendDataPacket(ns3::SequenceNumber32 seq, std::uint32_t maxSize,
                                                bool withAck) {
   const std::uint32_t mss = m_tcb->m_segmentSize;
@@ -95,7 +93,12 @@ std::uint32_t OffloadTcpSocket::SendDataPacket(ns3::SequenceNumber32 seq, std::u
       const std::uint32_t window = AvailableWindow();
       const ns3::SequenceNumber32 right = m_highRxAckMark.Get() + m_rWnd.Get();
       const std::uint32_t receiver = right > seq ? static_cast<std::uint32_t>(right - seq) : 0;
-      const std::uint32_t whole = std::min({window, receiver, frames * mss}) / mss * mss;
+      // No further below the socket than per-frame TCP would go past its small queues' limit.
+      const std::uint64_t room_frames =
+          std::max<std::uint64_t>(1, SmallQueueRoom() / (mss + kTcpIpHeaderBytes));
+      const auto room = static_cast<std::uint32_t>(
+          std::min<std::uint64_t>(room_frames * mss, std::numeric_limits<std::uint32_t>::max()));
+      const std::uint32_t whole = std::min({window, receiver, frames * mss, room}) / mss * mss;
       maxSize = std::max(maxSize, whole);
       NS_LOG_LOGIC(this << " seq " << seq << ": up to " << frames << " frames, sends "
                         << maxSize << " bytes");

@@ -11,8 +11,10 @@
 // 1/`WindowShare` of the congestion window, and single frames while the window is small.
 // Small windows (slow start, short messages, the window-limited flows on a LAN) then run
 // frame by frame, as per-frame TCP; bulk flows with windows of thousands of frames send
-// 44-frame segments. Small queues (SmallQueuesTcpSocket) count a super-segment as one
-// transmission, as Linux counts a TSO skb. The receiver's one ACK for a super-segment occupies the wire as the ACKs
+// 44-frame segments. Small queues (SmallQueuesTcpSocket) hold it to what per-frame TCP would
+// have below it: the limit is per-frame TCP's, and a super-segment is cut to the room the
+// limit leaves (one frame at least), so offload changes what the simulation costs, not how
+// much a host queues. The receiver's one ACK for a super-segment occupies the wire as the ACKs
 // per-frame TCP would have sent (AckFramesTag).
 #pragma once
 
@@ -35,7 +37,6 @@ class OffloadTcpSocket : public SmallQueuesTcpSocket {
   void ReceivedData(ns3::Ptr<ns3::Packet> packet, const ns3::TcpHeader& header) override;
   void SendEmptyPacket(std::uint8_t flags) override;
   ns3::Ptr<ns3::TcpSocketBase> Fork() override;
-  std::uint32_t NextTransmissionBytes() const override;
 
  private:
   /// Frames the next super-segment may carry under the current congestion window.

@@ -1,6 +1,7 @@
 #include "netmodels/SmallQueuesTcpSocket.h"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 #include <ns3/boolean.h>
@@ -15,6 +16,7 @@
 #include <ns3/wifi-mpdu.h>
 #include <ns3/wifi-net-device.h>
 
+#include "netmodels/SmallQueuesTag.h"
 #include "netmodels/TcpDefaults.h"
 
 namespace gradwire {
@@ -23,8 +25,8 @@ NS_LOG_COMPONENT_DEFINE("SmallQueuesTcpSocket");
 
 namespace {
 
-/// Which socket a packet below a socket belongs to, by packet uid (a packet keeps its uid
-/// through the headers and copies the stack adds). One simulation runs at a time.
+/// Which socket each segment below a socket belongs to, by its SmallQueuesTag serial. One
+/// simulation runs at a time.
 std::unordered_map<std::uint64_t, SmallQueuesTcpSocket*>& owners() {
   static std::unordered_map<std::uint64_t, SmallQueuesTcpSocket*> map;
   return map;
@@ -68,12 +70,12 @@ SmallQueuesTcpSocket::SmallQueuesTcpSocket(const SmallQueuesTcpSocket& other)
       pacing_shift_(other.pacing_shift_) {}
 
 SmallQueuesTcpSocket::~SmallQueuesTcpSocket() {
-  for (const Below& entry : below_) owners().erase(entry.uid);
+  for (const Below& entry : below_) owners().erase(entry.serial);
 }
 
 void SmallQueuesTcpSocket::DoDispose() {
   resume_.Cancel();
-  for (const Below& entry : below_) owners().erase(entry.uid);
+  for (const Below& entry : below_) owners().erase(entry.serial);
   below_.clear();
   below_bytes_ = 0;
   ns3::TcpSocketBase::DoDispose();
@@ -81,10 +83,6 @@ void SmallQueuesTcpSocket::DoDispose() {
 
 ns3::Ptr<ns3::TcpSocketBase> SmallQueuesTcpSocket::Fork() {
   return ns3::CopyObject<SmallQueuesTcpSocket>(this);
-}
-
-std::uint32_t SmallQueuesTcpSocket::NextTransmissionBytes() const {
-  return m_tcb->m_segmentSize;
 }
 
 std::uint64_t SmallQueuesTcpSocket::SmallQueueLimit() const {
@@ -98,21 +96,28 @@ std::uint64_t SmallQueuesTcpSocket::SmallQueueLimit() const {
   // every ACK, also while small queues hold the socket back, so the window the rate is taken
   // from is bounded so.
   const bool slow_start = m_tcb->m_cWnd.Get() < m_tcb->m_ssThresh.Get() / 2;
-  const double in_flight = std::max(UnAckDataCount(), NextTransmissionBytes());
+  const std::uint32_t segment = m_tcb->m_segmentSize;
+  const double in_flight = std::max(UnAckDataCount(), segment);
   const double cwnd =
       std::min<double>(m_tcb->m_cWnd.Get(), slow_start ? 2 * in_flight : in_flight);
   const double ratio = slow_start ? 2.0 : 1.2;
   const auto rate = static_cast<std::uint64_t>(cwnd * ratio / srtt_s);
-  const std::uint64_t floor = 2ull * (NextTransmissionBytes() + kTcpIpHeaderBytes);
+  const std::uint64_t floor = 2ull * (segment + kTcpIpHeaderBytes);
   return std::min(std::max(floor, rate >> pacing_shift_), ceiling);
+}
+
+std::uint64_t SmallQueuesTcpSocket::SmallQueueRoom() const {
+  if (!enabled_) return std::numeric_limits<std::uint64_t>::max();
+  const std::uint64_t limit = SmallQueueLimit();
+  return limit > below_bytes_ ? limit - below_bytes_ : 0;
 }
 
 std::uint32_t SmallQueuesTcpSocket::AvailableWindow() const {
   const std::uint32_t window = ns3::TcpSocketBase::AvailableWindow();
   if (!enabled_ || window == 0 || below_bytes_ <= SmallQueueLimit()) return window;
-  // Linux always sends when at most one transmission is unacknowledged: it cannot then be
-  // waiting for its own queue.
-  if (UnAckDataCount() <= NextTransmissionBytes()) return window;
+  // Linux always sends when at most one segment is unacknowledged: it cannot then be waiting
+  // for its own queue.
+  if (UnAckDataCount() <= m_tcb->m_segmentSize) return window;
   NS_LOG_LOGIC(this << " throttled: " << below_bytes_ << " bytes below, limit "
                     << SmallQueueLimit());
   throttled_ = true;
@@ -127,21 +132,25 @@ void SmallQueuesTcpSocket::RecordSent(ns3::Ptr<const ns3::Packet> packet,
       dynamic_cast<const SmallQueuesTcpSocket*>(ns3::PeekPointer(socket)));
   if (self == nullptr || !self->enabled_) return;
   constexpr std::uint32_t kIpv4HeaderBytes = 20;
-  const Below entry{packet->GetUid(), header.GetSequenceNumber() + packet->GetSize(),
+  static std::uint64_t next_serial = 0;
+  const Below entry{++next_serial, header.GetSequenceNumber() + packet->GetSize(),
                     packet->GetSize() + header.GetSerializedSize() + kIpv4HeaderBytes};
+  packet->AddPacketTag(SmallQueuesTag(entry.serial));
   self->below_.push_back(entry);
   self->below_bytes_ += entry.bytes;
-  owners()[entry.uid] = self;
+  owners()[entry.serial] = self;
 }
 
 void SmallQueuesTcpSocket::PacketLeftHost(ns3::Ptr<const ns3::Packet> packet) {
-  const auto owner = owners().find(packet->GetUid());
+  SmallQueuesTag tag;
+  if (!packet->PeekPacketTag(tag)) return;
+  const auto owner = owners().find(tag.serial());
   if (owner != owners().end()) owner->second->Credit(owner->first);
 }
 
-void SmallQueuesTcpSocket::Credit(std::uint64_t uid) {
+void SmallQueuesTcpSocket::Credit(std::uint64_t serial) {
   const auto entry = std::find_if(below_.begin(), below_.end(),
-                                  [uid](const Below& b) { return b.uid == uid; });
+                                  [serial](const Below& b) { return b.serial == serial; });
   if (entry == below_.end()) return;
   Forget(entry);
   if (throttled_ && below_bytes_ <= SmallQueueLimit() && !resume_.IsRunning()) {
@@ -152,7 +161,7 @@ void SmallQueuesTcpSocket::Credit(std::uint64_t uid) {
 
 void SmallQueuesTcpSocket::Forget(std::deque<Below>::iterator entry) {
   below_bytes_ -= entry->bytes;
-  owners().erase(entry->uid);
+  owners().erase(entry->serial);
   below_.erase(entry);
 }
 
@@ -170,7 +179,7 @@ void SmallQueuesTcpSocket::ReceivedAck(ns3::Ptr<ns3::Packet> packet,
     for (auto it = below_.begin(); it != below_.end();) {
       if (it->end <= ack) {
         below_bytes_ -= it->bytes;
-        owners().erase(it->uid);
+        owners().erase(it->serial);
         it = below_.erase(it);
       } else {
         ++it;

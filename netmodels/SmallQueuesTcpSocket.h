@@ -8,7 +8,7 @@
 // The limit is Linux's (net/ipv4/tcp_output.c, tcp_small_queue_check), in bytes of packets
 // (headers included) where Linux counts skb truesize:
 //
-//   limit = min(max(2 x the next transmission, pacing rate >> PacingShift), LimitOutputBytes)
+//   limit = min(max(2 segments, pacing rate >> PacingShift), LimitOutputBytes)
 //
 // - pacing rate: what Linux sets for every TCP socket (tcp_update_pacing_rate), congestion
 //   window over smoothed RTT, times 2 in slow start (cwnd below half ssthresh), 1.2 after;
@@ -16,9 +16,11 @@
 //   4 ms, which is what Wi-Fi hosts get here);
 // - LimitOutputBytes: net.ipv4.tcp_limit_output_bytes, 4 MiB, Linux 6.x's default.
 //
-// A socket with more than one transmission unacknowledged stops sending new segments while
-// more than the limit of its bytes are below it (with one or none, it always sends, as Linux
-// does). Its bytes leave the host when the device starts putting them on the wire (Linux
+// A socket with more than one segment unacknowledged stops sending new segments while more
+// than the limit of its bytes are below it (with one or none, it always sends, as Linux does).
+// The window the pacing rate is taken from counts at most twice the bytes in flight in slow
+// start and the bytes in flight after it: Linux grows a window only while it limits sending
+// (tcp_is_cwnd_limited), ns-3 on every ACK. Its bytes leave the host when the device starts putting them on the wire (Linux
 // frees them at transmit completion; a veth with a shaping qdisc, when they leave the qdisc),
 // or when the device drops them; a segment acknowledged by the peer has left in any case.
 // The socket then resumes at once, as TSQ's tasklet does.
@@ -63,13 +65,14 @@ class SmallQueuesTcpSocket : public ns3::TcpSocketBase {
   void ReceivedAck(ns3::Ptr<ns3::Packet> packet, const ns3::TcpHeader& header) override;
   ns3::Ptr<ns3::TcpSocketBase> Fork() override;
   void DoDispose() override;
-  /// Payload bytes the socket's next transmission carries: one segment here; offloading
-  /// sockets send more.
-  virtual std::uint32_t NextTransmissionBytes() const;
+  /// Bytes the socket may still put below it before it reaches its limit (all it likes with
+  /// small queues off). An offloading socket cuts its super-segments to it: it counts as
+  /// per-frame TCP does.
+  std::uint64_t SmallQueueRoom() const;
 
  private:
   struct Below {
-    std::uint64_t uid;
+    std::uint64_t serial;  ///< its SmallQueuesTag
     ns3::SequenceNumber32 end;
     std::uint32_t bytes;
   };
@@ -78,7 +81,7 @@ class SmallQueuesTcpSocket : public ns3::TcpSocketBase {
   /// the sender comes as an argument).
   static void RecordSent(ns3::Ptr<const ns3::Packet> packet, const ns3::TcpHeader& header,
                          ns3::Ptr<const ns3::TcpSocketBase> socket);
-  void Credit(std::uint64_t uid);
+  void Credit(std::uint64_t serial);
   void Forget(std::deque<Below>::iterator entry);
   void Resume();
 
