@@ -1,0 +1,160 @@
+// examples/emulate/ddp_train.py, an unmodified PyTorch DDP training job, held against
+// `gradwire run`: the job for real on the hosts of a RealKernelNetwork, the same job with one
+// rank for its compute time per step (DDP with one rank all-reduces nothing), and a scenario of
+// the same model and batch that `gradwire run` simulates with that compute time.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "GlooAllReduceRuns.h"
+#include "MetricsLines.h"
+#include "RealKernelNetwork.h"
+#include "RunGradwire.h"
+
+namespace gradwire::testing {
+
+/// ddp_train.py's defaults, which the scenario's model and dataset repeat.
+constexpr std::int64_t kDdpFeatures = 256;
+constexpr std::int64_t kDdpClasses = 10;
+
+/// Parameters of ddp_train.py's model (features -> H -> H -> classes, every Linear with a bias);
+/// gradwire's `mlp` with hidden [H, H] has the same layers.
+inline std::int64_t ddp_parameters(std::int64_t hidden) {
+  return (kDdpFeatures + 1) * hidden + (hidden + 1) * hidden + (hidden + 1) * kDdpClasses;
+}
+
+/// The hidden width H whose gradient (4 bytes a parameter) is nearest `megabytes` MB.
+inline std::int64_t ddp_hidden_for(double megabytes) {
+  // P = H^2 + (F + C + 2) H + C: the positive root, then whichever neighbour is nearer.
+  const double b = static_cast<double>(kDdpFeatures + kDdpClasses + 2);
+  const double target = megabytes * 1e6 / 4;
+  const double root = (-b + std::sqrt(b * b + 4 * (target - kDdpClasses))) / 2;
+  auto h = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(root)));
+  if (std::abs(ddp_parameters(h + 1) - target) < std::abs(ddp_parameters(h) - target)) ++h;
+  return h;
+}
+
+inline std::string ddp_train_command(std::int64_t hidden, int batch, int steps) {
+  return "/usr/bin/python3 " + std::string(GRADWIRE_SOURCE_DIR) +
+         "/examples/emulate/ddp_train.py --hidden " + std::to_string(hidden) + " --batch " +
+         std::to_string(batch) + " --steps " + std::to_string(steps) + " --log-every " +
+         std::to_string(steps);
+}
+
+struct DdpTrainRun {
+  std::vector<double> slowest;   ///< per complete repetition, its slowest rank's mean_step_s
+  std::int64_t gradient_bytes = 0;  ///< as the job reported it (4 x its parameters)
+  std::string output;            ///< what the ranks of failed repetitions printed
+
+  /// The shortest complete repetition; -1 when none was.
+  double best() const { return slowest.empty() ? -1 : *std::min_element(slowest.begin(), slowest.end()); }
+};
+
+/// Folds one repetition's output, from `ranks` ranks, into `run`.
+inline void add_ddp_repetition(DdpTrainRun& run, const std::string& output, int ranks) {
+  const auto lines = json_lines_with(output, "mean_step_s");
+  double slowest = 0;
+  for (const auto& line : lines) {
+    slowest = std::max(slowest, line.value("mean_step_s", 0.0));
+    run.gradient_bytes = line.value("gradient_bytes", std::int64_t{0});
+  }
+  if (static_cast<int>(lines.size()) == ranks) run.slowest.push_back(slowest);
+  else run.output += output;
+}
+
+/// The job on every host of `net`, `repeats` times, each rank bound to its host's veth.
+inline DdpTrainRun kernel_ddp_train(const RealKernelNetwork& net, int hosts, std::int64_t hidden,
+                                    int batch, int steps, int repeats, int timeout_s) {
+  DdpTrainRun run;
+  for (int k = 0; k < repeats; ++k) {
+    // A port of its own per repetition: the last one's store may still hold its port in TIME_WAIT.
+    std::vector<std::string> commands;
+    for (int h = 0; h < hosts; ++h) {
+      commands.push_back("env RANK=" + std::to_string(h) + " WORLD_SIZE=" + std::to_string(hosts) +
+                         " MASTER_ADDR=" + RealKernelNetwork::address(0) +
+                         " MASTER_PORT=" + std::to_string(29500 + k) +
+                         " GLOO_SOCKET_IFNAME=eth0 " + ddp_train_command(hidden, batch, steps));
+    }
+    std::string all;
+    for (const auto& out : net.run_on_hosts(commands, timeout_s)) all += out;
+    add_ddp_repetition(run, all, hosts);
+  }
+  return run;
+}
+
+/// The job with one rank in the machine's own namespace: its step is compute alone.
+inline DdpTrainRun single_rank_ddp_train(std::int64_t hidden, int batch, int steps, int timeout_s) {
+  // The machine's namespace is shared with whatever else runs here: a port from this process's
+  // id rather than gloo's usual 29500.
+  const std::string port = std::to_string(20000 + ::getpid() % 10000);
+  DdpTrainRun run;
+  add_ddp_repetition(run,
+                     RealKernelNetwork::run("timeout -k 2 " + std::to_string(timeout_s) +
+                                            " env RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                                            port + " GLOO_SOCKET_IFNAME=lo " +
+                                            ddp_train_command(hidden, batch, steps)),
+                     1);
+  return run;
+}
+
+struct SimulatedDdpSteps {
+  double mean_step_s = -1;       ///< mean simulated step over steps 2..N; -1 when the run failed
+  std::int64_t parameters = 0;   ///< the model's, from summary.json
+  std::string output;            ///< gradwire's output when the run failed
+};
+
+/// `gradwire run` of ddp_train.py's model, data shape and batch among `ranks` workers on a ring
+/// over `rate_mbit` Ethernet, each step's compute fixed at `compute_s`, DDP's buckets (gradwire's
+/// default), no codec. The scenario and its run folder go under `dir`.
+inline SimulatedDdpSteps simulated_ddp_steps(const std::filesystem::path& dir, int ranks,
+                                             std::int64_t hidden, int batch, int steps,
+                                             double compute_s, int rate_mbit) {
+  namespace fs = std::filesystem;
+  const std::string name = "ddp-" + std::to_string(ranks) + "-h" + std::to_string(hidden);
+  const nlohmann::json doc = {
+      {"gradwire", 1},
+      {"name", name},
+      {"model", {{"kind", "mlp"}, {"hidden", {hidden, hidden}}}},
+      {"dataset",
+       {{"kind", "synthetic"}, {"features", kDdpFeatures}, {"classes", kDdpClasses},
+        {"train_samples", 4096}, {"test_samples", 128}}},
+      {"training", {{"workers", ranks}, {"steps", steps}, {"batch", batch}, {"eval_every", 100}}},
+      {"compute", {{"mode", "fixed"}, {"seconds", compute_s}, {"threads", 1}}},
+      {"codec", {{"kind", "none"}}},
+      {"topology", {{"kind", "ring"}}},
+      {"network",
+       {{"family", "ethernet"}, {"rate", std::to_string(rate_mbit) + "Mbps"}, {"delay", "0us"}}},
+      {"output", {{"dir", (dir / "runs").string()}}}};
+  const fs::path path = dir / (name + ".json");
+  std::ofstream(path) << doc.dump(2);
+  fs::remove_all(dir / "runs" / name);  // a folder of an earlier row with the same name
+
+  SimulatedDdpSteps sim;
+  const auto r = run_gradwire("run " + path.string() + " -q");
+  std::ifstream metrics(dir / "runs" / name / "metrics.jsonl");
+  std::ifstream summary(dir / "runs" / name / "summary.json");
+  std::stringstream text;
+  text << metrics.rdbuf();
+  std::vector<double> at;
+  for (const auto& line : lines_of(text.str(), "step")) at.push_back(line.value("sim_time_s", 0.0));
+  if (r.code != 0 || static_cast<int>(at.size()) != steps || steps < 2 || !summary) {
+    sim.output = r.output;
+    return sim;
+  }
+  const auto facts = nlohmann::json::parse(summary, nullptr, false);
+  if (facts.is_object()) sim.parameters = facts.value("parameters", std::int64_t{0});
+  sim.mean_step_s = (at.back() - at.front()) / (steps - 1);  // the mean of steps 2..N's lengths
+  return sim;
+}
+
+}  // namespace gradwire::testing
