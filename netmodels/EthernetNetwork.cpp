@@ -246,6 +246,8 @@ EthernetNetwork::EthernetNetwork(const EthernetConfig& config, std::size_t hosts
     }
   }
   addresses_.resize(hosts);
+  // Every host keeps Linux's small queues below its TCP sockets where its device allows.
+  HostTcpSocketFactory::FollowHostQueues(*this);
 }
 
 ns3::Ptr<ns3::Node> EthernetNetwork::host(std::size_t index) const {

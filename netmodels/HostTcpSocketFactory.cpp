@@ -51,7 +51,6 @@ ns3::Ptr<ns3::Socket> HostTcpSocketFactory::CreateSocket() {
   } else {
     socket = ns3::CreateObject<SmallQueuesTcpSocket>();
   }
-  socket->SetAttribute("PacingShift", ns3::UintegerValue(pacing_shift_));
   socket->SetNode(node);
   socket->SetTcp(tcp);
   socket->SetRtt(create_from_attribute<ns3::RttEstimator>(*tcp, "RttEstimatorType"));
@@ -74,18 +73,13 @@ ns3::Ptr<ns3::Socket> HostTcpSocketFactory::CreateTcpSocket(ns3::Ptr<ns3::Node> 
 void HostTcpSocketFactory::FollowHostQueues(const Network& network) {
   for (std::size_t i = 0; i < network.host_count(); ++i) {
     const ns3::Ptr<ns3::Node> node = network.host(i);
-    std::uint32_t shift = 10;
     bool followed = false;
     for (std::uint32_t d = 0; d < node->GetNDevices(); ++d) {
-      followed = SmallQueuesTcpSocket::FollowDevice(node->GetDevice(d), &shift) || followed;
+      followed = SmallQueuesTcpSocket::FollowDevice(node->GetDevice(d)) || followed;
     }
-    if (!followed) continue;
-    auto factory = node->GetObject<HostTcpSocketFactory>();
-    if (!factory) {
-      factory = ns3::CreateObject<HostTcpSocketFactory>(1u);
-      node->AggregateObject(factory);
+    if (followed && !node->GetObject<HostTcpSocketFactory>()) {
+      node->AggregateObject(ns3::CreateObject<HostTcpSocketFactory>(1u));
     }
-    factory->SetPacingShift(shift);
   }
 }
 

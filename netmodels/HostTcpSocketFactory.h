@@ -2,9 +2,9 @@
 // (SmallQueuesTcpSocket::FollowDevice): it makes the host's TCP sockets SmallQueuesTcpSocket,
 // or OffloadTcpSocket where its link offloads segments, set up as ns-3's TcpL4Protocol sets up
 // its own (the protocol's congestion control, recovery and RTT estimator types). ns-3.37's
-// TcpL4Protocol always makes a TcpSocketBase, so the network aggregates this factory to each
-// such host (follow_host_queues), and applications open their TCP sockets through
-// CreateTcpSocket.
+// TcpL4Protocol always makes a TcpSocketBase, so each network, as the last step of building
+// itself, aggregates this factory to each such host (FollowHostQueues), and applications open
+// their TCP sockets through CreateTcpSocket.
 #pragma once
 
 #include <cstdint>
@@ -25,20 +25,17 @@ class HostTcpSocketFactory : public ns3::SocketFactory {
       : max_segment_frames_(max_segment_frames) {}
   ns3::Ptr<ns3::Socket> CreateSocket() override;
 
-  /// The TSQ pacing shift of the host's device (SmallQueuesTcpSocket's PacingShift).
-  void SetPacingShift(std::uint32_t shift) { pacing_shift_ = shift; }
-
   /// A TCP socket on `node`: this factory's where the node has it, else ns-3's.
   static ns3::Ptr<ns3::Socket> CreateTcpSocket(ns3::Ptr<ns3::Node> node);
 
   /// Follows every host's devices (SmallQueuesTcpSocket::FollowDevice) and gives each host
   /// with a followed device this factory (keeping an offloading host's), so that its sockets
-  /// keep small queues below them. Hosts without one (LTE UEs) keep ns-3's sockets.
+  /// keep small queues below them. Hosts without one (LTE UEs, Wi-Fi stations) keep ns-3's
+  /// sockets.
   static void FollowHostQueues(const Network& network);
 
  private:
   std::uint32_t max_segment_frames_;
-  std::uint32_t pacing_shift_ = 10;
 };
 
 }  // namespace gradwire

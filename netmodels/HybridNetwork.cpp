@@ -12,6 +12,7 @@
 #include "common/FieldTable.h"
 #include "netmodels/EthernetNetwork.h"
 #include "netmodels/FamilyKeys.h"
+#include "netmodels/HostTcpSocketFactory.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/NetworkParts.h"
 #include "netmodels/TcpDefaults.h"
@@ -331,6 +332,8 @@ HybridNetwork::HybridNetwork(const HybridConfig& config, std::size_t hosts) : co
   // turning it on leaves every other draw as it was.
   channels.assign_streams(streams_);
   for (const LteCell& cell : lte_cells_) assign_fading_streams(cell, streams_);
+  // Every host keeps Linux's small queues below its TCP sockets where its device allows.
+  HostTcpSocketFactory::FollowHostQueues(*this);
 }
 
 std::map<std::string, std::uint64_t> HybridNetwork::event_counts() const {

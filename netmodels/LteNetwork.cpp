@@ -25,6 +25,7 @@
 #include "common/DeclaredFields.h"
 #include "common/FieldTable.h"
 #include "netmodels/FamilyKeys.h"
+#include "netmodels/HostTcpSocketFactory.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/TcpDefaults.h"
 
@@ -390,6 +391,8 @@ LteNetwork::LteNetwork(const LteConfig& config, std::size_t hosts) : config_(con
     }
   }
   assign_fading_streams(cell_, streams_);
+  // Every host keeps Linux's small queues below its TCP sockets where its device allows.
+  HostTcpSocketFactory::FollowHostQueues(*this);
 }
 
 std::string LteNetwork::describe() const {

@@ -9,6 +9,8 @@
 #include <ns3/simulator.h>
 #include <ns3/uinteger.h>
 
+#include "netmodels/SmallQueuesTcpSocket.h"
+
 namespace gradwire {
 
 NS_LOG_COMPONENT_DEFINE("NetemQueueDisc");
@@ -178,6 +180,9 @@ bool NetemQueueDisc::DoEnqueue(ns3::Ptr<ns3::QueueDiscItem> item) {
   due = std::max(due, flow.last_due);
   flow.last_due = due;
   NS_LOG_LOGIC("holding " << item << " until " << due.As(ns3::Time::S));
+  // Linux's netem takes what it delays or shapes off its socket's account
+  // (skb_orphan_partial): small queues would otherwise hold a socket to its limit per delay.
+  if (due > now) SmallQueuesTcpSocket::PacketLeftHost(item->GetPacket());
   flow.queue.push_back(Held{item, due});
   ++held_;
   ++passed_;

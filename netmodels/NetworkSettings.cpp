@@ -3,8 +3,6 @@
 #include <stdexcept>
 #include <utility>
 
-#include "netmodels/HostTcpSocketFactory.h"
-#include "netmodels/Network.h"
 
 namespace gradwire {
 
@@ -28,10 +26,7 @@ const FamilyConfig& NetworkSettings::config() const {
 }
 
 std::unique_ptr<Network> NetworkSettings::build(std::size_t hosts) const {
-  std::unique_ptr<Network> network = config().build(hosts);
-  // Every family's hosts keep Linux's small queues below their TCP sockets.
-  HostTcpSocketFactory::FollowHostQueues(*network);
-  return network;
+  return config().build(hosts);
 }
 
 }  // namespace gradwire

@@ -82,6 +82,10 @@ std::uint32_t OffloadTcpSocket::SegmentFrames() const {
   return std::clamp(window_frames / window_share_, 1u, max_segment_frames_);
 }
 
+std::uint32_t OffloadTcpSocket::DesiredTransmissionBytes() const {
+  return SegmentFrames() * m_tcb->m_segmentSize;
+}
+
 std::uint32_t OffloadTcpSocket::SendDataPacket(ns3::SequenceNumber32 seq, std::uint32_t maxSize,
                                                bool withAck) {
   const std::uint32_t mss = m_tcb->m_segmentSize;

@@ -37,6 +37,7 @@ class OffloadTcpSocket : public SmallQueuesTcpSocket {
   void ReceivedData(ns3::Ptr<ns3::Packet> packet, const ns3::TcpHeader& header) override;
   void SendEmptyPacket(std::uint8_t flags) override;
   ns3::Ptr<ns3::TcpSocketBase> Fork() override;
+  std::uint32_t DesiredTransmissionBytes() const override;
 
  private:
   /// Frames the next super-segment may carry under the current congestion window.

@@ -7,14 +7,13 @@
 #include <ns3/boolean.h>
 #include <ns3/log.h>
 #include <ns3/packet.h>
+#include <ns3/queue-disc.h>
 #include <ns3/rtt-estimator.h>
 #include <ns3/simulator.h>
 #include <ns3/tcp-header.h>
 #include <ns3/tcp-tx-buffer.h>
+#include <ns3/traffic-control-layer.h>
 #include <ns3/uinteger.h>
-#include <ns3/wifi-mac.h>
-#include <ns3/wifi-mpdu.h>
-#include <ns3/wifi-net-device.h>
 
 #include "netmodels/SmallQueuesTag.h"
 #include "netmodels/TcpDefaults.h"
@@ -112,14 +111,29 @@ std::uint64_t SmallQueuesTcpSocket::SmallQueueRoom() const {
   return limit > below_bytes_ ? limit - below_bytes_ : 0;
 }
 
-std::uint32_t SmallQueuesTcpSocket::AvailableWindow() const {
-  const std::uint32_t window = ns3::TcpSocketBase::AvailableWindow();
-  if (!enabled_ || window == 0 || below_bytes_ <= SmallQueueLimit()) return window;
+bool SmallQueuesTcpSocket::Held() const {
+  const std::uint32_t mss = m_tcb->m_segmentSize;
   // Linux always sends when at most one segment is unacknowledged: it cannot then be waiting
   // for its own queue.
-  if (UnAckDataCount() <= m_tcb->m_segmentSize) return window;
-  NS_LOG_LOGIC(this << " throttled: " << below_bytes_ << " bytes below, limit "
-                    << SmallQueueLimit());
+  if (!enabled_ || UnAckDataCount() <= mss) return false;
+  const std::uint64_t limit = SmallQueueLimit();
+  if (below_bytes_ > limit) return true;
+  const std::uint32_t desired = DesiredTransmissionBytes();
+  if (desired <= mss || below_bytes_ == 0) return false;
+  // An offloading socket waits for room for a whole super-segment (at most the limit) while
+  // its NIC still has its bytes to send, as Linux defers a TSO segment rather than send a
+  // sliver (tcp_tso_should_defer); sending every sliver of room would shrink its segments to
+  // a few frames.
+  const std::uint64_t frame = mss + kTcpIpHeaderBytes;
+  const std::uint64_t wanted =
+      std::min<std::uint64_t>(desired / mss, std::max<std::uint64_t>(1, limit / frame)) * frame;
+  return limit - below_bytes_ < wanted;
+}
+
+std::uint32_t SmallQueuesTcpSocket::AvailableWindow() const {
+  const std::uint32_t window = ns3::TcpSocketBase::AvailableWindow();
+  if (window == 0 || !Held()) return window;
+  NS_LOG_LOGIC(this << " held: " << below_bytes_ << " bytes below, limit " << SmallQueueLimit());
   throttled_ = true;
   return 0;
 }
@@ -153,7 +167,7 @@ void SmallQueuesTcpSocket::Credit(std::uint64_t serial) {
                                   [serial](const Below& b) { return b.serial == serial; });
   if (entry == below_.end()) return;
   Forget(entry);
-  if (throttled_ && below_bytes_ <= SmallQueueLimit() && !resume_.IsRunning()) {
+  if (throttled_ && !Held() && !resume_.IsRunning()) {
     resume_ = ns3::Simulator::ScheduleNow(&SmallQueuesTcpSocket::Resume,
                                           ns3::Ptr<SmallQueuesTcpSocket>(this));
   }
@@ -191,34 +205,26 @@ void SmallQueuesTcpSocket::ReceivedAck(ns3::Ptr<ns3::Packet> packet,
 
 namespace {
 
-void acked_mpdu_left_host(ns3::Ptr<const ns3::WifiMpdu> mpdu) {
-  SmallQueuesTcpSocket::PacketLeftHost(mpdu->GetPacket());
+void queue_disc_item_left_host(ns3::Ptr<const ns3::QueueDiscItem> item) {
+  SmallQueuesTcpSocket::PacketLeftHost(item->GetPacket());
 }
 
-void dropped_mpdu_left_host(ns3::WifiMacDropReason, ns3::Ptr<const ns3::WifiMpdu> mpdu) {
-  SmallQueuesTcpSocket::PacketLeftHost(mpdu->GetPacket());
+// A host's queue disc (gradwire's hosts have one only for impairments: netem) frees what it
+// drops; what netem delays it takes off the socket's account itself (NetemQueueDisc).
+void follow_queue_disc(const ns3::Ptr<ns3::NetDevice>& device) {
+  const auto layer = device->GetNode()->GetObject<ns3::TrafficControlLayer>();
+  const ns3::Ptr<ns3::QueueDisc> disc = layer ? layer->GetRootQueueDiscOnDevice(device) : nullptr;
+  if (disc) disc->TraceConnectWithoutContext("Drop", ns3::MakeCallback(&queue_disc_item_left_host));
 }
 
 }  // namespace
 
-bool SmallQueuesTcpSocket::FollowDevice(ns3::Ptr<ns3::NetDevice> device,
-                                        std::uint32_t* pacing_shift) {
+bool SmallQueuesTcpSocket::FollowDevice(ns3::Ptr<ns3::NetDevice> device) {
   const auto left = ns3::MakeCallback(&SmallQueuesTcpSocket::PacketLeftHost);
-  if (const auto wifi = ns3::DynamicCast<ns3::WifiNetDevice>(device)) {
-    // mac80211 frees a frame when the station has its acknowledgement (or gives up); its
-    // drivers keep about 4 ms below each socket (sk_pacing_shift 8).
-    const ns3::Ptr<ns3::WifiMac> mac = wifi->GetMac();
-    const bool followed =
-        mac->TraceConnectWithoutContext("AckedMpdu", ns3::MakeCallback(&acked_mpdu_left_host)) &&
-        mac->TraceConnectWithoutContext("DroppedMpdu",
-                                        ns3::MakeCallback(&dropped_mpdu_left_host));
-    if (followed && pacing_shift != nullptr) *pacing_shift = 8;
-    return followed;
-  }
   // Point-to-point and offloading Ethernet devices: a packet leaves when it starts on the wire.
   if (!device->TraceConnectWithoutContext("PhyTxBegin", left)) return false;
   device->TraceConnectWithoutContext("MacTxDrop", left);
-  if (pacing_shift != nullptr) *pacing_shift = 10;
+  follow_queue_disc(device);
   return true;
 }
 

@@ -12,8 +12,7 @@
 //
 // - pacing rate: what Linux sets for every TCP socket (tcp_update_pacing_rate), congestion
 //   window over smoothed RTT, times 2 in slow start (cwnd below half ssthresh), 1.2 after;
-// - PacingShift 10 (about 1 ms of that rate; drivers may raise it: mac80211 uses 8, about
-//   4 ms, which is what Wi-Fi hosts get here);
+// - PacingShift 10 (about 1 ms of that rate);
 // - LimitOutputBytes: net.ipv4.tcp_limit_output_bytes, 4 MiB, Linux 6.x's default.
 //
 // A socket with more than one segment unacknowledged stops sending new segments while more
@@ -26,8 +25,12 @@
 // The socket then resumes at once, as TSQ's tasklet does.
 //
 // Only hosts whose devices FollowDevice accepted open these sockets (HostTcpSocketFactory):
-// point-to-point and offloading Ethernet devices, Wi-Fi. An LTE UE hands its packets to the
-// modem's RLC buffer at once, below which Linux cannot see either: it keeps ns-3's socket.
+// wired hosts, on point-to-point and offloading Ethernet devices (Ethernet, an LTE cell's
+// server, a hybrid network's wired groups). An LTE UE hands its packets to the modem's RLC
+// buffer at once, below which Linux cannot see either. A Wi-Fi station's driver frees frames
+// at its own pace (mac80211 when the frame is acknowledged, with a 4 ms shift), which neither
+// the emulator's kernel behind a TAP device nor the wireless references this simulation is
+// checked against do: both keep ns-3's socket, their MAC queue bounding what they hold.
 #pragma once
 
 #include <cstdint>
@@ -48,10 +51,10 @@ class SmallQueuesTcpSocket : public ns3::TcpSocketBase {
   ~SmallQueuesTcpSocket() override;
 
   /// Follows a host's device: each packet a SmallQueuesTcpSocket sent through it is credited
-  /// back to its socket when the device starts transmitting it or drops it. False when the
-  /// device is of a kind whose transmissions cannot be followed (its host then keeps ns-3's
-  /// socket). `pacing_shift` gets the device kind's TSQ shift (10; Wi-Fi 8).
-  static bool FollowDevice(ns3::Ptr<ns3::NetDevice> device, std::uint32_t* pacing_shift);
+  /// back to its socket when the device starts transmitting it or drops it (or its queue disc
+  /// drops it, or netem takes it to delay it). False when the device is not a wired one (its
+  /// host then keeps ns-3's socket).
+  static bool FollowDevice(ns3::Ptr<ns3::NetDevice> device);
   /// A followed device transmitted or dropped `packet`: its socket, if any, is credited.
   static void PacketLeftHost(ns3::Ptr<const ns3::Packet> packet);
 
@@ -69,6 +72,9 @@ class SmallQueuesTcpSocket : public ns3::TcpSocketBase {
   /// small queues off). An offloading socket cuts its super-segments to it: it counts as
   /// per-frame TCP does.
   std::uint64_t SmallQueueRoom() const;
+  /// Payload bytes the socket would send next if nothing held it back: one segment; an
+  /// offloading socket's super-segment.
+  virtual std::uint32_t DesiredTransmissionBytes() const { return m_tcb->m_segmentSize; }
 
  private:
   struct Below {
@@ -81,6 +87,8 @@ class SmallQueuesTcpSocket : public ns3::TcpSocketBase {
   /// the sender comes as an argument).
   static void RecordSent(ns3::Ptr<const ns3::Packet> packet, const ns3::TcpHeader& header,
                          ns3::Ptr<const ns3::TcpSocketBase> socket);
+  /// Small queues hold the socket back now (AvailableWindow closes the window).
+  bool Held() const;
   void Credit(std::uint64_t serial);
   void Forget(std::deque<Below>::iterator entry);
   void Resume();

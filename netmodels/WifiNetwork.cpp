@@ -28,6 +28,7 @@
 #include "common/FieldTable.h"
 #include "netmodels/BlockAckRecipientSync.h"
 #include "netmodels/FamilyKeys.h"
+#include "netmodels/HostTcpSocketFactory.h"
 #include "netmodels/NetworkParams.h"
 #include "netmodels/TcpDefaults.h"
 #include "netmodels/WifiChannels.h"
@@ -426,6 +427,8 @@ WifiNetwork::WifiNetwork(const WifiConfig& config, std::size_t hosts) : config_(
     }
   }
   channels.assign_streams(streams_);  // last: fading leaves every other draw as it was
+  // Every host keeps Linux's small queues below its TCP sockets where its device allows.
+  HostTcpSocketFactory::FollowHostQueues(*this);
 }
 
 std::map<std::size_t, double> WifiNetwork::radio_joules() const {
