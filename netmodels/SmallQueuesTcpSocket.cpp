@@ -120,13 +120,14 @@ bool SmallQueuesTcpSocket::Held() const {
   if (below_bytes_ > limit) return true;
   const std::uint32_t desired = DesiredTransmissionBytes();
   if (desired <= mss || below_bytes_ == 0) return false;
-  // An offloading socket waits for room for a whole super-segment (at most the limit) while
-  // its NIC still has its bytes to send, as Linux defers a TSO segment rather than send a
-  // sliver (tcp_tso_should_defer); sending every sliver of room would shrink its segments to
-  // a few frames.
+  // An offloading socket waits for room for a whole super-segment while its NIC still has
+  // its bytes to send, as Linux defers a TSO segment rather than send a sliver
+  // (tcp_tso_should_defer); sending every sliver of room would shrink its segments to a few
+  // frames. The segment waited for is at most half the limit: Linux sizes a TSO segment to
+  // about 1 ms of the pacing rate (tcp_tso_autosize), half what small queues allow below.
   const std::uint64_t frame = mss + kTcpIpHeaderBytes;
-  const std::uint64_t wanted =
-      std::min<std::uint64_t>(desired / mss, std::max<std::uint64_t>(1, limit / frame)) * frame;
+  const std::uint64_t half_limit_frames = std::max<std::uint64_t>(1, limit / (2 * frame));
+  const std::uint64_t wanted = std::min<std::uint64_t>(desired / mss, half_limit_frames) * frame;
   return limit - below_bytes_ < wanted;
 }
 

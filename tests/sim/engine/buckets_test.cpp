@@ -113,7 +113,7 @@ double first_release_fraction(const Model& m, const GradientBucket& first) {
 // steps, where DDP's two buckets' all-reduces overlap on two channels and with backward, a
 // ring's every step takes what per-frame simulation says, within 0.5 %. A parameter server's
 // steps (four workers' pushes meeting at its port) vary by a few percent from step to step
-// in either simulation; their mean is held within 5 % (measured: offload 2.4 % and 3.3 %
+// in either simulation; their mean is held within 5 % (measured: offload 2.2 % and 1.4 %
 // shorter at 1 and 10 Gbit/s; netmodels/README.md, "Offload inside training steps").
 TEST(BucketTimeline, OffloadedStepsTakeWhatPerFrameStepsTake) {
   for (const std::string topology : {"ring", "ps"}) {
