@@ -1,6 +1,7 @@
 #include "netmodels/SmallQueuesTcpSocket.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <unordered_map>
 
@@ -68,16 +69,18 @@ SmallQueuesTcpSocket::SmallQueuesTcpSocket(const SmallQueuesTcpSocket& other)
       limit_output_bytes_(other.limit_output_bytes_),
       pacing_shift_(other.pacing_shift_) {}
 
-SmallQueuesTcpSocket::~SmallQueuesTcpSocket() {
-  for (const Below& entry : below_) owners().erase(entry.serial);
-}
+SmallQueuesTcpSocket::~SmallQueuesTcpSocket() { ForgetAll(); }
 
 void SmallQueuesTcpSocket::DoDispose() {
   resume_.Cancel();
+  ForgetAll();
+  ns3::TcpSocketBase::DoDispose();
+}
+
+void SmallQueuesTcpSocket::ForgetAll() {
   for (const Below& entry : below_) owners().erase(entry.serial);
   below_.clear();
   below_bytes_ = 0;
-  ns3::TcpSocketBase::DoDispose();
 }
 
 ns3::Ptr<ns3::TcpSocketBase> SmallQueuesTcpSocket::Fork() {
@@ -174,10 +177,11 @@ void SmallQueuesTcpSocket::Credit(std::uint64_t serial) {
   }
 }
 
-void SmallQueuesTcpSocket::Forget(std::deque<Below>::iterator entry) {
+std::deque<SmallQueuesTcpSocket::Below>::iterator SmallQueuesTcpSocket::Forget(
+    std::deque<Below>::iterator entry) {
   below_bytes_ -= entry->bytes;
   owners().erase(entry->serial);
-  below_.erase(entry);
+  return below_.erase(entry);
 }
 
 void SmallQueuesTcpSocket::Resume() {
@@ -192,13 +196,7 @@ void SmallQueuesTcpSocket::ReceivedAck(ns3::Ptr<ns3::Packet> packet,
   if (header.GetFlags() & ns3::TcpHeader::ACK) {
     const ns3::SequenceNumber32 ack = header.GetAckNumber();
     for (auto it = below_.begin(); it != below_.end();) {
-      if (it->end <= ack) {
-        below_bytes_ -= it->bytes;
-        owners().erase(it->serial);
-        it = below_.erase(it);
-      } else {
-        ++it;
-      }
+      it = it->end <= ack ? Forget(it) : std::next(it);
     }
   }
   ns3::TcpSocketBase::ReceivedAck(packet, header);

@@ -90,7 +90,9 @@ class SmallQueuesTcpSocket : public ns3::TcpSocketBase {
   /// Small queues hold the socket back now (AvailableWindow closes the window).
   bool Held() const;
   void Credit(std::uint64_t serial);
-  void Forget(std::deque<Below>::iterator entry);
+  /// Stops counting `entry`; the entry after it.
+  std::deque<Below>::iterator Forget(std::deque<Below>::iterator entry);
+  void ForgetAll();
   void Resume();
 
   bool enabled_ = true;

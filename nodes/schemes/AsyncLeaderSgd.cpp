@@ -192,8 +192,7 @@ std::vector<Worker*> AsyncLeaderSgd::workers() const {
 at::Tensor AsyncLeaderSgd::evaluation_parameters() const { return mean_of(worker_parameters(workers())); }
 
 double AsyncLeaderSgd::consensus_distance() const {
-  const std::vector<at::Tensor> models = worker_parameters(workers());
-  return mean_squared_distance(models, mean_of(models));
+  return distance_to_consensus(worker_parameters(workers()));
 }
 
 }  // namespace gradwire

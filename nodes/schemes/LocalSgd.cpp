@@ -260,7 +260,7 @@ at::Tensor LocalSgd::evaluation_parameters() const {
 double LocalSgd::consensus_distance() const {
   std::vector<at::Tensor> xs;
   for (const auto& node : nodes_) xs.push_back(node->worker->Parameters());
-  return mean_squared_distance(xs, mean_of(xs));
+  return distance_to_consensus(xs);
 }
 
 }  // namespace gradwire

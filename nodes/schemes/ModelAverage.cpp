@@ -10,7 +10,8 @@ at::Tensor mean_of(const std::vector<at::Tensor>& models) {
   return sum / static_cast<double>(models.size());
 }
 
-double mean_squared_distance(const std::vector<at::Tensor>& models, const at::Tensor& mean) {
+double distance_to_consensus(const std::vector<at::Tensor>& models) {
+  const at::Tensor mean = mean_of(models);
   double total = 0;
   for (const at::Tensor& x : models) total += (x - mean).pow(2).sum().item<double>();
   return total / static_cast<double>(models.size());

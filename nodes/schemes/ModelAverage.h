@@ -10,7 +10,7 @@ namespace gradwire {
 
 /// The element-wise mean of `models` (flat parameter vectors of one length; at least one).
 at::Tensor mean_of(const std::vector<at::Tensor>& models);
-/// The mean over `models` of the squared L2 distance to `mean`.
-double mean_squared_distance(const std::vector<at::Tensor>& models, const at::Tensor& mean);
+/// The mean over `models` of the squared L2 distance to their mean (the consensus distance).
+double distance_to_consensus(const std::vector<at::Tensor>& models);
 
 }  // namespace gradwire

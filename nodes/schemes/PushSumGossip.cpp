@@ -180,8 +180,7 @@ std::vector<at::Tensor> PushSumGossip::live_models() const {
 at::Tensor PushSumGossip::evaluation_parameters() const { return mean_of(live_models()); }
 
 double PushSumGossip::consensus_distance() const {
-  const std::vector<at::Tensor> models = live_models();
-  return mean_squared_distance(models, mean_of(models));
+  return distance_to_consensus(live_models());
 }
 
 // --- faults ---------------------------------------------------------------------------------

@@ -80,10 +80,8 @@ inline DdpTrainRun kernel_ddp_train(const RealKernelNetwork& net, int hosts, std
     // A port of its own per repetition: the last one's store may still hold its port in TIME_WAIT.
     std::vector<std::string> commands;
     for (int h = 0; h < hosts; ++h) {
-      commands.push_back("env RANK=" + std::to_string(h) + " WORLD_SIZE=" + std::to_string(hosts) +
-                         " MASTER_ADDR=" + RealKernelNetwork::address(0) +
-                         " MASTER_PORT=" + std::to_string(29500 + k) +
-                         " GLOO_SOCKET_IFNAME=eth0 " + ddp_train_command(hidden, batch, steps));
+      commands.push_back(RealKernelNetwork::rank_environment(h, hosts, 29500 + k) +
+                         ddp_train_command(hidden, batch, steps));
     }
     std::string all;
     for (const auto& out : net.run_on_hosts(commands, timeout_s)) all += out;

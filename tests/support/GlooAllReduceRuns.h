@@ -70,9 +70,7 @@ inline GlooAllReduceRun kernel_gloo_all_reduce(const RealKernelNetwork& net, int
                                                std::int64_t elements, int repeats, int timeout_s) {
   std::vector<std::string> commands;
   for (int h = 0; h < hosts; ++h) {
-    commands.push_back("env RANK=" + std::to_string(h) + " WORLD_SIZE=" + std::to_string(hosts) +
-                       " MASTER_ADDR=" + RealKernelNetwork::address(0) +
-                       " MASTER_PORT=29500 GLOO_SOCKET_IFNAME=eth0 " +
+    commands.push_back(RealKernelNetwork::rank_environment(h, hosts, 29500) +
                        gloo_allreduce_command(elements, repeats));
   }
   std::string all;

@@ -97,6 +97,14 @@ class RealKernelNetwork {
   static std::string address(int h) { return "10.77.0." + std::to_string(h + 1); }
   /// The words that run a command on host `h`.
   std::string exec(int h) const { return "ip netns exec " + host_ns(h) + " "; }
+  /// The environment torch.distributed reads (as torchrun sets it) for rank `h` of `hosts`,
+  /// host 0 holding the store on `port`, gloo bound to the host's veth: words to put before a
+  /// command.
+  static std::string rank_environment(int h, int hosts, int port) {
+    return "env RANK=" + std::to_string(h) + " WORLD_SIZE=" + std::to_string(hosts) +
+           " MASTER_ADDR=" + address(0) + " MASTER_PORT=" + std::to_string(port) +
+           " GLOO_SOCKET_IFNAME=eth0 ";
+  }
 
   /// Runs `commands[h]` on every host at once (shell words, each its own process), each killed
   /// after `timeout_s`; their outputs, stdout and stderr together.
