@@ -31,6 +31,12 @@ struct CodecTraits {
   /// True when the codec keeps gradient momentum itself (DGC's momentum correction): the
   /// optimizer must then not apply momentum a second time.
   bool applies_momentum = false;
+  /// True when encode_chunks computes each chunk from that chunk's own elements, at a cost in
+  /// proportion to its payload, so a chunk may leave as soon as its share of the encode is
+  /// done (GradiVeQ's slice pipelining). The ring then encodes the chunks in the order its
+  /// reduce-scatter sends them and sends each one while the next is encoded. Summable codecs
+  /// only.
+  bool pipelines_chunks = false;
   /// Whether this codec's payloads can be decoded with parts lost on a lossy transport (see
   /// common/LossTolerance.h). The default: no, every byte must arrive.
   LossTolerance loss_tolerance{};

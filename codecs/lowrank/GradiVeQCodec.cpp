@@ -34,6 +34,8 @@ CodecTraits gradiveq_traits(const GradiVeQCodec::Options& options) {
   t.name = "gradiveq";
   // Unquantised coefficients in a basis every worker shares add.
   t.aggregation = options.qsgd_levels == 0 ? Aggregation::kSummable : Aggregation::kDecodeThenSum;
+  // A chunk's code is its own slices' projections: the ring sends it while the next is made.
+  t.pipelines_chunks = options.pipeline && t.aggregation == Aggregation::kSummable;
   return t;
 }
 

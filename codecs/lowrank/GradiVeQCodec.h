@@ -30,6 +30,12 @@
 // dense one; mode 2: a nested qsgd payload of those floats. Slices are numbered across the
 // layers in offset order; `layout` is a checksum of the layer plan, so a peer with another
 // plan is refused. Chunks for the ring cover whole slices, balanced by code size.
+//
+// Pipelining (the paper's Sec. 4: compression of one slice overlaps the transfer of the one
+// before): unquantised codes declare CodecTraits::pipelines_chunks, so in ring all-reduce with
+// codec time charged a worker's first chunk leaves once its own slices are projected, and each
+// later hop waits only for its own chunk's share of the encode (`pipeline` false: every chunk
+// waits for the whole encode, as other codecs do).
 #pragma once
 
 #include <cstdint>
@@ -56,6 +62,7 @@ class GradiVeQCodec : public Codec {
     std::int64_t refit_steps = 10;   ///< uncompressed steps collected for each refit
     std::uint32_t qsgd_levels = 0;   ///< QSGD on the coefficients (0: off, summable)
     bool per_layer = true;           ///< a basis per layer (false: one for the flat gradient)
+    bool pipeline = true;            ///< ring: send each chunk as soon as it is encoded
     std::uint64_t seed = 1;
     int rank = 0;
   };

@@ -93,7 +93,12 @@ void register_correlation_codecs(CodecRegistry& registry) {
               .add(boolean("per_layer", true, "a basis per layer, fitted on that layer's slices (the "
                            "paper's slicing; layers with >= 2 dimensions and one whole slice; the others "
                            "travel dense); false: one basis for the whole flat gradient"),
-                   &GradiVeQ::per_layer),
+                   &GradiVeQ::per_layer)
+              .add(boolean("pipeline", true, "ring all-reduce with codec time charged: each chunk leaves "
+                           "as soon as its slices are encoded, while the next chunk is encoded (the "
+                           "paper's pipelining; summable coefficients only); false: chunks wait for the "
+                           "whole encode"),
+                   &GradiVeQ::pipeline),
           [](GradiVeQ o, const CodecContext& ctx) -> std::unique_ptr<Codec> {
             o.seed = ctx.seed;
             o.rank = ctx.rank;

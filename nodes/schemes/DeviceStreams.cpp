@@ -25,6 +25,10 @@ double DeviceStreams::run_compute(double seconds) {
 
 double DeviceStreams::send_ready_at() const { return std::max(last_end_, now()); }
 
+double DeviceStreams::encode_starts_at() const { return std::max(compute_free_, now()); }
+
+void DeviceStreams::release_sends_at(double instant) { last_end_ = instant; }
+
 double DeviceStreams::idle_at() const {
   return std::max({compute_free_, communication_free_, now()});
 }

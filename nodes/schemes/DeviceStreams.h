@@ -26,6 +26,11 @@ class DeviceStreams : public CodecTimer {
 
   /// When a message produced by the latest codec work may leave (now if there was none).
   double send_ready_at() const;
+  /// When encoding charged now would start: the compute stream's next free instant.
+  double encode_starts_at() const;
+  /// The next message comes from the first part of the latest work, done at `instant`
+  /// (pipelined chunks: the rest of the encode still runs), so it may leave then.
+  void release_sends_at(double instant);
   /// When both streams are idle (now if they are).
   double idle_at() const;
   /// Codec seconds charged so far.

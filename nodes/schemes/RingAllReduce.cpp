@@ -12,6 +12,7 @@
 #include "codecs/ExactEncoding.h"
 #include "codecs/GradientChecks.h"
 #include "codecs/MultiRoundCodec.h"
+#include "nodes/schemes/DeviceStreams.h"
 #include "nodes/schemes/ParameterDonation.h"
 #include "nodes/schemes/QuietWatchdog.h"
 #include "nodes/transport/Endpoint.h"
@@ -61,6 +62,9 @@ struct RingAllReduce::RankState {
   // kChunkSum: each fully reduced chunk, decoded as soon as it is final, so its bytes can be
   // forwarded without a copy.
   std::vector<at::Tensor> parts;
+  // Pipelined encoding: the simulated instant each own chunk is encoded (empty: all are).
+  std::vector<double> encoded_at;
+  ns3::Time wake_at = ns3::Seconds(-1);  // an advance is scheduled then (pipelined encoding)
   Done done;
   // The ring of this step: members in order, this rank's position, their count, the epoch.
   std::vector<int> members;
@@ -96,6 +100,13 @@ RingAllReduce::RingAllReduce(std::vector<Endpoint*> messengers, std::vector<Code
 }
 
 RingAllReduce::~RingAllReduce() = default;
+
+void RingAllReduce::set_devices(std::vector<DeviceStreams*> devices) {
+  if (devices.size() != messengers_.size()) {
+    throw std::invalid_argument("RingAllReduce: need one device per worker");
+  }
+  devices_ = std::move(devices);
+}
 
 void RingAllReduce::join_ring(int rank) {
   RankState& s = *ranks_[rank];
@@ -136,11 +147,16 @@ void RingAllReduce::contribute(int rank, std::int64_t step, const at::Tensor& gr
   } else {
     WallClockAccount::Charge charge(account_);
     s.numel = gradient.numel();
+    s.encoded_at.clear();
     if (codecs_[rank]->traits().aggregation == Aggregation::kSummable) {
       s.op = Operation::kChunkSum;
       s.summing = codecs_[rank];
+      const bool pipelined = codecs_[rank]->traits().pipelines_chunks && !devices_.empty() &&
+                             !faults_ && n > 1;
+      const double start = pipelined ? devices_[rank]->encode_starts_at() : 0.0;
       s.slots = codecs_[rank]->encode_chunks(codec_input(*codecs_[rank], gradient),
                                              chunk_bounds(s.numel, n));
+      if (pipelined) pipeline_chunks(rank, start);
       std::uint64_t bytes = 0;
       for (const Bytes& chunk : s.slots) bytes += chunk.size();
       count_payload(rank, bytes);
@@ -275,6 +291,7 @@ void RingAllReduce::advance(int rank) {
                                            kind_of(s.phase, s.exchange_round, s.epoch),
                                            static_cast<std::uint32_t>(s.hop)));
     if (it == s.inbox.end()) return;
+    if (s.phase == kReduceScatter && awaits_encode(rank, mod(s.pos - 1 - s.hop, n))) return;
     Message m = std::move(it->second);
     s.inbox.erase(it);
     ++s.progress;
@@ -319,6 +336,39 @@ void RingAllReduce::advance(int rank) {
       send_next(rank, s.phase, static_cast<std::uint32_t>(s.hop), s.slots[index]);
     }
   }
+}
+
+void RingAllReduce::pipeline_chunks(int rank, double start) {
+  RankState& s = *ranks_[rank];
+  DeviceStreams& device = *devices_[static_cast<std::size_t>(rank)];
+  const double end = device.encode_starts_at();  // the charged encode ends here
+  std::uint64_t total = 0;
+  for (const Bytes& chunk : s.slots) total += chunk.size();
+  if (end <= start || total == 0) return;
+  // Reduce-scatter sends chunk pos at hop 0 and adds its own chunk pos - 1 - h to what hop h
+  // brings: the encode makes them in that order.
+  s.encoded_at.assign(static_cast<std::size_t>(s.n), end);
+  std::uint64_t done = 0;
+  for (int h = 0; h + 1 < s.n; ++h) {
+    const auto index = static_cast<std::size_t>(mod(s.pos - h, s.n));
+    done += s.slots[index].size();
+    s.encoded_at[index] = start + (end - start) * static_cast<double>(done) / static_cast<double>(total);
+  }
+  device.release_sends_at(s.encoded_at[static_cast<std::size_t>(s.pos)]);
+}
+
+bool RingAllReduce::awaits_encode(int rank, int index) {
+  RankState& s = *ranks_[rank];
+  if (s.encoded_at.empty()) return false;
+  // In ns-3's time units, so the scheduled advance finds the chunk encoded.
+  const ns3::Time ready = ns3::Seconds(s.encoded_at[static_cast<std::size_t>(index)]);
+  const ns3::Time now = ns3::Simulator::Now();
+  if (ready <= now) return false;
+  if (s.wake_at != ready) {
+    s.wake_at = ready;
+    ns3::Simulator::Schedule(ready - now, [this, rank]() { advance(rank); });
+  }
+  return true;
 }
 
 void RingAllReduce::decode_part(int rank, int index) {

@@ -14,6 +14,13 @@
 // followed by the codec's reduce_round, kBroadcast rounds forwarded hop by hop from the root.
 // The choice is always the codec's declaration, never its name.
 //
+// Pipelined encoding (codecs that declare CodecTraits::pipelines_chunks, e.g. GradiVeQ, with
+// codec time charged on the workers' devices): a worker encodes its chunks in the order its
+// reduce-scatter needs them (its own position first, then each predecessor's), so its first
+// chunk leaves once that chunk's share of the encode is done and each later hop waits only
+// until its own chunk is encoded, while the network carries the chunks before it. The encode's
+// charged time is shared among the chunks by payload size. Off under faults.
+//
 // Workers advance hop by hop as messages arrive; a hop's message that arrives early is kept
 // until its worker gets there.
 //
@@ -52,6 +59,7 @@ namespace gradwire {
 
 class Endpoint;
 class DenseCodec;
+class DeviceStreams;
 class MultiRoundCodec;
 struct Round;
 
@@ -64,6 +72,10 @@ class RingAllReduce : public Collective, public FaultTolerant {
 
   void contribute(int rank, std::int64_t step, const at::Tensor& gradient, Done done) override;
   int workers() const override { return static_cast<int>(messengers_.size()); }
+
+  /// The workers' devices (one per worker, outliving the collective), where codec work is
+  /// charged: lets codecs that pipeline their chunks send each as soon as it is encoded.
+  void set_devices(std::vector<DeviceStreams*> devices);
 
   void enable_faults(double timeout_s, FaultLog log) override;
   void leave(int rank) override;
@@ -80,6 +92,12 @@ class RingAllReduce : public Collective, public FaultTolerant {
   void advance(int rank);
   /// kChunkSum's all-gather: decodes the fully reduced chunk in slot `index` into its part.
   void decode_part(int rank, int index);
+  /// Pipelined encoding: when each of the rank's chunks is encoded, given that the encode
+  /// just charged started at `start`; releases the first chunk's send.
+  void pipeline_chunks(int rank, double start);
+  /// Pipelined encoding: true when the rank's own chunk `index` is not encoded yet (an
+  /// advance is then scheduled for the instant it is).
+  bool awaits_encode(int rank, int index);
   /// Completes the current operation of `rank`; returns true when its step is over.
   bool complete_operation(int rank);
   /// Sends `payload` to the ring successor. Reduce-scatter moves its partial sums in: the
@@ -99,6 +117,7 @@ class RingAllReduce : public Collective, public FaultTolerant {
   std::vector<Codec*> codecs_;
   std::vector<std::unique_ptr<RankState>> ranks_;
   std::unique_ptr<DenseCodec> dense_;  // carries the float vectors of kSum rounds
+  std::vector<DeviceStreams*> devices_;  // empty: codec work is free (nothing to pipeline)
 
   // Faults (inactive unless enable_faults was called).
   bool faults_ = false;

@@ -25,7 +25,9 @@ SchemeInfo ring_scheme() {
   ring.declare(FieldTable<RingSettings>());
   ring.collective_modes = {SyncMode::kSync};
   ring.collective = [](const CollectiveParts& p, const std::any&) -> std::unique_ptr<Collective> {
-    return std::make_unique<RingAllReduce>(p.workers, p.codecs);
+    auto ring = std::make_unique<RingAllReduce>(p.workers, p.codecs);
+    if (!p.devices.empty()) ring->set_devices(p.devices);
+    return ring;
   };
   return ring;
 }

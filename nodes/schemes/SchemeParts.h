@@ -14,6 +14,7 @@
 namespace gradwire {
 
 class Codec;
+class DeviceStreams;
 class Endpoint;
 class Participation;
 class PhaseLedger;
@@ -32,6 +33,9 @@ struct CollectiveParts {
   /// Where a collective that times its phases adds them (nodes/schemes/PhaseLedger.h); may be
   /// null.
   PhaseLedger* phases = nullptr;
+  /// The workers' devices, one per worker, when codec work costs simulated time (so a
+  /// collective can pipeline encoding with sending); empty when codec work is free.
+  std::vector<DeviceStreams*> devices;
 };
 
 /// The optimizer every replica runs, for schemes that apply updates themselves.
