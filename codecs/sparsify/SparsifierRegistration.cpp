@@ -134,16 +134,16 @@ void register_sparsifiers(CodecRegistry& registry) {
            &SdagcOptions::momentum_compensation)
       .add(number("momentum", 0.9, 0.0, 0.999, "momentum used by the compensation", false),
            &SdagcOptions::momentum)
-      .add(number("clip_norm", 0.0, 0.0, 1e30, "local gradient clipping at clip_norm * N^-1/2 (0: off)", false),
+      .add(number("clip_norm", 5.0, 0.0, 1e30, "local gradient clipping of the encoded gradient at clip_norm * N^-1/2 (5: DGC's default; 0: off)", false),
            &SdagcOptions::clip_norm)
-      .add(boolean("lr_revision", false, "cap each layer's sent step at its dense momentum step; rest stays in the residual"),
+      .add(boolean("lr_revision", true, "cap each layer's sent step at its dense momentum step; rest stays in the residual (false: off)"),
            &SdagcOptions::lr_revision);
   add_values(sdagc, &SdagcOptions::values);
   registry.add(CodecKind<SdagcOptions>(
       "sdagc",
       "SDAGC (Chen et al. 2020): per-layer threshold lambda * std of the accumulated gradient, "
-      "residual accumulation, local clipping, momentum compensation, optional learning-rate "
-      "revision. Compact sparse wire. Runs SGD without optimizer momentum.",
+      "residual accumulation, local clipping, momentum compensation and learning-rate revision "
+      "(all on by default). Compact sparse wire. Runs SGD without optimizer momentum.",
       sdagc,
       [](const SdagcOptions& o, const CodecContext& ctx) -> std::unique_ptr<Codec> {
         return std::make_unique<SdagcCodec>(o, ctx);

@@ -971,6 +971,25 @@ TEST(TensorSends, DgcAndSdagcCountTheirSelectionPerTensor) {
   EXPECT_EQ(wrapped->last_tensor_sends().size(), ctx.layers.size());
 }
 
+// The abstract names four helpers and the defaults run all four: with 4 workers a gradient of
+// norm ~200 is clipped to 5 / sqrt(4) before anything is selected, so what is sent is no
+// larger than that; "clip_norm": 0 sends the large values as they are.
+TEST(Sdagc, DefaultsClipAndReviseTheLearningRate) {
+  const CodecRegistry& registry = CodecRegistry::builtin();
+  const CodecContext ctx = context(40000, 0, 4);
+  const torch::Tensor g = randn(40000, 3);  // norm sqrt(40000) = 200
+  const auto sent_norm = [&](const char* spec) {
+    auto codec = registry.create(nlohmann::json::parse(spec), ctx);
+    return codec->decode(codec->encode(g)).norm().item<double>();
+  };
+  EXPECT_LE(sent_norm(R"({"kind":"sdagc"})"), 2.5 * (1 + 1e-5));
+  EXPECT_GT(sent_norm(R"({"kind":"sdagc","clip_norm":0})"), 10.0);
+  const SdagcOptions defaults;
+  EXPECT_EQ(defaults.clip_norm, 5.0);
+  EXPECT_TRUE(defaults.lr_revision);
+  EXPECT_TRUE(defaults.momentum_compensation);
+}
+
 TEST(Sdagc, ThresholdFollowsTheStandardDeviation) {
   SdagcOptions o;
   o.momentum_compensation = false;
