@@ -184,7 +184,10 @@ TEST_F(Emulate, BulkTcpOverWifiAndLteReachesTheSimulatedGoodput) {
                 name.c_str(), bytes, emulated_bps / 1e6, simulated_bps / 1e6,
                 emulated_bps / simulated_bps, s["lag"]["max_ms"].get<double>(),
                 s["lag"]["p99_ms"].get<double>());
-    EXPECT_NEAR(emulated_bps / simulated_bps, 1.0, 0.05) << name;
+    // Wi-Fi's emulated goodput varies more from run to run than LTE's: the kernel's segments
+    // reach the cell at wall-clock instants that differ between runs, and the contention and
+    // its random backoffs follow them (seven runs alone: 0.984-1.058; LTE 0.984-0.985).
+    EXPECT_NEAR(emulated_bps / simulated_bps, 1.0, name == "wifi-n20" ? 0.08 : 0.05) << name;
     EXPECT_EQ(s["outcome"], "ok") << name;
   }
 }
