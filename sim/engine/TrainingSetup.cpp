@@ -377,13 +377,16 @@ void TrainingSetup::build_scheme(std::vector<Endpoint*> workers, Endpoint* serve
   const SchemeInfo& info = topo.scheme();
   if (info.collective_in(topo.mode)) {
     // One bucket's collective over `ends` and `server_end`, with bucket b's codecs.
+    // The workers' devices (the server's, last, is not a worker's): empty with free codec time.
+    std::vector<DeviceStreams*> worker_devices;
+    for (std::size_t r = 0; timed && r < static_cast<std::size_t>(s.n); ++r) {
+      worker_devices.push_back(s.devices[r].get());
+    }
     auto collective = [&](std::vector<Endpoint*> ends, Endpoint* server_end, std::size_t b) {
-      CollectiveParts parts{std::move(ends), server_end, codecs_of(b),
-                            server_codec_of(b), s.participation.get(), &s.phases, {}};
-      if (timed) {
-        for (int r = 0; r < s.n; ++r) parts.devices.push_back(s.devices[static_cast<std::size_t>(r)].get());
-      }
-      return info.collective(parts, topo.settings);
+      return info.collective(CollectiveParts{std::move(ends), server_end, codecs_of(b),
+                                             server_codec_of(b), s.participation.get(), &s.phases,
+                                             worker_devices},
+                             topo.settings);
     };
     if (s.buckets.size() > 1) {
       // One collective per bucket, each on its own channel of every host's endpoint.
