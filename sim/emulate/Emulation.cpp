@@ -336,7 +336,9 @@ EmulationResult run_emulation(const Scenario& scenario, const EmulationOptions& 
     err << "emulate: the hosts run " << congestion_control << ", a new namespace's default here, "
         << "not " << kSimulatedCongestionControl << " (the simulator's TCP): this machine lets a "
         << "namespace choose only " << congestion.allowed
-        << " (net.ipv4.tcp_allowed_congestion_control); --congestion-control picks one of those\n";
+        << " (net.ipv4.tcp_allowed_congestion_control); --congestion-control picks one of those, "
+        << "and where the kernel has CUBIC, root allows it with `sysctl -w "
+        << "net.ipv4.tcp_allowed_congestion_control=\"" << congestion.allowed << " cubic\"`\n";
   }
 
   double lagged_by_s = 0;

@@ -8,9 +8,10 @@
 //
 // --ddp: whole DDP training steps instead of single all-reduces. The unmodified PyTorch job
 // examples/emulate/ddp_train.py (gloo, batch 64, a model of 256 features -> H -> H -> 10 classes,
-// H chosen so that its gradient is each size) runs on the same real network, and `gradwire run`
-// simulates a scenario of the same model with each step's compute fixed at the job's measured
-// step with one rank (no all-reduce) and DDP's buckets, gradwire's default. A real step is the
+// H chosen so that its gradient is each size) runs on the same real network and under
+// `gradwire emulate` (unless --no-emulate), and `gradwire run` simulates a scenario of the same
+// model with each step's compute fixed at the job's measured step with one rank (no
+// all-reduce) and DDP's buckets, gradwire's default. A real step is the
 // slowest rank's mean over steps 2..N, shortest of the repetitions; "real on a wire" stretches
 // only its communication, the step less that compute, by 1538 / 1514. The all-reduce mode's
 // head start for tbf's bucket is not added: a step's buckets leave while backward still runs,
@@ -20,7 +21,7 @@
 //   build/tests/bench/real_kernel_bench [--sizes-mb 1.6,5.3,19,45] [--ranks 4,8]
 //       [--repeats 3] [--rate-mbit 100] [--no-emulate]
 //   build/tests/bench/real_kernel_bench --ddp [--sizes-mb 1.6,5.3,19,45] [--ranks 4,8]
-//       [--repeats 3] [--steps 10] [--rate-mbit 100]
+//       [--repeats 3] [--steps 10] [--rate-mbit 100] [--no-emulate]
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -32,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "BenchArguments.h"
+#include "CubicAllowed.h"
 #include "DdpTrainRuns.h"
 #include "EmulationFolder.h"
 #include "GlooAllReduceRuns.h"
@@ -48,7 +50,7 @@ int usage(const std::string& what) {
                "real_kernel_bench: %s\nusage: real_kernel_bench [--sizes-mb 1.6,5.3,19,45] "
                "[--ranks 4,8] [--repeats 3] [--rate-mbit 100] [--no-emulate]\n"
                "       real_kernel_bench --ddp [--sizes-mb 1.6,5.3,19,45] [--ranks 4,8] "
-               "[--repeats 3] [--steps 10] [--rate-mbit 100]\n",
+               "[--repeats 3] [--steps 10] [--rate-mbit 100] [--no-emulate]\n",
                what.c_str());
   return 2;
 }
@@ -73,9 +75,23 @@ std::string ratio_cell(double a, double b) {
   return buf;
 }
 
-/// The --ddp table: a DDP training step on the real kernel's network and simulated.
+/// Every repetition's step on stderr: the shortest is kept, and the spread says how much the
+/// machine's load moved the others. What the ranks of incomplete repetitions printed follows.
+void report_repetitions(const char* where, int ranks, double mb,
+                        const gradwire::testing::DdpTrainRun& run, int repeats) {
+  std::string spread;
+  for (double s : run.slowest) spread += " " + seconds_cell(s);
+  std::fprintf(stderr, "%s, %d ranks, %.1f MB: repetitions%s s\n", where, ranks, mb, spread.c_str());
+  if (!run.output.empty()) {
+    std::fprintf(stderr, "%s, %d ranks, %.1f MB (%zu of %d repetitions complete):\n%s\n", where,
+                 ranks, mb, run.slowest.size(), repeats, run.output.c_str());
+  }
+}
+
+/// The --ddp table: a DDP training step on the real kernel's network, emulated and simulated.
 int ddp_steps(const fs::path& dir, const std::vector<double>& sizes_mb,
-              const std::vector<double>& ranks_list, int repeats, int steps, int rate_mbit) {
+              const std::vector<double>& ranks_list, int repeats, int steps, int rate_mbit,
+              bool emulate) {
   using namespace gradwire::testing;
   constexpr int kBatch = 64;
   // Generous: eight ranks start Python and torch on a few cores, and a 45 MB step at 100 Mbit/s
@@ -85,8 +101,9 @@ int ddp_steps(const fs::path& dir, const std::vector<double>& sizes_mb,
   std::vector<double> compute_s(sizes_mb.size(), -2);
   std::vector<std::int64_t> job_parameters(sizes_mb.size(), 0), sim_parameters(sizes_mb.size(), 0);
 
-  std::printf("| ranks | gradient | real DDP step (s) | real on a wire (s) | simulated step (s) | "
-              "simulated / real |\n|---|---|---|---|---|---|\n");
+  std::printf("| ranks | gradient | real DDP step (s) | real on a wire (s) | emulated step (s) | "
+              "simulated step (s) | simulated / real | emulated / simulated |\n"
+              "|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
   std::string congestion_control;
   for (double r : ranks_list) {
@@ -110,14 +127,7 @@ int ddp_steps(const fs::path& dir, const std::vector<double>& sizes_mb,
         congestion_control = net.congestion_control();
         const auto run = kernel_ddp_train(net, ranks, hidden, kBatch, steps, repeats, timeout_s);
         real_s = run.best();
-        // The shortest is kept; its spread says how much the machine's load moved the others.
-        std::string spread;
-        for (double s : run.slowest) spread += " " + seconds_cell(s);
-        std::fprintf(stderr, "real kernel, %d ranks, %.1f MB: repetitions%s s\n", ranks, mb, spread.c_str());
-        if (!run.output.empty()) {
-          std::fprintf(stderr, "real kernel, %d ranks, %.1f MB (%zu of %d repetitions complete):\n%s\n",
-                       ranks, mb, run.slowest.size(), repeats, run.output.c_str());
-        }
+        report_repetitions("real kernel", ranks, mb, run, repeats);
       }
       const double compute = compute_s[i];
       const double wire_s =
@@ -129,9 +139,18 @@ int ddp_steps(const fs::path& dir, const std::vector<double>& sizes_mb,
         sim_parameters[i] = sim.parameters;
         if (simulated_s < 0) std::fprintf(stderr, "simulated, %d ranks, %.1f MB:\n%s\n", ranks, mb, sim.output.c_str());
       }
-      std::printf("| %d | %.1f MB | %s | %s | %s | %s |\n", ranks, mb, seconds_cell(real_s).c_str(),
-                  seconds_cell(wire_s).c_str(), seconds_cell(simulated_s).c_str(),
-                  ratio_cell(simulated_s, wire_s).c_str());
+      double emulated_s = -1;
+      if (emulate) {
+        const auto run = emulated_ddp_train(scenario(dir, ranks, rate_mbit), ranks, hidden, kBatch,
+                                            steps, repeats, timeout_s);
+        emulated_s = run.best();
+        report_repetitions("emulated", ranks, mb, run, repeats);
+      }
+      std::printf("| %d | %.1f MB | %s | %s | %s | %s | %s | %s |\n", ranks, mb,
+                  seconds_cell(real_s).c_str(), seconds_cell(wire_s).c_str(),
+                  emulate ? seconds_cell(emulated_s).c_str() : "-", seconds_cell(simulated_s).c_str(),
+                  ratio_cell(simulated_s, wire_s).c_str(),
+                  emulate ? ratio_cell(emulated_s, simulated_s).c_str() : "-");
       std::fflush(stdout);
     }
   }
@@ -139,9 +158,10 @@ int ddp_steps(const fs::path& dir, const std::vector<double>& sizes_mb,
               "(gloo, batch %d, %d steps), the slowest rank's mean step over steps 2..%d, shortest "
               "of %d repetitions. real on a wire: compute + (real - compute) x 1538 / 1514 (tbf "
               "charges 1514 bytes per full frame, a wire 1538), compute being the job's mean step "
-              "with one rank in the machine's own namespace (no all-reduce). simulated: gradwire "
-              "run, mlp [H, H], compute fixed at that time, DDP buckets, ring, the mean of steps "
-              "2..%d.\n",
+              "with one rank in the machine's own namespace (no all-reduce). emulated: the same job "
+              "under gradwire emulate over the simulated network, measured as real. simulated: "
+              "gradwire run, mlp [H, H], compute fixed at that time, DDP buckets, ring, the mean "
+              "of steps 2..%d.\n",
               rate_mbit, congestion_control.c_str(), kBatch, steps, steps, repeats, steps);
   for (std::size_t i = 0; i < sizes_mb.size(); ++i) {
     const std::int64_t hidden = ddp_hidden_for(sizes_mb[i]);
@@ -210,13 +230,15 @@ int main(int argc, char** argv) {
   }
   // Each flag of one mode only, so that a mistyped command line does not measure something else.
   if (steps != 0 && !ddp) return usage("--steps needs --ddp");
-  if (ddp && !emulate) return usage("--no-emulate is the all-reduce mode's: --ddp runs no emulator");
   if (::geteuid() != 0) return usage("needs root (network namespaces, veths, a bridge, tc)");
+  // The kernel's hosts and the emulator's run CUBIC, as the simulator does, where the kernel has it.
+  const gradwire::testing::CubicAllowed cubic;
 
   const fs::path dir = fs::temp_directory_path() / ("gradwire-real-kernel-bench-" + std::to_string(::getpid()));
   gradwire::testing::make_open_folder(dir);
   if (ddp) {
-    const int code = ddp_steps(dir, sizes_mb, ranks_list, repeats, steps == 0 ? 10 : steps, rate_mbit);
+    const int code =
+        ddp_steps(dir, sizes_mb, ranks_list, repeats, steps == 0 ? 10 : steps, rate_mbit, emulate);
     fs::remove_all(dir);
     return code;
   }

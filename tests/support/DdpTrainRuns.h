@@ -1,5 +1,6 @@
 // examples/emulate/ddp_train.py, an unmodified PyTorch DDP training job, held against
-// `gradwire run`: the job for real on the hosts of a RealKernelNetwork, the same job with one
+// `gradwire run`: the job for real on the hosts of a RealKernelNetwork, under `gradwire
+// emulate`, the same job with one
 // rank for its compute time per step (DDP with one rank all-reduces nothing), and a scenario of
 // the same model and batch that `gradwire run` simulates with that compute time.
 #pragma once
@@ -86,6 +87,21 @@ inline DdpTrainRun kernel_ddp_train(const RealKernelNetwork& net, int hosts, std
     std::string all;
     for (const auto& out : net.run_on_hosts(commands, timeout_s)) all += out;
     add_ddp_repetition(run, all, hosts);
+  }
+  return run;
+}
+
+/// The job under `gradwire emulate` over the scenario at `path` (one host a rank), `repeats`
+/// times. --max-lag as the all-reduce runs: a step's buckets are megabytes at 100 Mbit/s, and a
+/// loaded machine's ns-3 thread falls behind by more than the default before it catches up.
+inline DdpTrainRun emulated_ddp_train(const std::string& path, int hosts, std::int64_t hidden,
+                                      int batch, int steps, int repeats, int timeout_s) {
+  DdpTrainRun run;
+  for (int k = 0; k < repeats; ++k) {
+    const auto r = run_gradwire("emulate " + path + " --timeout " + std::to_string(timeout_s) +
+                                " --max-lag 250 -- " + ddp_train_command(hidden, batch, steps));
+    if (r.code == 0) add_ddp_repetition(run, r.output, hosts);
+    else run.output += r.output;
   }
   return run;
 }

@@ -26,6 +26,8 @@
 
 #include <unistd.h>
 
+#include "CubicAllowed.h"
+
 namespace gradwire::testing {
 
 class RealKernelNetwork {
@@ -61,9 +63,10 @@ class RealKernelNetwork {
           !step(exec(h) + "true")) {
         return;
       }
-      // CUBIC, Linux's default; a namespace may choose only what the machine's own namespace
-      // allows (tcp_allowed_congestion_control), so Reno where CUBIC is not allowed. Without
-      // losses (tbf never drops here) both grow their window alike in slow start.
+      // CUBIC, Linux's default and the simulator's; a namespace may choose only what the
+      // machine's own namespace allows (cubic_ adds it where it can), so Reno where CUBIC is
+      // still not allowed. Without losses (tbf never drops here) both grow their window alike
+      // in slow start.
       bool set = false;
       for (const std::string cc : {"cubic", "reno"}) {
         if (!set && (congestion_control_.empty() || congestion_control_ == cc) &&
@@ -143,6 +146,7 @@ class RealKernelNetwork {
     return false;
   }
 
+  CubicAllowed cubic_;  // first: constructed before the namespaces, destroyed after them
   int hosts_;
   int rate_mbit_;
   std::string prefix_;

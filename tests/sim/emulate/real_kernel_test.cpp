@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "CubicAllowed.h"
 #include "EmulationFolder.h"
 #include "GlooAllReduceRuns.h"
 #include "RealKernelNetwork.h"
@@ -64,7 +67,36 @@ class RealKernel : public ::testing::Test {
   }
 
   fs::path dir_;
+  // The kernel's hosts and the emulator's both run CUBIC, as the simulator does, where the
+  // machine's kernel has it.
+  std::optional<testing::CubicAllowed> cubic_{std::in_place};
 };
+
+std::string first_line(const char* path) {
+  std::ifstream file(path);
+  std::string line;
+  std::getline(file, line);
+  return line;
+}
+
+// The references run CUBIC, the simulator's TCP, wherever the kernel has it, even on a machine
+// whose own default (BBR here) leaves it out of the algorithms a namespace may choose; the
+// machine's list is as it was once the references are gone.
+TEST_F(RealKernel, HostsRunCubicWhereTheKernelHasItAndTheMachineKeepsItsSetting) {
+  if (first_line(testing::CubicAllowed::kAvailableFile).find("cubic") == std::string::npos) {
+    GTEST_SKIP() << "this kernel has no CUBIC (" << testing::CubicAllowed::kAvailableFile << ")";
+  }
+  cubic_.reset();  // the fixture's, so that this test sees the machine's own list
+  const std::string before = first_line(testing::CubicAllowed::kAllowedFile);
+  {
+    RealKernelNetwork net(2, kRateMbit);
+    if (!net.error().empty()) GTEST_SKIP() << "cannot build the kernel's network: " << net.error();
+    EXPECT_EQ(net.congestion_control(), "cubic");
+    EXPECT_EQ(RealKernelNetwork::run(net.exec(1) + "sysctl -n net.ipv4.tcp_congestion_control"),
+              "cubic\n");
+  }
+  EXPECT_EQ(first_line(testing::CubicAllowed::kAllowedFile), before);
+}
 
 // One connection carries 4 MB from host 0 to host 1. The kernel's duration is made comparable
 // with a wire's: plus the head start tbf's bucket gave (kBurstS), times the framing a veth does

@@ -1,0 +1,62 @@
+// CUBIC for the network namespaces of the real-kernel references and the emulator. gradwire's
+// simulated TCP is CUBIC (Linux's default), so the references it is held against should run it
+// too. A namespace may choose only what the machine's own namespace allows
+// (net.ipv4.tcp_allowed_congestion_control): a machine whose own default is BBR allows only
+// "reno bbr" although its kernel has CUBIC (tcp_available_congestion_control). While an
+// instance lives, root adds CUBIC to that list where the kernel has it and the list leaves it
+// out; the destructor writes the list back as it was. Where the list cannot be written (not
+// root, a read-only /proc), nothing changes and the callers fall back as before (Reno for the
+// references, the namespace's default for the emulator), saying so.
+#pragma once
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace gradwire::testing {
+
+class CubicAllowed {
+ public:
+  static constexpr const char* kAllowedFile = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+  static constexpr const char* kAvailableFile = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+
+  CubicAllowed() {
+    const std::string allowed = first_line(kAllowedFile);
+    if (listed(allowed, "cubic") || !listed(first_line(kAvailableFile), "cubic")) return;
+    if (write(allowed + " cubic") && listed(first_line(kAllowedFile), "cubic")) original_ = allowed;
+  }
+  ~CubicAllowed() {
+    if (!original_.empty()) write(original_);
+  }
+  CubicAllowed(const CubicAllowed&) = delete;
+  CubicAllowed& operator=(const CubicAllowed&) = delete;
+
+  /// Whether this instance added CUBIC (and will take it out again).
+  bool added() const { return !original_.empty(); }
+
+ private:
+  static std::string first_line(const char* path) {
+    std::ifstream file(path);
+    std::string line;
+    std::getline(file, line);
+    return line;
+  }
+  static bool listed(const std::string& list, const std::string& name) {
+    std::istringstream words(list);
+    std::string word;
+    while (words >> word) {
+      if (word == name) return true;
+    }
+    return false;
+  }
+  static bool write(const std::string& list) {
+    std::ofstream file(kAllowedFile);
+    file << list << '\n';
+    file.flush();
+    return static_cast<bool>(file);
+  }
+
+  std::string original_;  ///< the list before CUBIC was added; empty: nothing was changed
+};
+
+}  // namespace gradwire::testing
