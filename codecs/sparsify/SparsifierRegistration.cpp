@@ -128,7 +128,7 @@ void register_sparsifiers(CodecRegistry& registry) {
       }).info());
 
   FieldTable<SdagcOptions> sdagc;
-  sdagc.add(number("lambda", 3.0, 0.0, 1e6, "threshold in standard deviations of the layer's accumulated gradient", true),
+  sdagc.add(number("lambda", 2.0, 0.0, 1e6, "threshold in standard deviations of the layer's accumulated gradient", true),
             &SdagcOptions::lambda)
       .add(boolean("momentum_compensation", true, "momentum inside the codec (u = m u + g; v += u), masked where sent"),
            &SdagcOptions::momentum_compensation)

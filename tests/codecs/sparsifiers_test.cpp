@@ -994,11 +994,15 @@ TEST(Sdagc, DefaultsClipAndReviseTheLearningRate) {
 TEST(Sdagc, ThresholdFollowsTheStandardDeviation) {
   SdagcOptions o;
   o.momentum_compensation = false;
-  SdagcCodec sd(o, context(200000));
-  sd.encode(randn(200000, 1));
-  // Gaussian: P(|x| >= 3 sigma) = 0.27%.
-  EXPECT_NEAR(sd.last_density(), 0.0027, 0.0006);
-  EXPECT_FALSE(sd.traits().applies_momentum);
+  SdagcCodec by_default(o, context(200000));
+  by_default.encode(randn(200000, 1));
+  // Gaussian: P(|x| >= 2 sigma) = 4.55% at the default lambda 2, P(|x| >= 3 sigma) = 0.27%.
+  EXPECT_NEAR(by_default.last_density(), 0.0455, 0.002);
+  EXPECT_FALSE(by_default.traits().applies_momentum);
+  o.lambda = 3.0;
+  SdagcCodec three(o, context(200000));
+  three.encode(randn(200000, 1));
+  EXPECT_NEAR(three.last_density(), 0.0027, 0.0006);
 }
 
 // --------------------------------------------------------------------------------------------
