@@ -64,7 +64,8 @@ const FamilyKeys<EthernetConfig>& keys() {
                        "super-segments of up to 44 frames (64 KB, at most 1/32 of its window) "
                        "that each link serialises in exactly their frames' time, forwarded "
                        "cut-through by the switch; within 0.25 % of per-frame simulation over "
-                       "the accuracy grid (netmodels/README.md), with many times fewer "
+                       "most of the accuracy grid, up to 1 % in a few rows (netmodels/README.md), "
+                       "with many times fewer "
                        "simulated packets for large gradients. false: pure per-frame "
                        "simulation. Ignored when `impairments` shape packets"),
                &EthernetConfig::offload)
