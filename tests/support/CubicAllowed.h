@@ -5,7 +5,7 @@
 // "reno bbr" although its kernel has CUBIC (tcp_available_congestion_control). While an
 // instance lives, root adds CUBIC to that list where the kernel has it and the list leaves it
 // out; the destructor writes the list back as it was. Where the list cannot be written (not
-// root, a read-only /proc), nothing changes and the callers fall back as before (Reno for the
+// root, a read-only /proc), nothing changes and the callers fall back (Reno for the
 // references, the namespace's default for the emulator), saying so.
 #pragma once
 
