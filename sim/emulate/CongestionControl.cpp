@@ -8,11 +8,14 @@
 
 namespace gradwire {
 
-namespace {
+std::string congestion_control_list(const char* file) {
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
 
-constexpr const char* kAllowedFile = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
-
-bool listed(const std::string& list, const std::string& name) {
+bool congestion_control_listed(const std::string& list, const std::string& name) {
   std::istringstream words(list);
   std::string word;
   while (words >> word) {
@@ -21,15 +24,12 @@ bool listed(const std::string& list, const std::string& name) {
   return false;
 }
 
-}  // namespace
-
 CongestionControlChoice choose_congestion_control(const std::string& asked) {
   CongestionControlChoice choice;
-  std::ifstream file(kAllowedFile);
-  std::getline(file, choice.allowed);
+  choice.allowed = congestion_control_list(kAllowedCongestionControlFile);
   // Reno is built into every kernel and always allowed, even where the list cannot be read.
   const auto allowed = [&](const std::string& name) {
-    return name == "reno" || listed(choice.allowed, name);
+    return name == "reno" || congestion_control_listed(choice.allowed, name);
   };
   if (asked.empty()) {
     if (allowed(kSimulatedCongestionControl)) choice.name = kSimulatedCongestionControl;
@@ -38,7 +38,7 @@ CongestionControlChoice choose_congestion_control(const std::string& asked) {
   if (!allowed(asked)) {
     throw ConfigError("--congestion-control",
                       "expected an algorithm this machine lets a network namespace choose (" +
-                          std::string(kAllowedFile) + ": " +
+                          std::string(kAllowedCongestionControlFile) + ": " +
                           (choice.allowed.empty() ? std::string("reno") : choice.allowed) +
                           "); got \"" + asked + "\"");
   }

@@ -20,6 +20,18 @@ struct CongestionControlChoice {
   std::string allowed;  ///< the machine's tcp_allowed_congestion_control, as it reads
 };
 
+/// Where the machine lists what a network namespace may choose, and what its kernel has.
+inline constexpr const char* kAllowedCongestionControlFile =
+    "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+inline constexpr const char* kAvailableCongestionControlFile =
+    "/proc/sys/net/ipv4/tcp_available_congestion_control";
+
+/// The first line of one of those files as it reads now (empty where it cannot be read).
+std::string congestion_control_list(const char* file);
+
+/// Whether `name` is one of the words of `list`.
+bool congestion_control_listed(const std::string& list, const std::string& name);
+
 /// The algorithm for `asked` (empty: CUBIC where the machine allows it). ConfigError naming
 /// --congestion-control when `asked` is not one the machine lets a namespace choose.
 CongestionControlChoice choose_congestion_control(const std::string& asked);

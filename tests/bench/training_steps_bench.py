@@ -23,11 +23,11 @@ simulation: there a single pair of runs says little, and the two are compared as
 with the standard error of the K run means, the ratio of the two means, and each mode's range
 of run means (what a microsecond moves it by).
 """
-import statistics
 import argparse
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -84,12 +84,7 @@ def perturbed(a, modes, topologies, workers, sizes, out):
                 name = f"{topology}-{n}w-{mb:g}mb-{rate}-{k}us"
                 doc = scenario(name, h, n, a.steps, a.compute_s + k * 1e-6, topology, rate,
                                network)
-                folder = out / label.replace(" ", "-")
-                folder.mkdir(exist_ok=True)
-                path = folder / f"{name}.json"
-                path.write_text(json.dumps(doc))
-                run(a.gradwire, path, folder, env)
-                later = step_times(folder / name / "metrics.jsonl")[1:]
+                later = simulate(a.gradwire, doc, out / label.replace(" ", "-"), env)[1][1:]
                 steps += later
                 run_means.append(statistics.mean(later))
             error = statistics.stdev(run_means) / math.sqrt(len(run_means))
@@ -117,11 +112,15 @@ def rows(a, topologies, workers, sizes):
                     yield topology, rate, n, mb
 
 
-def run(binary, scenario, out, env):
+def simulate(binary, doc, folder, env):
+    """`gradwire run` of the scenario `doc` in `folder`: its wall time and its step times."""
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{doc['name']}.json"
+    path.write_text(json.dumps(doc))
     start = time.time()
-    subprocess.run([binary, "run", str(scenario), "--out", str(out), "-q"],
+    subprocess.run([binary, "run", str(path), "--out", str(folder), "-q"],
                    env={**os.environ, **env}, check=True, stdout=subprocess.DEVNULL)
-    return time.time() - start
+    return time.time() - start, step_times(folder / doc["name"] / "metrics.jsonl")
 
 
 def main():
@@ -171,12 +170,8 @@ def main():
         times, walls = {}, {}
         for label, env, network in modes:
             doc = scenario(name, h, n, a.steps, a.compute_s, topology, rate, network)
-            folder = out / label.replace(" ", "-")
-            folder.mkdir(exist_ok=True)
-            path = folder / f"{name}.json"
-            path.write_text(json.dumps(doc))
-            walls[label] = run(a.gradwire, path, folder, env)
-            times[label] = step_times(folder / name / "metrics.jsonl")
+            walls[label], times[label] = simulate(a.gradwire, doc, out / label.replace(" ", "-"),
+                                                  env)
         x, y = times[first], times[second]
         ratios = [p / q for p, q in zip(x[1:], y[1:])]
         print(f"| {topology} | {n} | {mb:g} MB | {rate} | {span(x[1:])} | {span(y[1:])} | "

@@ -10,20 +10,24 @@
 #pragma once
 
 #include <fstream>
-#include <sstream>
 #include <string>
+
+#include "sim/emulate/CongestionControl.h"
 
 namespace gradwire::testing {
 
 class CubicAllowed {
  public:
-  static constexpr const char* kAllowedFile = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
-  static constexpr const char* kAvailableFile = "/proc/sys/net/ipv4/tcp_available_congestion_control";
-
   CubicAllowed() {
-    const std::string allowed = first_line(kAllowedFile);
-    if (listed(allowed, "cubic") || !listed(first_line(kAvailableFile), "cubic")) return;
-    if (write(allowed + " cubic") && listed(first_line(kAllowedFile), "cubic")) original_ = allowed;
+    const std::string allowed = congestion_control_list(kAllowedCongestionControlFile);
+    if (congestion_control_listed(allowed, "cubic") ||
+        !congestion_control_listed(congestion_control_list(kAvailableCongestionControlFile), "cubic")) {
+      return;
+    }
+    if (write(allowed + " cubic") &&
+        congestion_control_listed(congestion_control_list(kAllowedCongestionControlFile), "cubic")) {
+      original_ = allowed;
+    }
   }
   ~CubicAllowed() {
     if (!original_.empty()) write(original_);
@@ -31,26 +35,9 @@ class CubicAllowed {
   CubicAllowed(const CubicAllowed&) = delete;
   CubicAllowed& operator=(const CubicAllowed&) = delete;
 
-  /// Whether this instance added CUBIC (and will take it out again).
-  bool added() const { return !original_.empty(); }
-
  private:
-  static std::string first_line(const char* path) {
-    std::ifstream file(path);
-    std::string line;
-    std::getline(file, line);
-    return line;
-  }
-  static bool listed(const std::string& list, const std::string& name) {
-    std::istringstream words(list);
-    std::string word;
-    while (words >> word) {
-      if (word == name) return true;
-    }
-    return false;
-  }
   static bool write(const std::string& list) {
-    std::ofstream file(kAllowedFile);
+    std::ofstream file(kAllowedCongestionControlFile);
     file << list << '\n';
     file.flush();
     return static_cast<bool>(file);

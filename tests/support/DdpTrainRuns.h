@@ -1,8 +1,8 @@
 // examples/emulate/ddp_train.py, an unmodified PyTorch DDP training job, held against
-// `gradwire run`: the job for real on the hosts of a RealKernelNetwork, under `gradwire
-// emulate`, the same job with one
-// rank for its compute time per step (DDP with one rank all-reduces nothing), and a scenario of
-// the same model and batch that `gradwire run` simulates with that compute time.
+// `gradwire run`: the job for real on the hosts of a RealKernelNetwork and under `gradwire
+// emulate`, the same job with one rank for its compute time per step (DDP with one rank
+// all-reduces nothing), and a scenario of the same model and batch that `gradwire run`
+// simulates with that compute time.
 #pragma once
 
 #include <algorithm>

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +22,7 @@
 #include "RealKernelNetwork.h"
 #include "RunGradwire.h"
 #include "SimulatedReference.h"
+#include "sim/emulate/CongestionControl.h"
 #include "sim/emulate/EmulationPrivileges.h"
 
 namespace gradwire {
@@ -72,22 +72,15 @@ class RealKernel : public ::testing::Test {
   std::optional<testing::CubicAllowed> cubic_{std::in_place};
 };
 
-std::string first_line(const char* path) {
-  std::ifstream file(path);
-  std::string line;
-  std::getline(file, line);
-  return line;
-}
-
 // The references run CUBIC, the simulator's TCP, wherever the kernel has it, even on a machine
 // whose own default (BBR here) leaves it out of the algorithms a namespace may choose; the
 // machine's list is as it was once the references are gone.
 TEST_F(RealKernel, HostsRunCubicWhereTheKernelHasItAndTheMachineKeepsItsSetting) {
-  if (first_line(testing::CubicAllowed::kAvailableFile).find("cubic") == std::string::npos) {
-    GTEST_SKIP() << "this kernel has no CUBIC (" << testing::CubicAllowed::kAvailableFile << ")";
+  if (!congestion_control_listed(congestion_control_list(kAvailableCongestionControlFile), "cubic")) {
+    GTEST_SKIP() << "this kernel has no CUBIC (" << kAvailableCongestionControlFile << ")";
   }
   cubic_.reset();  // the fixture's, so that this test sees the machine's own list
-  const std::string before = first_line(testing::CubicAllowed::kAllowedFile);
+  const std::string before = congestion_control_list(kAllowedCongestionControlFile);
   {
     RealKernelNetwork net(2, kRateMbit);
     if (!net.error().empty()) GTEST_SKIP() << "cannot build the kernel's network: " << net.error();
@@ -95,7 +88,7 @@ TEST_F(RealKernel, HostsRunCubicWhereTheKernelHasItAndTheMachineKeepsItsSetting)
     EXPECT_EQ(RealKernelNetwork::run(net.exec(1) + "sysctl -n net.ipv4.tcp_congestion_control"),
               "cubic\n");
   }
-  EXPECT_EQ(first_line(testing::CubicAllowed::kAllowedFile), before);
+  EXPECT_EQ(congestion_control_list(kAllowedCongestionControlFile), before);
 }
 
 // One connection carries 4 MB from host 0 to host 1. The kernel's duration is made comparable
