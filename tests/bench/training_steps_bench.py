@@ -6,7 +6,7 @@ gradients. Prints a Markdown table of simulated step times (docs/fidelity.md, ne
     tests/bench/training_steps_bench.py --compare small-queues|offload
         [--gradwire build/gradwire] [--topologies ring,ps] [--sizes-mb 1.6,5.3,19,45]
         [--workers 4,8] [--rates 100Mbps] [--steps 6] [--compute-s 0.05] [--perturb K]
-        [--out DIR]
+        [--queue FRAMES] [--out DIR]
 
 --compare small-queues: TCP Small Queues on (the model) against off (ns-3's
   NS_ATTRIBUTE_DEFAULT, every window in the host's NIC queue).
@@ -22,6 +22,9 @@ simulation: there a single pair of runs says little, and the two are compared as
 (netmodels/README.md). The table then gives each mode's mean step over all runs' steps 2..N
 with the standard error of the K run means, the ratio of the two means, and each mode's range
 of run means (what a microsecond moves it by).
+
+--queue FRAMES: every switch port's drop-tail queue (network.queue); a queue no burst fills
+takes drops, and the timeouts they cause, out of the comparison.
 """
 import argparse
 import json
@@ -135,6 +138,8 @@ def main():
     p.add_argument("--compute-s", type=float, default=0.05)
     p.add_argument("--perturb", type=int, default=0,
                    help="K runs per mode, compute longer by 0..K-1 microseconds")
+    p.add_argument("--queue", type=int, default=None,
+                   help="switch port queue, frames (default: the network's)")
     p.add_argument("--out", default=None, help="keep the runs here (default: a temporary folder)")
     a = p.parse_args()
     try:
@@ -156,6 +161,8 @@ def main():
                                              {"NS_ATTRIBUTE_DEFAULT": SMALL_QUEUES_OFF}, {}))
     else:
         modes = (("offload", {}, {"offload": True}), ("per-frame", {}, {"offload": False}))
+    if a.queue is not None:
+        modes = tuple((label, env, {**network, "queue": a.queue}) for label, env, network in modes)
     out = Path(a.out or tempfile.mkdtemp(prefix="training-steps-"))
     out.mkdir(parents=True, exist_ok=True)
     first, second = modes[0][0], modes[1][0]
