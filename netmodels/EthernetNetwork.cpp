@@ -64,7 +64,9 @@ const FamilyKeys<EthernetConfig>& keys() {
                        "super-segments of up to 44 frames (64 KB, at most 1/32 of its window) "
                        "that each link serialises in exactly their frames' time, forwarded "
                        "cut-through by the switch; within 0.25 % of per-frame simulation over "
-                       "most of the accuracy grid, up to 1 % in a few rows (netmodels/README.md), "
+                       "most of the accuracy grid, up to 1 % in a few rows, more where "
+                       "per-frame simulation waits out retransmission timeouts that offload "
+                       "does not (two phase-locked pushes of 100 MB; netmodels/README.md), "
                        "with many times fewer "
                        "simulated packets for large gradients. false: pure per-frame "
                        "simulation. Ignored when `impairments` shape packets"),
