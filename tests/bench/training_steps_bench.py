@@ -73,12 +73,12 @@ def scenario(name, h, n, steps, compute_s, topology, rate, network):
             "network": {"family": "ethernet", "rate": rate, "delay": "0us", **network}}
 
 
-def perturbed(a, modes, topologies, workers, sizes, out):
+def perturbed(a, modes, grid, out):
     """The --perturb table: each mode as a distribution over a.perturb runs."""
     first, second = modes[0][0], modes[1][0]
     header(f"{first}: mean step (s)", f"{second}: mean step (s)", f"{first} / {second}, means",
            f"{first}: run means", f"{second}: run means")
-    for topology, rate, n, mb in rows(a, topologies, workers, sizes):
+    for topology, rate, n, mb in grid:
         h = hidden_for(mb * 1e6)
         cells = {}
         for label, env, network in modes:
@@ -106,13 +106,9 @@ def header(*columns):
     print("|---" * len(names) + "|")
 
 
-def rows(a, topologies, workers, sizes):
+def rows(topologies, rates, workers, sizes):
     """The table's rows in order: (topology, rate, workers, megabytes)."""
-    for topology in topologies:
-        for rate in a.rates.split(","):
-            for n in workers:
-                for mb in sizes:
-                    yield topology, rate, n, mb
+    return [(t, r, n, mb) for t in topologies for r in rates for n in workers for mb in sizes]
 
 
 def simulate(binary, doc, folder, env):
@@ -166,12 +162,13 @@ def main():
     out = Path(a.out or tempfile.mkdtemp(prefix="training-steps-"))
     out.mkdir(parents=True, exist_ok=True)
     first, second = modes[0][0], modes[1][0]
+    grid = rows(topologies, a.rates.split(","), workers, sizes)
     if a.perturb:
-        return perturbed(a, modes, topologies, workers, sizes, out)
+        return perturbed(a, modes, grid, out)
     header(f"{first}: steps 2-{a.steps} (s)", f"{second}: steps 2-{a.steps} (s)",
            f"step 1: {first} / {second}", f"steps 2-{a.steps}: {first} / {second}, range",
            f"wall: {first}, {second} (s)")
-    for topology, rate, n, mb in rows(a, topologies, workers, sizes):
+    for topology, rate, n, mb in grid:
         h = hidden_for(mb * 1e6)
         name = f"{topology}-{n}w-{mb:g}mb-{rate}"
         times, walls = {}, {}

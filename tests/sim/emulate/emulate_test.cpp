@@ -165,20 +165,26 @@ TEST_F(Emulate, BulkTcpOverEthernetReachesTheSimulatedGoodput) {
 // UEs with data waiting, so the goodput would follow the receiver's ACK cadence, which differs
 // between the kernel and ns-3 (docs/emulate.md).
 TEST_F(Emulate, BulkTcpOverWifiAndLteReachesTheSimulatedGoodput) {
-  const std::vector<std::tuple<std::string, nlohmann::json, std::size_t>> networks = {
-      {"wifi-n20", {{"family", "wifi"}, {"standard", "n"}, {"band", "2.4GHz"}, {"width_mhz", 20}}, 3000000},
-      {"lte-5mhz", {{"family", "lte"}, {"server", "remote"}, {"ul_bandwidth", 25}, {"dl_bandwidth", 25}}, 3000000}};
-  for (const auto& [name, network, bytes] : networks) {
+  // Wi-Fi's emulated goodput varies more from run to run than LTE's: the kernel's segments
+  // reach the cell at wall-clock instants that differ between runs, and the contention and
+  // its random backoffs follow them (alone: 0.967-1.058 in twenty-one runs, and once 0.84 with
+  // the same lag as the others; LTE 0.984-0.985). So Wi-Fi is judged by the median of three
+  // runs, which one such run does not move out of its wider bound.
+  struct Cell {
+    std::string name;
+    nlohmann::json network;
+    std::size_t bytes;
+    int runs;
+    double tolerance;  ///< of the median emulated / simulated goodput
+  };
+  const std::vector<Cell> cells = {
+      {"wifi-n20", {{"family", "wifi"}, {"standard", "n"}, {"band", "2.4GHz"}, {"width_mhz", 20}}, 3000000, 3, 0.08},
+      {"lte-5mhz", {{"family", "lte"}, {"server", "remote"}, {"ul_bandwidth", 25}, {"dl_bandwidth", 25}}, 3000000, 1, 0.05}};
+  for (const auto& [name, network, bytes, runs, tolerance] : cells) {
     const std::string path = scenario(name, 2, network);
     const double simulated_bps = 8.0 * static_cast<double>(bytes) / simulated_transfer_s(path, bytes);
     std::string args = bulk_transfer_args(path, bytes);
     args.replace(args.find("{peer}"), 6, "{addr:1}");
-    // Wi-Fi's emulated goodput varies more from run to run than LTE's: the kernel's segments
-    // reach the cell at wall-clock instants that differ between runs, and the contention and
-    // its random backoffs follow them (alone: 0.980-1.058 in fifteen runs, and once 0.84 with
-    // the same lag as the others; LTE 0.984-0.985). So Wi-Fi is judged by the median of three
-    // runs, which one such run does not move out of the bound.
-    const int runs = name == "wifi-n20" ? 3 : 1;
     std::vector<double> ratios;
     for (int r = 0; r < runs; ++r) {
       const auto run = testing::run_gradwire(args);
@@ -196,7 +202,7 @@ TEST_F(Emulate, BulkTcpOverWifiAndLteReachesTheSimulatedGoodput) {
       ratios.push_back(emulated_bps / simulated_bps);
     }
     std::sort(ratios.begin(), ratios.end());
-    EXPECT_NEAR(ratios[ratios.size() / 2], 1.0, name == "wifi-n20" ? 0.08 : 0.05) << name;
+    EXPECT_NEAR(ratios[ratios.size() / 2], 1.0, tolerance) << name;
   }
 }
 
