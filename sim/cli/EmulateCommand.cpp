@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <ostream>
+#include <utility>
 
 #include "common/ConfigError.h"
 #include "sim/cli/Cli.h"
@@ -105,6 +106,14 @@ ParsedEmulate parse(const std::vector<std::string>& args) {
 
 }  // namespace
 
+Scenario load_emulation_scenario(nlohmann::json document) {
+  if (document.is_object() && !document.contains("dataset") && !document.contains("model")) {
+    document["dataset"] = {{"kind", "synthetic"}};
+    document["model"] = {{"kind", "mlp"}};
+  }
+  return load_scenario(document);
+}
+
 std::string emulate_usage() {
   return "Usage: gradwire emulate SCENARIO [OPTIONS] [--host N -- COMMAND ARGS...] -- COMMAND ARGS...\n"
          "\n"
@@ -164,7 +173,7 @@ int run_emulate_command(const std::vector<std::string>& args, std::ostream& out,
     if (parsed.file.empty()) throw ConfigError("SCENARIO", "expected a scenario file");
     nlohmann::json doc = read_scenario_file(parsed.file);
     apply_overrides(doc, parsed.overrides);
-    const Scenario scenario = load_scenario(doc);
+    const Scenario scenario = load_emulation_scenario(std::move(doc));
     check_emulation_commands(scenario, parsed.options);
     // Refused before anything is made.
     const std::string missing = missing_emulation_privileges();

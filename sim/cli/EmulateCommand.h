@@ -9,10 +9,21 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace gradwire {
+
+struct Scenario;
 
 /// The usage text (`gradwire emulate --help`).
 std::string emulate_usage();
+
+/// Loads a scenario for emulation. Emulation trains nothing: of a scenario it uses the network
+/// and training.workers. A scenario that names neither a dataset nor a model gets synthetic data
+/// and an MLP instead of the defaults, so that it does not depend on Fashion-MNIST's folder
+/// existing on this machine; a dataset or model it does name is validated as `gradwire run`
+/// would.
+Scenario load_emulation_scenario(nlohmann::json document);
 
 /// `args`: everything after `emulate`. Returns the exit status.
 int run_emulate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

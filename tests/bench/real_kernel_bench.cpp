@@ -21,7 +21,8 @@
 //   build/tests/bench/real_kernel_bench [--sizes-mb 1.6,5.3,19,45] [--ranks 4,8]
 //       [--repeats 3] [--rate-mbit 100] [--no-emulate]
 //   build/tests/bench/real_kernel_bench --ddp [--sizes-mb 1.6,5.3,19,45] [--ranks 4,8]
-//       [--repeats 3] [--steps 10] [--rate-mbit 100] [--no-emulate]
+//       [--repeats 3] [--steps 10] [--rate-mbit 100] [--no-emulate | --no-real]
+// --no-real leaves the kernel's runs out of the --ddp table: emulated against simulated alone.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -50,7 +51,7 @@ int usage(const std::string& what) {
                "real_kernel_bench: %s\nusage: real_kernel_bench [--sizes-mb 1.6,5.3,19,45] "
                "[--ranks 4,8] [--repeats 3] [--rate-mbit 100] [--no-emulate]\n"
                "       real_kernel_bench --ddp [--sizes-mb 1.6,5.3,19,45] [--ranks 4,8] "
-               "[--repeats 3] [--steps 10] [--rate-mbit 100] [--no-emulate]\n",
+               "[--repeats 3] [--steps 10] [--rate-mbit 100] [--no-emulate | --no-real]\n",
                what.c_str());
   return 2;
 }
@@ -91,7 +92,7 @@ void report_repetitions(const char* where, int ranks, double mb,
 /// The --ddp table: a DDP training step on the real kernel's network, emulated and simulated.
 int ddp_steps(const fs::path& dir, const std::vector<double>& sizes_mb,
               const std::vector<double>& ranks_list, int repeats, int steps, int rate_mbit,
-              bool emulate) {
+              bool emulate, bool real) {
   using namespace gradwire::testing;
   constexpr int kBatch = 64;
   // Generous: eight ranks start Python and torch on a few cores, and a 45 MB step at 100 Mbit/s
@@ -105,7 +106,7 @@ int ddp_steps(const fs::path& dir, const std::vector<double>& sizes_mb,
               "simulated step (s) | simulated / real | emulated / simulated |\n"
               "|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
-  std::string congestion_control;
+  std::string congestion_control = "(not run)";
   for (double r : ranks_list) {
     const int ranks = static_cast<int>(r);
     for (std::size_t i = 0; i < sizes_mb.size(); ++i) {
@@ -118,7 +119,7 @@ int ddp_steps(const fs::path& dir, const std::vector<double>& sizes_mb,
         if (compute_s[i] < 0) std::fprintf(stderr, "one rank, %.1f MB:\n%s\n", mb, alone.output.c_str());
       }
       double real_s = -1;
-      {
+      if (real) {
         RealKernelNetwork net(ranks, rate_mbit);
         if (!net.error().empty()) {
           std::fprintf(stderr, "cannot build the kernel's network: %s\n", net.error().c_str());
@@ -147,7 +148,7 @@ int ddp_steps(const fs::path& dir, const std::vector<double>& sizes_mb,
         report_repetitions("emulated", ranks, mb, run, repeats);
       }
       std::printf("| %d | %.1f MB | %s | %s | %s | %s | %s | %s |\n", ranks, mb,
-                  seconds_cell(real_s).c_str(), seconds_cell(wire_s).c_str(),
+                  real ? seconds_cell(real_s).c_str() : "-", real ? seconds_cell(wire_s).c_str() : "-",
                   emulate ? seconds_cell(emulated_s).c_str() : "-", seconds_cell(simulated_s).c_str(),
                   ratio_cell(simulated_s, wire_s).c_str(),
                   emulate ? ratio_cell(emulated_s, simulated_s).c_str() : "-");
@@ -184,12 +185,17 @@ int main(int argc, char** argv) {
   int repeats = 3;
   int rate_mbit = 100;
   bool emulate = true;
+  bool real = true;
   bool ddp = false;
   int steps = 0;  // 0: not given (10 with --ddp)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--no-emulate") {
       emulate = false;
+      continue;
+    }
+    if (a == "--no-real") {
+      real = false;
       continue;
     }
     if (a == "--ddp") {
@@ -230,6 +236,8 @@ int main(int argc, char** argv) {
   }
   // Each flag of one mode only, so that a mistyped command line does not measure something else.
   if (steps != 0 && !ddp) return usage("--steps needs --ddp");
+  if (!real && !ddp) return usage("--no-real needs --ddp");
+  if (!real && !emulate) return usage("--no-real and --no-emulate leave nothing to hold the simulator against");
   if (::geteuid() != 0) return usage("needs root (network namespaces, veths, a bridge, tc)");
   // The kernel's hosts and the emulator's run CUBIC, as the simulator does, where the kernel has it.
   const gradwire::testing::CubicAllowed cubic;
@@ -238,7 +246,7 @@ int main(int argc, char** argv) {
   gradwire::testing::make_open_folder(dir);
   if (ddp) {
     const int code =
-        ddp_steps(dir, sizes_mb, ranks_list, repeats, steps == 0 ? 10 : steps, rate_mbit, emulate);
+        ddp_steps(dir, sizes_mb, ranks_list, repeats, steps == 0 ? 10 : steps, rate_mbit, emulate, real);
     fs::remove_all(dir);
     return code;
   }
@@ -247,14 +255,14 @@ int main(int argc, char** argv) {
   std::printf("| ranks | gradient | real (s) | real on a wire (s) | emulated (s) | simulated (s) | "
               "simulated / real | emulated / simulated |\n|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
-  std::string congestion_control;
+  std::string congestion_control = "(not run)";
   for (double r : ranks_list) {
     const int ranks = static_cast<int>(r);
     const std::string path = scenario(dir, ranks, rate_mbit);
     for (double mb : sizes_mb) {
       const auto elements = static_cast<std::int64_t>(mb * 1e6 / 4);
       double real_s = -1;
-      {
+      if (real) {
         RealKernelNetwork net(ranks, rate_mbit);
         if (!net.error().empty()) {
           std::fprintf(stderr, "cannot build the kernel's network: %s\n", net.error().c_str());
@@ -275,7 +283,7 @@ int main(int argc, char** argv) {
       }
       const double simulated_s = gradwire::testing::simulated_all_reduce(path, elements, true, ranks);
       std::printf("| %d | %.1f MB | %s | %s | %s | %s | %s | %s |\n", ranks, mb,
-                  seconds_cell(real_s).c_str(), seconds_cell(wire_s).c_str(),
+                  real ? seconds_cell(real_s).c_str() : "-", real ? seconds_cell(wire_s).c_str() : "-",
                   emulate ? seconds_cell(emulated_s).c_str() : "-", seconds_cell(simulated_s).c_str(),
                   ratio_cell(simulated_s, wire_s).c_str(),
                   emulate ? ratio_cell(emulated_s, simulated_s).c_str() : "-");

@@ -20,6 +20,7 @@
 #include "GlooAllReduceRuns.h"
 #include "MetricsLines.h"
 #include "RealKernelNetwork.h"
+#include "ReferencePython.h"
 #include "RunGradwire.h"
 
 namespace gradwire::testing {
@@ -46,7 +47,7 @@ inline std::int64_t ddp_hidden_for(double megabytes) {
 }
 
 inline std::string ddp_train_command(std::int64_t hidden, int batch, int steps) {
-  return "/usr/bin/python3 " + std::string(GRADWIRE_SOURCE_DIR) +
+  return reference_python() + " " + std::string(GRADWIRE_SOURCE_DIR) +
          "/examples/emulate/ddp_train.py --hidden " + std::to_string(hidden) + " --batch " +
          std::to_string(batch) + " --steps " + std::to_string(steps) + " --log-every " +
          std::to_string(steps);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "RealKernelNetwork.h"
+#include "ReferencePython.h"
 #include "RunGradwire.h"
 
 namespace gradwire::testing {
@@ -43,7 +44,7 @@ inline std::vector<nlohmann::json> json_lines_with(const std::string& output, co
 }
 
 inline std::string gloo_allreduce_command(std::int64_t elements, int repeats) {
-  return "/usr/bin/python3 " + std::string(GRADWIRE_SOURCE_DIR) +
+  return reference_python() + " " + std::string(GRADWIRE_SOURCE_DIR) +
          "/tests/sim/emulate/gloo_allreduce.py " + std::to_string(elements) + " " +
          std::to_string(repeats);
 }

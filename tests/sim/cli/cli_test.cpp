@@ -12,8 +12,12 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "RunGradwire.h"
+#include "common/ConfigError.h"
+#include "sim/cli/EmulateCommand.h"
+#include "sim/engine/Scenario.h"
 
 namespace {
 
@@ -376,3 +380,25 @@ TEST_F(Cli, AdviseByEnergyNeedsNamedDevices) {
 }
 
 }  // namespace
+
+// Emulation trains nothing, so a network-only scenario (as scenarios/emulation/ ships them)
+// must load on a machine without Fashion-MNIST, the default dataset; a dataset the scenario
+// does name is still checked.
+TEST(EmulationScenario, NeedsNoDatasetWhenItNamesNone) {
+  const nlohmann::json network_only = {{"gradwire", 1},
+                                       {"name", "emulated"},
+                                       {"training", {{"workers", 3}}},
+                                       {"network", {{"family", "ethernet"}, {"rate", "100Mbps"}}}};
+  const gradwire::Scenario s = gradwire::load_emulation_scenario(network_only);
+  EXPECT_EQ(s.dataset.kind, "synthetic");
+  EXPECT_EQ(s.training.workers, 3);
+
+  nlohmann::json missing_data = network_only;
+  missing_data["dataset"] = {{"kind", "fashion-mnist"}, {"path", "/nonexistent/fashion-mnist"}};
+  try {
+    gradwire::load_emulation_scenario(missing_data);
+    FAIL() << "a named dataset's missing folder was accepted";
+  } catch (const gradwire::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("dataset.path"), std::string::npos) << e.what();
+  }
+}

@@ -20,6 +20,7 @@
 #include "EmulationFolder.h"
 #include "GlooAllReduceRuns.h"
 #include "RealKernelNetwork.h"
+#include "ReferencePython.h"
 #include "RunGradwire.h"
 #include "SimulatedReference.h"
 #include "sim/emulate/CongestionControl.h"
@@ -32,7 +33,7 @@ namespace fs = std::filesystem;
 using testing::json_lines_with;
 using testing::RealKernelNetwork;
 
-const std::string kPython = "/usr/bin/python3";
+const std::string kPython = testing::reference_python();
 const std::string kTools = std::string(GRADWIRE_SOURCE_DIR) + "/tests/sim/emulate/";
 constexpr int kRateMbit = 100;
 /// Seconds tbf's full bucket lets through at once after an idle period.
