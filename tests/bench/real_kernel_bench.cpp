@@ -22,7 +22,11 @@
 //       [--repeats 3] [--rate-mbit 100] [--no-emulate]
 //   build/tests/bench/real_kernel_bench --ddp [--sizes-mb 1.6,5.3,19,45] [--ranks 4,8]
 //       [--repeats 3] [--steps 10] [--rate-mbit 100] [--no-emulate | --no-real]
+//       [--contended-compute]
 // --no-real leaves the kernel's runs out of the --ddp table: emulated against simulated alone.
+// --contended-compute gives the simulation the compute as the ranks see it on this machine:
+// as many one-rank copies of the job side by side as the row has ranks (where ranks outnumber
+// cores, each computes for longer than one rank alone), measured per row.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -51,7 +55,8 @@ int usage(const std::string& what) {
                "real_kernel_bench: %s\nusage: real_kernel_bench [--sizes-mb 1.6,5.3,19,45] "
                "[--ranks 4,8] [--repeats 3] [--rate-mbit 100] [--no-emulate]\n"
                "       real_kernel_bench --ddp [--sizes-mb 1.6,5.3,19,45] [--ranks 4,8] "
-               "[--repeats 3] [--steps 10] [--rate-mbit 100] [--no-emulate | --no-real]\n",
+               "[--repeats 3] [--steps 10] [--rate-mbit 100] [--no-emulate | --no-real]\n"
+               "                         [--contended-compute]\n",
                what.c_str());
   return 2;
 }
@@ -92,7 +97,7 @@ void report_repetitions(const char* where, int ranks, double mb,
 /// The --ddp table: a DDP training step on the real kernel's network, emulated and simulated.
 int ddp_steps(const fs::path& dir, const std::vector<double>& sizes_mb,
               const std::vector<double>& ranks_list, int repeats, int steps, int rate_mbit,
-              bool emulate, bool real) {
+              bool emulate, bool real, bool contended) {
   using namespace gradwire::testing;
   constexpr int kBatch = 64;
   // Generous: eight ranks start Python and torch on a few cores, and a 45 MB step at 100 Mbit/s
@@ -107,6 +112,7 @@ int ddp_steps(const fs::path& dir, const std::vector<double>& sizes_mb,
               "|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
   std::string congestion_control = "(not run)";
+  std::string contended_notes;  // the compute each row was given, with --contended-compute
   for (double r : ranks_list) {
     const int ranks = static_cast<int>(r);
     for (std::size_t i = 0; i < sizes_mb.size(); ++i) {
@@ -130,7 +136,19 @@ int ddp_steps(const fs::path& dir, const std::vector<double>& sizes_mb,
         real_s = run.best();
         report_repetitions("real kernel", ranks, mb, run, repeats);
       }
-      const double compute = compute_s[i];
+      double compute = compute_s[i];
+      if (contended) {
+        const auto side_by_side = contended_ddp_compute(hidden, kBatch, steps, ranks, timeout_s);
+        compute = side_by_side.best();
+        if (compute < 0) {
+          std::fprintf(stderr, "%d one-rank copies, %.1f MB:\n%s\n", ranks, mb, side_by_side.output.c_str());
+        }
+        char note[160];
+        std::snprintf(note, sizeof note, "%d ranks, %.1f MB: compute %.6f s per step side by side "
+                      "(one rank alone %.6f s)\n", ranks, mb, compute, compute_s[i]);
+        contended_notes += note;
+        std::fputs(note, stderr);
+      }
       const double wire_s =
           real_s < 0 || compute < 0 ? -1 : compute + (real_s - compute) * RealKernelNetwork::kFrameRatio;
       double simulated_s = -1;
@@ -164,6 +182,11 @@ int ddp_steps(const fs::path& dir, const std::vector<double>& sizes_mb,
               "gradwire run, mlp [H, H], compute fixed at that time, DDP buckets, ring, the mean "
               "of steps 2..%d.\n",
               rate_mbit, congestion_control.c_str(), kBatch, steps, steps, repeats, steps);
+  if (contended) {
+    std::printf("compute: --contended-compute, as many one-rank copies side by side as the row "
+                "has ranks; the mean of their mean steps is the simulation's compute and the "
+                "compute in \"real on a wire\":\n%s", contended_notes.c_str());
+  }
   for (std::size_t i = 0; i < sizes_mb.size(); ++i) {
     const std::int64_t hidden = ddp_hidden_for(sizes_mb[i]);
     std::printf("%.1f MB: H %lld, %lld parameters (%.2f MB); ddp_train.py reported %lld, gradwire's "
@@ -186,12 +209,17 @@ int main(int argc, char** argv) {
   int rate_mbit = 100;
   bool emulate = true;
   bool real = true;
+  bool contended = false;
   bool ddp = false;
   int steps = 0;  // 0: not given (10 with --ddp)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--no-emulate") {
       emulate = false;
+      continue;
+    }
+    if (a == "--contended-compute") {
+      contended = true;
       continue;
     }
     if (a == "--no-real") {
@@ -237,6 +265,7 @@ int main(int argc, char** argv) {
   // Each flag of one mode only, so that a mistyped command line does not measure something else.
   if (steps != 0 && !ddp) return usage("--steps needs --ddp");
   if (!real && !ddp) return usage("--no-real needs --ddp");
+  if (contended && !ddp) return usage("--contended-compute needs --ddp");
   if (!real && !emulate) return usage("--no-real and --no-emulate leave nothing to hold the simulator against");
   if (::geteuid() != 0) return usage("needs root (network namespaces, veths, a bridge, tc)");
   // The kernel's hosts and the emulator's run CUBIC, as the simulator does, where the kernel has it.
@@ -246,7 +275,8 @@ int main(int argc, char** argv) {
   gradwire::testing::make_open_folder(dir);
   if (ddp) {
     const int code =
-        ddp_steps(dir, sizes_mb, ranks_list, repeats, steps == 0 ? 10 : steps, rate_mbit, emulate, real);
+        ddp_steps(dir, sizes_mb, ranks_list, repeats, steps == 0 ? 10 : steps, rate_mbit, emulate, real,
+                  contended);
     fs::remove_all(dir);
     return code;
   }
@@ -256,6 +286,7 @@ int main(int argc, char** argv) {
               "simulated / real | emulated / simulated |\n|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
   std::string congestion_control = "(not run)";
+  std::string contended_notes;  // the compute each row was given, with --contended-compute
   for (double r : ranks_list) {
     const int ranks = static_cast<int>(r);
     const std::string path = scenario(dir, ranks, rate_mbit);

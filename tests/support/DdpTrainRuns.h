@@ -122,6 +122,34 @@ inline DdpTrainRun single_rank_ddp_train(std::int64_t hidden, int batch, int ste
   return run;
 }
 
+/// The job's compute as `ranks` ranks on this machine see it: `ranks` one-rank copies side by
+/// side in the machine's own namespace, each all-reducing nothing. A DDP step's ranks compute
+/// at the same moments, so where ranks outnumber cores each one's compute takes longer than
+/// the one-rank time; the copies share the cores as they do. `best()` is the mean over the
+/// copies of their mean steps (one value); -1 when any copy failed.
+inline DdpTrainRun contended_ddp_compute(std::int64_t hidden, int batch, int steps, int ranks,
+                                         int timeout_s) {
+  const int base = 20000 + ::getpid() % 10000;
+  std::string commands;
+  for (int r = 0; r < ranks; ++r) {
+    commands += "timeout -k 2 " + std::to_string(timeout_s) +
+                " env RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                std::to_string(base + 1 + r) + " GLOO_SOCKET_IFNAME=lo " +
+                ddp_train_command(hidden, batch, steps) + " & ";
+  }
+  const std::string output = RealKernelNetwork::run(commands + "wait");
+  DdpTrainRun run;
+  const auto lines = json_lines_with(output, "mean_step_s");
+  double sum = 0;
+  for (const auto& line : lines) {
+    sum += line.value("mean_step_s", 0.0);
+    run.gradient_bytes = line.value("gradient_bytes", std::int64_t{0});
+  }
+  if (static_cast<int>(lines.size()) == ranks) run.slowest.push_back(sum / ranks);
+  else run.output = output;
+  return run;
+}
+
 struct SimulatedDdpSteps {
   double mean_step_s = -1;       ///< mean simulated step over steps 2..N; -1 when the run failed
   std::int64_t parameters = 0;   ///< the model's, from summary.json
