@@ -107,17 +107,22 @@ inline DdpTrainRun emulated_ddp_train(const std::string& path, int hosts, std::i
   return run;
 }
 
-/// The job with one rank in the machine's own namespace: its step is compute alone.
+/// The job with one rank in the machine's own namespace, its store on `port` of loopback.
+inline std::string one_rank_command(int port, std::int64_t hidden, int batch, int steps, int timeout_s) {
+  return "timeout -k 2 " + std::to_string(timeout_s) +
+         " env RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
+         " GLOO_SOCKET_IFNAME=lo " + ddp_train_command(hidden, batch, steps);
+}
+
+/// The machine's namespace is shared with whatever else runs here: ports from this process's
+/// id rather than gloo's usual 29500.
+inline int one_rank_base_port() { return 20000 + ::getpid() % 10000; }
+
+/// The job with one rank: its step is compute alone.
 inline DdpTrainRun single_rank_ddp_train(std::int64_t hidden, int batch, int steps, int timeout_s) {
-  // The machine's namespace is shared with whatever else runs here: a port from this process's
-  // id rather than gloo's usual 29500.
-  const std::string port = std::to_string(20000 + ::getpid() % 10000);
   DdpTrainRun run;
-  add_ddp_repetition(run,
-                     RealKernelNetwork::run("timeout -k 2 " + std::to_string(timeout_s) +
-                                            " env RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
-                                            port + " GLOO_SOCKET_IFNAME=lo " +
-                                            ddp_train_command(hidden, batch, steps)),
+  add_ddp_repetition(run, RealKernelNetwork::run(one_rank_command(one_rank_base_port(), hidden,
+                                                                  batch, steps, timeout_s)),
                      1);
   return run;
 }
@@ -129,13 +134,12 @@ inline DdpTrainRun single_rank_ddp_train(std::int64_t hidden, int batch, int ste
 /// copies of their mean steps (one value); -1 when any copy failed.
 inline DdpTrainRun contended_ddp_compute(std::int64_t hidden, int batch, int steps, int ranks,
                                          int timeout_s) {
-  const int base = 20000 + ::getpid() % 10000;
+  // Ports of their own per call: an earlier call's stores may still hold theirs in TIME_WAIT.
+  static int calls = 0;
+  const int first = one_rank_base_port() + 1 + (calls++ % 64) * ranks;
   std::string commands;
   for (int r = 0; r < ranks; ++r) {
-    commands += "timeout -k 2 " + std::to_string(timeout_s) +
-                " env RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
-                std::to_string(base + 1 + r) + " GLOO_SOCKET_IFNAME=lo " +
-                ddp_train_command(hidden, batch, steps) + " & ";
+    commands += one_rank_command(first + r, hidden, batch, steps, timeout_s) + " & ";
   }
   const std::string output = RealKernelNetwork::run(commands + "wait");
   DdpTrainRun run;
