@@ -285,15 +285,14 @@ int main(int argc, char** argv) {
   std::printf("| ranks | gradient | real (s) | real on a wire (s) | emulated (s) | simulated (s) | "
               "simulated / real | emulated / simulated |\n|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
-  std::string congestion_control = "(not run)";
-  std::string contended_notes;  // the compute each row was given, with --contended-compute
+  std::string congestion_control;
   for (double r : ranks_list) {
     const int ranks = static_cast<int>(r);
     const std::string path = scenario(dir, ranks, rate_mbit);
     for (double mb : sizes_mb) {
       const auto elements = static_cast<std::int64_t>(mb * 1e6 / 4);
       double real_s = -1;
-      if (real) {
+      {
         RealKernelNetwork net(ranks, rate_mbit);
         if (!net.error().empty()) {
           std::fprintf(stderr, "cannot build the kernel's network: %s\n", net.error().c_str());
@@ -314,7 +313,7 @@ int main(int argc, char** argv) {
       }
       const double simulated_s = gradwire::testing::simulated_all_reduce(path, elements, true, ranks);
       std::printf("| %d | %.1f MB | %s | %s | %s | %s | %s | %s |\n", ranks, mb,
-                  real ? seconds_cell(real_s).c_str() : "-", real ? seconds_cell(wire_s).c_str() : "-",
+                  seconds_cell(real_s).c_str(), seconds_cell(wire_s).c_str(),
                   emulate ? seconds_cell(emulated_s).c_str() : "-", seconds_cell(simulated_s).c_str(),
                   ratio_cell(simulated_s, wire_s).c_str(),
                   emulate ? ratio_cell(emulated_s, simulated_s).c_str() : "-");

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -62,16 +63,30 @@ struct DdpTrainRun {
   double best() const { return slowest.empty() ? -1 : *std::min_element(slowest.begin(), slowest.end()); }
 };
 
+/// Every rank's mean_step_s in one run's output, and the gradient bytes the job reported.
+struct RankSteps {
+  std::vector<double> means;
+  std::int64_t gradient_bytes = 0;
+};
+
+inline RankSteps rank_steps(const std::string& output) {
+  RankSteps steps;
+  for (const auto& line : json_lines_with(output, "mean_step_s")) {
+    steps.means.push_back(line.value("mean_step_s", 0.0));
+    steps.gradient_bytes = line.value("gradient_bytes", std::int64_t{0});
+  }
+  return steps;
+}
+
 /// Folds one repetition's output, from `ranks` ranks, into `run`.
 inline void add_ddp_repetition(DdpTrainRun& run, const std::string& output, int ranks) {
-  const auto lines = json_lines_with(output, "mean_step_s");
-  double slowest = 0;
-  for (const auto& line : lines) {
-    slowest = std::max(slowest, line.value("mean_step_s", 0.0));
-    run.gradient_bytes = line.value("gradient_bytes", std::int64_t{0});
+  const RankSteps steps = rank_steps(output);
+  if (!steps.means.empty()) run.gradient_bytes = steps.gradient_bytes;
+  if (static_cast<int>(steps.means.size()) == ranks) {
+    run.slowest.push_back(*std::max_element(steps.means.begin(), steps.means.end()));
+  } else {
+    run.output += output;
   }
-  if (static_cast<int>(lines.size()) == ranks) run.slowest.push_back(slowest);
-  else run.output += output;
 }
 
 /// The job on every host of `net`, `repeats` times, each rank bound to its host's veth.
@@ -142,15 +157,14 @@ inline DdpTrainRun contended_ddp_compute(std::int64_t hidden, int batch, int ste
     commands += one_rank_command(first + r, hidden, batch, steps, timeout_s) + " & ";
   }
   const std::string output = RealKernelNetwork::run(commands + "wait");
+  const RankSteps copies = rank_steps(output);
   DdpTrainRun run;
-  const auto lines = json_lines_with(output, "mean_step_s");
-  double sum = 0;
-  for (const auto& line : lines) {
-    sum += line.value("mean_step_s", 0.0);
-    run.gradient_bytes = line.value("gradient_bytes", std::int64_t{0});
+  run.gradient_bytes = copies.gradient_bytes;
+  if (static_cast<int>(copies.means.size()) == ranks) {
+    run.slowest.push_back(std::accumulate(copies.means.begin(), copies.means.end(), 0.0) / ranks);
+  } else {
+    run.output = output;
   }
-  if (static_cast<int>(lines.size()) == ranks) run.slowest.push_back(sum / ranks);
-  else run.output = output;
   return run;
 }
 
